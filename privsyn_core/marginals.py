@@ -1,0 +1,88 @@
+"""Marginal tables: counts of records over every combination of values of a few attributes.
+
+The private table and the synthetic table are both held as one integer array of shape
+``(d, n)`` (one row per attribute, so a column of the table is a contiguous row of the array;
+the engine reads columns far more often than records). A marginal on attributes ``A`` is the
+histogram of the flattened cell index ``ravel_multi_index(codes[A], sizes[A])``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from math import prod
+
+import numpy as np
+
+from privsyn_core.domain import Domain
+
+
+@dataclass(frozen=True)
+class MarginalTable:
+    """Counts (or noisy counts, or frequencies) over the cells of ``attributes``.
+
+    ``values`` is flat, in C order of ``shape``; it is never modified in place.
+    """
+
+    attributes: tuple[str, ...]
+    shape: tuple[int, ...]
+    values: np.ndarray
+
+    def __post_init__(self) -> None:
+        if self.values.shape != (prod(self.shape),):
+            raise ValueError(
+                f"marginal on {self.attributes} needs {prod(self.shape)} cells, "
+                f"got {self.values.shape}"
+            )
+        self.values.setflags(write=False)
+
+    @property
+    def cells(self) -> int:
+        return int(self.values.size)
+
+    @property
+    def total(self) -> float:
+        return float(self.values.sum())
+
+    def with_values(self, values: np.ndarray) -> MarginalTable:
+        return MarginalTable(self.attributes, self.shape, np.asarray(values, dtype=float))
+
+    def normalised(self) -> MarginalTable:
+        total = self.values.sum()
+        if total <= 0:
+            return self.with_values(np.full(self.cells, 1.0 / self.cells))
+        return self.with_values(self.values / total)
+
+    def project(self, attributes: Sequence[str]) -> MarginalTable:
+        """Sum out every attribute not in ``attributes`` (kept in the order given)."""
+        attributes = tuple(attributes)
+        keep = [self.attributes.index(a) for a in attributes]
+        drop = tuple(i for i in range(len(self.attributes)) if i not in keep)
+        summed = self.values.reshape(self.shape).sum(axis=drop)
+        # after summing, remaining axes are in self order; reorder to the requested order
+        remaining = [i for i in range(len(self.attributes)) if i in keep]
+        order = [remaining.index(i) for i in keep]
+        arr = np.transpose(summed, order) if order else summed
+        return MarginalTable(
+            attributes, tuple(self.shape[i] for i in keep), np.asarray(arr, float).ravel()
+        )
+
+
+def cell_index(records: np.ndarray, rows: Sequence[int], shape: Sequence[int]) -> np.ndarray:
+    """Flat cell index of every record for the attributes at ``rows`` of ``records``."""
+    if len(rows) == 0:
+        return np.zeros(records.shape[1], dtype=np.int64)
+    index = records[rows[0]].astype(np.int64)
+    for row, size in zip(rows[1:], shape[1:], strict=True):
+        index *= size
+        index += records[row]
+    return index
+
+
+def count_marginal(records: np.ndarray, domain: Domain, attributes: Sequence[str]) -> MarginalTable:
+    """Exact counts of the marginal on ``attributes`` (the private quantity, before noise)."""
+    attributes = tuple(attributes)
+    shape = tuple(domain.size(a) for a in attributes)
+    rows = [domain.index(a) for a in attributes]
+    counts = np.bincount(cell_index(records, rows, shape), minlength=prod(shape))
+    return MarginalTable(attributes, shape, counts.astype(float))

@@ -1,0 +1,153 @@
+"""Noisy 1-way marginals and the filtering and combining of low-count values (paper 5.3).
+
+The first tenth of the budget (rho_1 = 0.1 rho, Algorithm 3 line 1) buys every attribute's
+1-way marginal at rho_1 / d each. The same noisy counts then serve three purposes, so the
+table is measured once and charged once:
+
+1. **Filter and combine.** Values whose noisy count is below ``theta = 3 sigma`` are grouped.
+   If the group's noisy total reaches ``theta`` it becomes one new value standing for all of
+   them; otherwise the group is dropped from the synthetic output. The paper does not say
+   what the real records holding a dropped value become when later marginals are measured;
+   we fold them into the value with the largest noisy count, which moves at most about
+   ``theta`` records and adds no cell (an extra near-empty cell would cost noise in every
+   marginal of the attribute).
+2. **GUM's initialisation** (section 5.3): the grouped counts are the starting 1-way targets.
+3. **Decoding** a combined value back to its members, in proportion to their noisy counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from privsyn_core.domain import Domain
+from privsyn_core.marginals import MarginalTable
+from privsyn_core.measurement import NoisyMarginal, measure_marginal
+from privsyn_core.privacy import Measurement
+from privsyn_core.sampling import conditional_column
+
+
+@dataclass(frozen=True)
+class ValueGrouping:
+    """How an attribute's declared codes map to the codes the engine synthesises.
+
+    ``code_of[v]`` is the engine code of declared code ``v``. ``members[k]`` lists the declared
+    codes engine code ``k`` stands for, and ``member_weights[k]`` their noisy counts (clipped at
+    zero), used to split a combined value when decoding. ``merged_code`` is the engine code of
+    the combined low-count value, if there is one.
+    """
+
+    attribute: str
+    code_of: np.ndarray
+    members: tuple[tuple[int, ...], ...]
+    member_weights: tuple[tuple[float, ...], ...]
+    merged_code: int | None
+
+    @property
+    def declared_size(self) -> int:
+        return int(self.code_of.size)
+
+    @property
+    def size(self) -> int:
+        return len(self.members)
+
+    @property
+    def dropped(self) -> tuple[int, ...]:
+        """Declared codes the synthetic output will never contain."""
+        kept = {v for group in self.members for v in group}
+        return tuple(v for v in range(self.declared_size) if v not in kept)
+
+    @classmethod
+    def identity(cls, attribute: str, size: int) -> ValueGrouping:
+        return cls(
+            attribute,
+            np.arange(size),
+            tuple((v,) for v in range(size)),
+            tuple((1.0,) for _ in range(size)),
+            None,
+        )
+
+
+def measure_one_way(
+    records: np.ndarray, domain: Domain, rho: float, rng: np.random.Generator
+) -> tuple[tuple[NoisyMarginal, ...], tuple[Measurement, ...]]:
+    """Noisy 1-way marginals of every attribute, ``rho / d`` each (Algorithm 3, line 1)."""
+    each = rho / len(domain)
+    pairs = [
+        measure_marginal(records, domain, (name,), each, rng, step="one_way") for name in domain
+    ]
+    return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+
+
+def group_low_counts(noisy: NoisyMarginal, threshold: float) -> ValueGrouping:
+    """Filter and combine values whose noisy count is below ``threshold`` (paper 5.3)."""
+    (attribute,) = noisy.attributes
+    counts = noisy.table.values
+    low = counts < threshold
+    kept = np.flatnonzero(~low)
+    low_codes = np.flatnonzero(low)
+    code_of = np.empty(counts.size, dtype=np.int64)
+    code_of[kept] = np.arange(kept.size)
+    members: list[tuple[int, ...]] = [(int(v),) for v in kept]
+    weights: list[tuple[float, ...]] = [(1.0,) for _ in kept]
+    merged_code = None
+    if low_codes.size:
+        low_total = counts[low_codes].sum()
+        # with nothing above the threshold the combined value is the attribute's only value
+        if low_total >= threshold or kept.size == 0:
+            merged_code = len(members)
+            code_of[low_codes] = merged_code
+            members.append(tuple(int(v) for v in low_codes))
+            weights.append(tuple(float(w) for w in np.clip(counts[low_codes], 0, None)))
+        else:
+            code_of[low_codes] = int(np.argmax(np.where(low, -np.inf, counts)))
+    return ValueGrouping(attribute, code_of, tuple(members), tuple(weights), merged_code)
+
+
+def grouped_one_way(noisy: NoisyMarginal, grouping: ValueGrouping) -> NoisyMarginal:
+    """The 1-way marginal on engine codes, summed from the same noisy counts (no new spend).
+
+    A combined cell sums ``m`` noisy counts, so its variance is ``m sigma^2``; the returned
+    ``rho`` is the budget whose variance equals the average per-cell variance, which is what
+    the consistency step weighs this marginal by.
+    """
+    values = np.bincount(grouping.code_of, weights=noisy.table.values, minlength=grouping.size)
+    kept_members = sum(len(m) for m in grouping.members)
+    dropped = grouping.declared_size - kept_members
+    if dropped:
+        # dropped values were folded into a kept code for measuring only; their noisy counts
+        # are noise around a tiny total, so they do not count towards the 1-way estimate.
+        values = values - np.bincount(
+            grouping.code_of[list(grouping.dropped)],
+            weights=noisy.table.values[list(grouping.dropped)],
+            minlength=grouping.size,
+        )
+    average_terms = kept_members / grouping.size
+    table = MarginalTable(noisy.attributes, (grouping.size,), values)
+    return NoisyMarginal(table, noisy.rho / average_terms, noisy.sigma * np.sqrt(average_terms))
+
+
+def recode(
+    records: np.ndarray, domain: Domain, groupings: tuple[ValueGrouping, ...]
+) -> tuple[np.ndarray, Domain]:
+    """Map declared codes to engine codes, column by column."""
+    out = np.empty_like(records)
+    for row, grouping in enumerate(groupings):
+        out[row] = grouping.code_of[records[row]]
+    return out, Domain(domain.attributes, tuple(g.size for g in groupings))
+
+
+def decode(column: np.ndarray, grouping: ValueGrouping, rng: np.random.Generator) -> np.ndarray:
+    """Engine codes back to declared codes; combined values split by noisy shares."""
+    out = np.empty_like(column)
+    for code, group in enumerate(grouping.members):
+        if len(group) == 1:
+            out[column == code] = group[0]
+    if grouping.merged_code is not None:
+        rows = np.flatnonzero(column == grouping.merged_code)
+        members = np.array(grouping.members[grouping.merged_code])
+        weights = np.array(grouping.member_weights[grouping.merged_code])[None, :]
+        picks = conditional_column(np.zeros(rows.size, dtype=np.int64), weights, rng)
+        out[rows] = members[picks]
+    return out

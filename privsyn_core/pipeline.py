@@ -1,0 +1,412 @@
+"""PrivSyn end to end (paper Algorithm 3): one call from a private table to a synthetic one.
+
+Privacy: the private table is touched only by the three Gaussian measurements (1-way
+marginals, InDif, selected marginals), each charged to the ledger; everything after them
+(selection, combining, consistency, GUM, appending, decoding) is post-processing of their
+output. Domains are declared by the caller. The number of synthetic records defaults to the
+consistent noisy total, never the true ``n``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+
+from privsyn_core.combine import combine_marginals
+from privsyn_core.config import PrivSynConfig
+from privsyn_core.consistency import ConsistencyReport, make_consistent
+from privsyn_core.domain import Domain
+from privsyn_core.gum import GumIterationRecord, GumTarget, run_gum
+from privsyn_core.indif import measure_indif
+from privsyn_core.marginal_graph import AppendPlan, gum_components, marginal_graph, plan_appending
+from privsyn_core.marginals import MarginalTable
+from privsyn_core.measurement import NoisyMarginal, measure_marginal
+from privsyn_core.one_way import (
+    ValueGrouping,
+    decode,
+    group_low_counts,
+    grouped_one_way,
+    measure_one_way,
+    recode,
+)
+from privsyn_core.privacy import PrivacyLedger
+from privsyn_core.progress import (
+    STAGE_TITLES,
+    GumProgress,
+    ProgressCallback,
+    Stage,
+    StageFinished,
+    StageStarted,
+    SynthesisCancelled,
+)
+from privsyn_core.sampling import conditional_column, shuffled_column
+from privsyn_core.selection import Selection, select_marginals
+from privsyn_core.table import DomainSpec, decode_table, encode_table
+
+
+@dataclass(frozen=True)
+class SelectedMarginal:
+    """A measured marginal: attributes, cells, budget and noise, and why it was chosen.
+
+    ``origin`` is "combined" (a clique of Algorithm 2), "selected" (a pair of Algorithm 1),
+    "isolated" (the link of an attribute no selected pair covered) or "one_way" (an attribute
+    with no pair at all, measured alone so the budget is not wasted).
+    """
+
+    attributes: tuple[str, ...]
+    cells: int
+    rho: float
+    sigma: float
+    origin: str
+
+
+@dataclass(frozen=True)
+class SynthesisResult:
+    """Everything a run produced. All of it is DP (derived from the noisy measurements only)."""
+
+    synthetic: pd.DataFrame
+    noisy_indif: pd.DataFrame
+    selection: Selection
+    marginals: tuple[SelectedMarginal, ...]
+    graph: nx.Graph
+    history: tuple[GumIterationRecord, ...]
+    ledger: PrivacyLedger
+    groupings: tuple[ValueGrouping, ...]
+    appended: tuple[AppendPlan, ...]
+    consistency: ConsistencyReport
+    n_records: int
+    stage_seconds: dict[str, float]
+
+    def history_frame(self) -> pd.DataFrame:
+        """One row per GUM iteration: iteration, alpha, mean L1, seconds, then one column per
+        marginal (named ``a|b|c``) with its L1 against its noisy target."""
+        rows = []
+        for record in self.history:
+            row: dict[str, Any] = {
+                "iteration": record.iteration,
+                "alpha": record.alpha,
+                "mean_l1": record.mean_error,
+                "seconds": record.seconds,
+            }
+            row.update({"|".join(k): v for k, v in record.errors.items()})
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def marginals_frame(self) -> pd.DataFrame:
+        return pd.DataFrame(
+            [
+                {
+                    "attributes": " x ".join(m.attributes),
+                    "size": len(m.attributes),
+                    "cells": m.cells,
+                    "rho": m.rho,
+                    "sigma": m.sigma,
+                    "origin": m.origin,
+                }
+                for m in self.marginals
+            ]
+        )
+
+    def ledger_frame(self) -> pd.DataFrame:
+        return pd.DataFrame(
+            [
+                {
+                    "step": e.step,
+                    "attributes": ", ".join(e.attributes),
+                    "sensitivity": e.sensitivity,
+                    "rho": e.rho,
+                    "sigma": e.sigma,
+                    "queries": e.n_queries,
+                    "mechanism": e.mechanism,
+                }
+                for e in self.ledger.entries
+            ]
+        )
+
+
+class _Reporter:
+    """Sends stage events and turns a ``False`` from the callback into a clean stop."""
+
+    def __init__(self, callback: ProgressCallback | None) -> None:
+        self.callback = callback
+        self.seconds: dict[str, float] = {}
+        self.ledger: PrivacyLedger | None = None
+        self._stage: Stage | None = None
+        self._started = 0.0
+
+    def send(self, event: object) -> bool:
+        return self.callback is None or self.callback(event) is not False  # type: ignore[arg-type]
+
+    def start(self, stage: Stage) -> None:
+        self._stage, self._started = stage, time.perf_counter()
+        if not self.send(StageStarted(stage, STAGE_TITLES[stage])):
+            self.stop()
+
+    def finish(self, summary: str = "") -> None:
+        assert self._stage is not None
+        seconds = time.perf_counter() - self._started
+        self.seconds[self._stage.value] = seconds
+        if not self.send(StageFinished(self._stage, seconds, summary)):
+            self.stop()
+
+    def stop(self) -> None:
+        assert self._stage is not None and self.ledger is not None
+        raise SynthesisCancelled(self._stage, self.ledger)
+
+
+def synthesize(
+    table: pd.DataFrame,
+    epsilon: float,
+    delta: float,
+    *,
+    domain: DomainSpec | None = None,
+    n_records: int | None = None,
+    config: PrivSynConfig | None = None,
+    rng: np.random.Generator | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> SynthesisResult:
+    """Synthesise a DP copy of ``table`` with PrivSyn at (epsilon, delta)-DP.
+
+    ``domain`` maps each column to its number of integer codes or its list of categories
+    (``Categorical`` columns may omit it). ``n_records`` fixes the output size (public
+    choice); by default it is the noisy total. Pass ``rng`` for reproducible runs.
+    """
+    config = config or PrivSynConfig()
+    rng = rng if rng is not None else np.random.default_rng()
+    if n_records is not None and n_records < 1:
+        raise ValueError(f"n_records must be at least 1, got {n_records}")
+    report = _Reporter(on_progress)
+    ledger = PrivacyLedger.from_epsilon_delta(epsilon, delta, config.conversion)
+    report.ledger = ledger
+
+    report.start(Stage.ENCODE)
+    records, declared, codecs = encode_table(table, domain)
+    report.finish(f"{records.shape[1]} rows x {records.shape[0]} columns")
+
+    rho = ledger.budget_rho
+    d = len(declared)
+    rho_one_way = config.one_way_share * rho
+    rho_indif = config.indif_share * rho if d > 1 else 0.0
+    rho_marginals = rho - rho_one_way - rho_indif
+
+    report.start(Stage.ONE_WAY)
+    one_way, spends = measure_one_way(records, declared, rho_one_way, rng)
+    ledger = report.ledger = ledger.charge_all(spends)
+    groupings = tuple(
+        group_low_counts(m, config.threshold_sigmas * m.sigma)
+        if config.filter_low_counts
+        else ValueGrouping.identity(m.attributes[0], m.cells)
+        for m in one_way
+    )
+    engine_records, engine = recode(records, declared, groupings)
+    grouped = tuple(grouped_one_way(m, g) for m, g in zip(one_way, groupings, strict=True))
+    merged = sum(g.declared_size - g.size for g in groupings)
+    report.finish(f"{merged} low-count values combined or dropped")
+
+    report.start(Stage.INDIF)
+    noisy_indif, spend = (
+        measure_indif(engine_records, engine, rho_indif, rng)
+        if d > 1
+        else (
+            pd.DataFrame(np.zeros((1, 1)), index=list(engine), columns=list(engine)),
+            None,
+        )
+    )
+    if spend is not None:
+        ledger = report.ledger = ledger.charge(spend)
+    report.finish(f"{d * (d - 1) // 2} pairs scored")
+
+    report.start(Stage.SELECT)
+    sizes = engine.as_dict()
+    selection = select_marginals(
+        noisy_indif, sizes, rho_marginals, connect_isolated=config.connect_isolated
+    )
+    report.finish(f"{len(selection.steps)} pairs selected, {len(selection.isolated_links)} links")
+
+    report.start(Stage.COMBINE)
+    chosen = combine_marginals(selection.pairs, sizes, noisy_indif, config.gamma)
+    covered = {a for m in chosen for a in m}
+    chosen = (*chosen, *((a,) for a in engine if a not in covered))
+    report.finish(f"{len(chosen)} marginals to measure")
+
+    report.start(Stage.MEASURE)
+    weights = np.array([engine.cells(m) ** (2 / 3) for m in chosen])
+    budgets = rho_marginals * weights / weights.sum() if len(chosen) else np.array([])
+    measured: list[NoisyMarginal] = []
+    for attributes, rho_i in zip(chosen, budgets, strict=True):
+        noisy, spend = measure_marginal(
+            engine_records, engine, attributes, float(rho_i), rng, step="marginal"
+        )
+        ledger = report.ledger = ledger.charge(spend)
+        measured.append(noisy)
+    origins = _origins(chosen, selection)
+    summary = [
+        SelectedMarginal(m.attributes, m.cells, m.rho, m.sigma, origin)
+        for m, origin in zip(measured, origins, strict=True)
+    ]
+    report.finish(f"{len(measured)} marginals, {sum(m.cells for m in measured)} cells")
+
+    report.start(Stage.CONSISTENCY)
+    tables, consistency = make_consistent(
+        (*grouped, *measured), max_rounds=config.consistency_rounds
+    )
+    one_way_targets, marginal_targets = tables[:d], tables[d:]
+    n = n_records if n_records is not None else max(1, round(consistency.total))
+    report.finish(f"{consistency.rounds} rounds, total {consistency.total:.0f}")
+
+    report.start(Stage.GUM)
+    multiway = [t for t in marginal_targets if len(t.attributes) > 1]
+    appended = (
+        plan_appending(engine.attributes, [t.attributes for t in multiway])
+        if config.append_attributes
+        else ()
+    )
+    peeled = {p.marginal for p in appended}
+    gum_marginals = [t for t in multiway if t.attributes not in peeled]
+    leaves = {p.leaf for p in appended}
+    synthetic = np.zeros((d, n), dtype=engine_records.dtype)
+    components = _gum_problems(
+        [a for a in engine if a not in leaves],
+        gum_marginals,
+        one_way_targets,
+        engine,
+        n,
+        config.separate_and_join,
+        rng,
+    )
+
+    def on_iteration(record: GumIterationRecord) -> bool:
+        return report.send(
+            GumProgress(
+                record.iteration,
+                config.gum.iterations,
+                record.alpha,
+                record.mean_error,
+                record.errors,
+                record.seconds,
+            )
+        )
+
+    history, finished = run_gum(
+        [(arr, targets) for _, arr, targets in components], config.gum, rng, on_iteration
+    )
+    if not finished:
+        report.stop()
+    for names, arr, _ in components:
+        for row, name in enumerate(names):
+            synthetic[engine.index(name)] = arr[row]
+    report.finish(f"{len(history)} iterations over {len(gum_marginals)} marginals")
+
+    report.start(Stage.APPEND)
+    by_attributes = {t.attributes: t for t in marginal_targets}
+    for plan in appended:
+        synthetic[engine.index(plan.leaf)] = _append(
+            plan, by_attributes[plan.marginal], synthetic, engine, rng
+        )
+    report.finish(f"{len(appended)} attributes appended")
+
+    report.start(Stage.DECODE)
+    declared_codes = np.empty((d, n), dtype=records.dtype)
+    for row, grouping in enumerate(groupings):
+        declared_codes[row] = decode(synthetic[row], grouping, rng)
+    frame = decode_table(declared_codes, codecs)
+    report.finish(f"{n} rows")
+
+    return SynthesisResult(
+        synthetic=frame,
+        noisy_indif=noisy_indif,
+        selection=selection,
+        marginals=tuple(summary),
+        graph=_described_graph(engine, summary, noisy_indif),
+        history=tuple(history),
+        ledger=ledger,
+        groupings=groupings,
+        appended=appended,
+        consistency=consistency,
+        n_records=n,
+        stage_seconds=dict(report.seconds),
+    )
+
+
+def _origins(chosen: Sequence[tuple[str, ...]], selection: Selection) -> list[str]:
+    selected = {frozenset(s.pair) for s in selection.steps}
+    links = {frozenset(p) for p in selection.isolated_links}
+    out = []
+    for attributes in chosen:
+        key = frozenset(attributes)
+        if len(attributes) > 2:
+            out.append("combined")
+        elif key in selected:
+            out.append("selected")
+        elif key in links:
+            out.append("isolated")
+        else:
+            out.append("one_way")
+    return out
+
+
+def _gum_problems(
+    attributes: Sequence[str],
+    marginals: Sequence[MarginalTable],
+    one_way: Sequence[MarginalTable],
+    engine: Domain,
+    n: int,
+    separate: bool,
+    rng: np.random.Generator,
+) -> list[tuple[list[str], np.ndarray, list[GumTarget]]]:
+    """Initial arrays (each column drawn from its consistent 1-way marginal) and targets."""
+    problems = []
+    for names in gum_components(attributes, [m.attributes for m in marginals], separate=separate):
+        position = {a: i for i, a in enumerate(names)}
+        arr = np.empty((len(names), n), dtype=np.int64)
+        for row, name in enumerate(names):
+            arr[row] = shuffled_column(one_way[engine.index(name)].values, n, rng)
+        targets = [
+            GumTarget(
+                m.attributes,
+                tuple(position[a] for a in m.attributes),
+                m.shape,
+                m.normalised().values,
+            )
+            for m in marginals
+            if m.attributes[0] in position
+        ]
+        problems.append((names, arr, targets))
+    return problems
+
+
+def _append(
+    plan: AppendPlan,
+    marginal: MarginalTable,
+    synthetic: np.ndarray,
+    engine: Domain,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Draw the leaf column from P(leaf | anchor), read off the consistent pair marginal."""
+    joint = marginal.values.reshape(marginal.shape)
+    if marginal.attributes[0] == plan.leaf:
+        joint = joint.T
+    return conditional_column(synthetic[engine.index(plan.anchor)].astype(np.int64), joint, rng)
+
+
+def _described_graph(
+    engine: Domain, marginals: Sequence[SelectedMarginal], noisy_indif: pd.DataFrame
+) -> nx.Graph:
+    """The marginal graph with node sizes and edge weights from DP quantities only."""
+    graph = marginal_graph(
+        engine.attributes, [m.attributes for m in marginals if len(m.attributes) > 1]
+    )
+    for name in graph.nodes:
+        graph.nodes[name]["size"] = engine.size(name)
+    for a, b in graph.edges:
+        graph.edges[a, b]["indif"] = float(noisy_indif.at[a, b])
+        holders = [m for m in marginals if a in m.attributes and b in m.attributes]
+        graph.edges[a, b]["marginals"] = [" x ".join(m.attributes) for m in holders]
+        graph.edges[a, b]["combined"] = any(len(m.attributes) > 2 for m in holders)
+    return graph

@@ -1,0 +1,182 @@
+"""The privacy budget in rho-zCDP and the ledger that spends it.
+
+PrivSyn composes Gaussian mechanisms under zero-concentrated DP (paper section 2.3 and
+appendix C): a Gaussian mechanism with L2 sensitivity ``Delta`` and standard deviation
+``sigma`` is ``Delta^2 / (2 sigma^2)``-zCDP (Proposition C.3), and zCDP adds up under
+composition (Proposition C.1). The user states ``(epsilon, delta)``; we convert it once to a
+total ``rho`` and every measurement is charged to a :class:`PrivacyLedger` that refuses to
+overspend.
+
+Two conversions are offered:
+
+* ``"tight"`` (default): the bound of Canonne, Kamath and Steinke (2020, Proposition 12 of
+  "The Discrete Gaussian for Differential Privacy"): rho-zCDP implies (epsilon, delta)-DP with
+  ``delta = inf_{a>1} exp((a-1)(a*rho - epsilon)) / (a-1) * (1 - 1/a)^a``. It gives the largest
+  rho for a given (epsilon, delta), hence the least noise.
+* ``"proposition"``: the paper's Proposition C.2, ``epsilon = rho + 2 sqrt(rho ln(1/delta))``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+Conversion = Literal["tight", "proposition"]
+
+#: Relative slack for float round-off when comparing a sum of spends with the budget.
+_ROUNDOFF = 1e-9
+
+
+class BudgetExceededError(RuntimeError):
+    """A measurement would push the ledger past its budget."""
+
+
+def _check_epsilon_delta(epsilon: float, delta: float) -> None:
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}")
+    if not (0 < delta < 1):
+        raise ValueError(f"delta must lie strictly between 0 and 1, got {delta!r}")
+
+
+def delta_for(rho: float, epsilon: float) -> float:
+    """Smallest delta such that rho-zCDP implies (epsilon, delta)-DP (CKS 2020, Prop. 12).
+
+    The objective is convex in ``a``; its minimiser is where
+    ``(2a - 1) rho - epsilon + ln(1 - 1/a) = 0``, found by bisection.
+    """
+    if rho <= 0:
+        return 0.0
+    lo, hi = 1.0 + 1e-12, max(2.0, (epsilon + 1.0) / (2.0 * rho) + 2.0)
+    for _ in range(200):
+        a = 0.5 * (lo + hi)
+        slope = (2 * a - 1) * rho - epsilon + math.log1p(-1.0 / a)
+        if slope < 0:
+            lo = a
+        else:
+            hi = a
+    a = 0.5 * (lo + hi)
+    log_delta = (a - 1) * (a * rho - epsilon) + a * math.log1p(-1.0 / a) - math.log(a - 1)
+    return min(1.0, math.exp(log_delta))
+
+
+def rho_from_epsilon_delta(epsilon: float, delta: float, conversion: Conversion = "tight") -> float:
+    """Largest rho whose zCDP guarantee implies (epsilon, delta)-DP."""
+    _check_epsilon_delta(epsilon, delta)
+    if conversion == "proposition":
+        root = math.sqrt(math.log(1 / delta) + epsilon) - math.sqrt(math.log(1 / delta))
+        return root * root
+    if conversion != "tight":
+        raise ValueError(f"unknown conversion {conversion!r}; use 'tight' or 'proposition'")
+    # delta_for is increasing in rho: bisect for the largest rho with delta_for(rho) <= delta.
+    lo, hi = 0.0, epsilon + 1.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if delta_for(mid, epsilon) <= delta:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def epsilon_from_rho(rho: float, delta: float, conversion: Conversion = "tight") -> float:
+    """Smallest epsilon such that rho-zCDP implies (epsilon, delta)-DP."""
+    if not (0 < delta < 1):
+        raise ValueError(f"delta must lie strictly between 0 and 1, got {delta!r}")
+    if rho <= 0:
+        return 0.0
+    if conversion == "proposition":
+        return rho + 2 * math.sqrt(rho * math.log(1 / delta))
+    lo, hi = 0.0, rho + 2 * math.sqrt(rho * math.log(1 / delta))  # the loose bound is an upper end
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if delta_for(rho, mid) <= delta:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def gaussian_sigma(rho: float, sensitivity: float = 1.0) -> float:
+    """Noise standard deviation that makes a Gaussian mechanism rho-zCDP (Prop. C.3)."""
+    if rho <= 0:
+        raise ValueError(f"rho must be positive to calibrate noise, got {rho!r}")
+    return sensitivity / math.sqrt(2.0 * rho)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One charge to the budget: what was measured, on which attributes, at what cost.
+
+    ``rho`` is the total for all ``n_queries`` queries of the entry; each query has L2
+    sensitivity ``sensitivity`` and receives independent noise of standard deviation ``sigma``.
+    """
+
+    step: str
+    attributes: tuple[str, ...]
+    sensitivity: float
+    rho: float
+    sigma: float
+    n_queries: int = 1
+    mechanism: str = "gaussian"
+
+
+@dataclass(frozen=True)
+class PrivacyLedger:
+    """Every measurement made on the private table, and the budget they are charged to.
+
+    Immutable: :meth:`charge` returns a new ledger, so a ledger handed to the caller is a
+    faithful record of what was spent up to that point.
+    """
+
+    budget_rho: float
+    epsilon: float | None = None
+    delta: float | None = None
+    conversion: Conversion = "tight"
+    entries: tuple[Measurement, ...] = field(default_factory=tuple)
+
+    @classmethod
+    def from_epsilon_delta(
+        cls, epsilon: float, delta: float, conversion: Conversion = "tight"
+    ) -> PrivacyLedger:
+        rho = rho_from_epsilon_delta(epsilon, delta, conversion)
+        return cls(budget_rho=rho, epsilon=epsilon, delta=delta, conversion=conversion)
+
+    @property
+    def spent_rho(self) -> float:
+        return math.fsum(e.rho for e in self.entries)
+
+    @property
+    def remaining_rho(self) -> float:
+        return max(0.0, self.budget_rho - self.spent_rho)
+
+    def spent_epsilon(self) -> float | None:
+        """The epsilon actually used so far, at this ledger's delta."""
+        if self.delta is None:
+            return None
+        return epsilon_from_rho(self.spent_rho, self.delta, self.conversion)
+
+    def charge(self, measurement: Measurement) -> PrivacyLedger:
+        if measurement.rho <= 0:
+            raise ValueError(f"a measurement must cost a positive rho, got {measurement.rho!r}")
+        total = self.spent_rho + measurement.rho
+        if total > self.budget_rho * (1 + _ROUNDOFF):
+            raise BudgetExceededError(
+                f"measuring {measurement.step} on {list(measurement.attributes)} costs "
+                f"rho={measurement.rho:.6g}, but only {self.remaining_rho:.6g} of "
+                f"{self.budget_rho:.6g} is left"
+            )
+        return replace(self, entries=(*self.entries, measurement))
+
+    def charge_all(self, measurements: Sequence[Measurement]) -> PrivacyLedger:
+        ledger = self
+        for m in measurements:
+            ledger = ledger.charge(m)
+        return ledger
+
+    def spent_by_step(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for e in self.entries:
+            out[e.step] = out.get(e.step, 0.0) + e.rho
+        return out

@@ -1,0 +1,159 @@
+"""From a user's table to the engine's integer array and back.
+
+This issue's inputs: integer-coded columns with a declared number of codes (as in
+``adult-domain.json``) and categorical columns whose categories are declared (a list in the
+domain, or a pandas ``Categorical`` dtype). Domains are declared by the data owner and are
+public; nothing here reads a domain off the private values, and every value is checked
+against its declaration with an error that names the column and the value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from privsyn_core.domain import Domain
+
+DomainSpec = Mapping[str, int | Sequence[object]]
+
+
+class TableError(ValueError):
+    """The table does not fit its declared domain; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class ColumnCodec:
+    """How one column's values become codes: ``categories`` is None for integer codes."""
+
+    name: str
+    size: int
+    categories: tuple[object, ...] | None
+    dtype: object
+
+    def decode(self, codes: np.ndarray) -> pd.Series:
+        if self.categories is None:
+            return pd.Series(codes.astype(np.int64), name=self.name)
+        if isinstance(self.dtype, pd.CategoricalDtype):
+            return pd.Series(pd.Categorical.from_codes(codes, dtype=self.dtype), name=self.name)
+        labels = np.empty(len(self.categories), dtype=object)
+        labels[:] = list(self.categories)
+        series = pd.Series(labels[codes], name=self.name)
+        try:
+            return series.astype(self.dtype)
+        except (TypeError, ValueError):
+            return series
+
+
+def _codec_for(name: str, column: pd.Series, spec: int | Sequence[object] | None) -> ColumnCodec:
+    if spec is None:
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            categories = tuple(column.dtype.categories)
+            return ColumnCodec(name, len(categories), categories, column.dtype)
+        raise TableError(
+            f"column {name!r} has no declared domain: give its number of codes "
+            f"(integer-coded columns) or its list of categories in the domain"
+        )
+    if (
+        isinstance(spec, bool)
+        or not isinstance(spec, int | np.integer | Sequence)
+        or isinstance(spec, str)
+    ):
+        raise TableError(
+            f"domain of column {name!r} must be a number of codes or a list of categories, "
+            f"got {spec!r}"
+        )
+    if isinstance(spec, int | np.integer):
+        if spec < 1:
+            raise TableError(f"column {name!r} is declared with {spec} codes; it needs at least 1")
+        return ColumnCodec(name, int(spec), None, column.dtype)
+    categories = tuple(spec)
+    if not categories:
+        raise TableError(f"column {name!r} is declared with an empty list of categories")
+    if len(set(categories)) != len(categories):
+        raise TableError(f"column {name!r} lists a category more than once")
+    return ColumnCodec(name, len(categories), categories, column.dtype)
+
+
+def _encode_column(column: pd.Series, codec: ColumnCodec) -> np.ndarray:
+    name = codec.name
+    if column.isna().any():
+        row = int(np.flatnonzero(column.isna().to_numpy())[0])
+        raise TableError(
+            f"column {name!r} has a missing value (first at row {row}); this version needs "
+            f"complete rows: drop or fill the missing values first"
+        )
+    if codec.categories is None:
+        values = column.to_numpy()
+        if values.dtype.kind not in "iuf":
+            bad = values[0]
+            raise TableError(
+                f"column {name!r} is declared with {codec.size} integer codes but holds "
+                f"non-numeric values such as {bad!r}; declare its categories instead"
+            )
+        if values.dtype.kind == "f" and not np.all(np.mod(values, 1) == 0):
+            bad = values[np.flatnonzero(np.mod(values, 1) != 0)[0]]
+            raise TableError(
+                f"column {name!r} holds the non-integer value {bad!r}; codes must be integers"
+            )
+        codes = values.astype(np.int64)
+        outside = (codes < 0) | (codes >= codec.size)
+        if outside.any():
+            bad = codes[np.flatnonzero(outside)[0]]
+            raise TableError(
+                f"column {name!r} holds the code {bad}, outside its declared range "
+                f"0..{codec.size - 1}; fix the value or declare a larger domain"
+            )
+        return codes
+    lookup = {value: code for code, value in enumerate(codec.categories)}
+    as_objects = column.astype(object).to_numpy()
+    codes = np.fromiter(
+        (lookup.get(v, -1) for v in as_objects), dtype=np.int64, count=len(as_objects)
+    )
+    if (codes < 0).any():
+        unknown = sorted({str(v) for v in as_objects[codes < 0]})[:5]
+        raise TableError(
+            f"column {name!r} holds values not among its declared categories: "
+            f"{', '.join(repr(u) for u in unknown)}; add them to the domain or fix the data"
+        )
+    return codes
+
+
+def encode_table(
+    table: pd.DataFrame, domain: DomainSpec | None = None
+) -> tuple[np.ndarray, Domain, tuple[ColumnCodec, ...]]:
+    """Check ``table`` against its declared domain and return ``(records, domain, codecs)``.
+
+    ``records`` has shape ``(d, n)``, smallest unsigned dtype that holds every code.
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise TableError(f"expected a pandas DataFrame, got {type(table).__name__}")
+    if table.shape[1] == 0:
+        raise TableError("the table has no columns")
+    if table.shape[0] == 0:
+        raise TableError("the table has no rows: there is nothing to synthesise from")
+    names = [str(c) for c in table.columns]
+    if len(set(names)) != len(names):
+        raise TableError("column names must be unique")
+    spec = dict(domain or {})
+    extra = [k for k in spec if k not in names]
+    if extra:
+        raise TableError(
+            f"the domain declares columns the table does not have: {', '.join(map(repr, extra))}"
+        )
+    codecs = tuple(
+        _codec_for(name, table.iloc[:, i], spec.get(name)) for i, name in enumerate(names)
+    )
+    largest = max(c.size for c in codecs)
+    dtype = np.uint8 if largest <= 256 else np.uint16 if largest <= 65536 else np.uint32
+    records = np.empty((len(codecs), table.shape[0]), dtype=dtype)
+    for i, codec in enumerate(codecs):
+        records[i] = _encode_column(table.iloc[:, i], codec)
+    return records, Domain(tuple(names), tuple(c.size for c in codecs)), codecs
+
+
+def decode_table(records: np.ndarray, codecs: Sequence[ColumnCodec]) -> pd.DataFrame:
+    """Build the output DataFrame once, from the final array (columns in input order)."""
+    return pd.concat([codec.decode(records[i]) for i, codec in enumerate(codecs)], axis=1)

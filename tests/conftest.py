@@ -1,0 +1,36 @@
+"""Shared fixtures: the bundled real tables and small planted tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def adult() -> tuple[pd.DataFrame, dict[str, int]]:
+    table = pd.read_csv(ROOT / "assets" / "adult-coded.csv")
+    domain = json.loads((ROOT / "assets" / "adult-coded-domain.json").read_text())
+    return table, domain
+
+
+@pytest.fixture(scope="session")
+def nltcs() -> tuple[pd.DataFrame, dict[str, int]]:
+    table = pd.read_csv(ROOT / "tests" / "data" / "nltcs.csv")
+    domain = json.loads((ROOT / "tests" / "data" / "nltcs-domain.json").read_text())
+    return table, domain
+
+
+def planted_pair(n: int, flip: float, rng: np.random.Generator, extra: int = 2) -> pd.DataFrame:
+    """Columns a, b equal except for a ``flip`` share of rows, plus independent noise columns."""
+    a = rng.integers(0, 4, n)
+    b = np.where(rng.random(n) < flip, rng.integers(0, 4, n), a)
+    data = {"a": a, "b": b}
+    for k in range(extra):
+        data[f"noise{k}"] = rng.integers(0, 3, n)
+    return pd.DataFrame(data)

@@ -1,0 +1,85 @@
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import norm
+
+from privsyn_core.privacy import (
+    BudgetExceededError,
+    Measurement,
+    PrivacyLedger,
+    delta_for,
+    epsilon_from_rho,
+    gaussian_sigma,
+    rho_from_epsilon_delta,
+)
+
+
+def exact_gaussian_delta(rho: float, epsilon: float) -> float:
+    """Balle & Wang (2018): the exact delta(epsilon) of a Gaussian mechanism that is rho-zCDP."""
+    sigma = 1 / math.sqrt(2 * rho)
+    return norm.cdf(-epsilon * sigma + 1 / (2 * sigma)) - math.exp(epsilon) * norm.cdf(
+        -epsilon * sigma - 1 / (2 * sigma)
+    )
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 0.2, 1.0, 2.0, 8.0])
+@pytest.mark.parametrize("delta", [1e-5, 1e-9, 1 / 48842**2])
+def test_tight_conversion_sits_between_exact_gaussian_and_the_papers_bound(epsilon, delta):
+    rho = rho_from_epsilon_delta(epsilon, delta)
+    assert delta_for(rho, epsilon) == pytest.approx(delta, rel=1e-6)
+    # The Gaussian mechanism is exactly rho-zCDP, so its true delta cannot exceed the bound ...
+    assert exact_gaussian_delta(rho, epsilon) <= delta * (1 + 1e-9)
+    # ... and the bound must be tighter than the paper's Proposition C.2.
+    rho_paper = rho_from_epsilon_delta(epsilon, delta, "proposition")
+    assert rho > rho_paper
+    assert rho_paper + 2 * math.sqrt(rho_paper * math.log(1 / delta)) == pytest.approx(epsilon)
+
+
+@pytest.mark.parametrize("conversion", ["tight", "proposition"])
+def test_epsilon_and_rho_conversions_invert_each_other(conversion):
+    for epsilon in (0.05, 0.5, 1.0, 3.0):
+        rho = rho_from_epsilon_delta(epsilon, 1e-7, conversion)
+        assert epsilon_from_rho(rho, 1e-7, conversion) == pytest.approx(epsilon, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    "epsilon, delta", [(0, 1e-9), (-1, 1e-9), (math.inf, 1e-9), (1, 0), (1, 1)]
+)
+def test_invalid_epsilon_delta_are_rejected(epsilon, delta):
+    with pytest.raises(ValueError, match=r"epsilon|delta"):
+        rho_from_epsilon_delta(epsilon, delta)
+
+
+def test_gaussian_sigma_matches_proposition_c3():
+    # Delta^2 / (2 sigma^2) == rho
+    sigma = gaussian_sigma(0.3, sensitivity=4.0)
+    assert 16 / (2 * sigma**2) == pytest.approx(0.3)
+
+
+def _spend(rho: float) -> Measurement:
+    return Measurement("marginal", ("a",), 1.0, rho, gaussian_sigma(rho))
+
+
+def test_ledger_refuses_to_overspend_and_stays_unchanged():
+    ledger = PrivacyLedger(budget_rho=1.0).charge(_spend(0.7))
+    with pytest.raises(BudgetExceededError, match=r"only 0\.3"):
+        ledger.charge(_spend(0.31))
+    assert ledger.spent_rho == pytest.approx(0.7)
+    assert len(ledger.entries) == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    budget=st.floats(1e-6, 10.0),
+    weights=st.lists(st.floats(1e-3, 1.0), min_size=1, max_size=60),
+)
+def test_splitting_the_budget_in_any_proportions_fits_exactly(budget, weights):
+    total = sum(weights)
+    ledger = PrivacyLedger(budget_rho=budget)
+    ledger = ledger.charge_all([_spend(budget * w / total) for w in weights])
+    assert ledger.spent_rho <= budget * (1 + 1e-9)
+    assert ledger.spent_rho == pytest.approx(budget, rel=1e-9)
+    with pytest.raises(BudgetExceededError):
+        ledger.charge(_spend(budget * 1e-6))

@@ -101,7 +101,7 @@ def group_low_counts(noisy: NoisyMarginal, threshold: float) -> ValueGrouping:
             members.append(tuple(int(v) for v in low_codes))
             weights.append(tuple(float(w) for w in np.clip(counts[low_codes], 0, None)))
         else:
-            code_of[low_codes] = int(np.argmax(np.where(low, -np.inf, counts)))
+            code_of[low_codes] = code_of[int(np.argmax(np.where(low, -np.inf, counts)))]
     return ValueGrouping(attribute, code_of, tuple(members), tuple(weights), merged_code)
 
 

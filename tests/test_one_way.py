@@ -35,6 +35,10 @@ def test_low_values_are_dropped_when_their_total_stays_below_the_threshold():
     assert list(grouping.code_of) == [0, 0, 1, 0]
     one_way = grouped_one_way(noisy([100, 2, 50, -3]), grouping)
     assert list(one_way.table.values) == [100, 50]  # dropped noise does not count
+    # the largest kept value need not be the first one: fold into its *engine* code
+    later = group_low_counts(noisy([1, 40, 2, 90, 0]), threshold=6)
+    assert list(later.code_of) == [1, 0, 1, 1, 1]
+    assert list(grouped_one_way(noisy([1, 40, 2, 90, 0]), later).table.values) == [40, 90]
 
 
 def test_nothing_above_threshold_leaves_one_value_for_all():

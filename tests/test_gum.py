@@ -1,0 +1,79 @@
+import numpy as np
+import pytest
+
+from privsyn_core.gum import GumSettings, GumTarget, l1_error, run_gum, update_towards
+from privsyn_core.sampling import shuffled_column
+
+
+def correlated_target(k: int, strength: float) -> np.ndarray:
+    joint = np.full((k, k), (1 - strength) / (k * k))
+    joint[np.arange(k), np.arange(k)] += strength / k
+    return joint.ravel()
+
+
+def test_gum_brings_a_planted_pair_correlation_through():
+    """The pandas-aliasing failure of the research code returned the independent start."""
+    rng = np.random.default_rng(0)
+    n, k = 20_000, 5
+    records = np.vstack([shuffled_column(np.ones(k), n, rng) for _ in range(3)])
+    target = GumTarget(("a", "b"), (0, 1), (k, k), correlated_target(k, 0.9))
+    before = l1_error(records, target)
+    history, finished = run_gum([(records, [target])], GumSettings(iterations=40), rng)
+    assert finished and len(history) == 40
+    after = l1_error(records, target)
+    assert before > 1.0
+    assert after < 0.03
+    assert np.corrcoef(records[0], records[1])[0, 1] > 0.85
+    assert records.shape == (3, n)
+
+
+@pytest.mark.parametrize(
+    "strategy",
+    ["half_half_plus_duplicate", "replace", "duplicate", "half_half", "replace_plus_duplicate"],
+)
+def test_every_update_keeps_n_and_the_domain_and_lowers_the_error(strategy):
+    rng = np.random.default_rng(1)
+    n = 5000
+    records = np.vstack([rng.integers(0, 4, n), rng.integers(0, 3, n), rng.integers(0, 2, n)])
+    target_ab = GumTarget(("a", "b"), (0, 1), (4, 3), rng.dirichlet(np.ones(12)))
+    target_bc = GumTarget(("b", "c"), (1, 2), (3, 2), rng.dirichlet(np.ones(6)))
+    start = l1_error(records, target_ab) + l1_error(records, target_bc)
+    settings = GumSettings(iterations=30, strategy=strategy)
+    run_gum([(records, [target_ab, target_bc])], settings, rng)
+    assert records.shape == (3, n)
+    assert records[0].max() < 4 and records[1].max() < 3 and records[2].max() < 2
+    end = l1_error(records, target_ab) + l1_error(records, target_bc)
+    assert end < 0.5 * start
+
+
+def test_empty_cells_are_filled_by_replacement():
+    rng = np.random.default_rng(2)
+    records = np.zeros((2, 1000), dtype=np.int64)  # everything in cell (0, 0)
+    target = GumTarget(("a", "b"), (0, 1), (2, 2), np.full(4, 0.25))
+    error = update_towards(records, target, alpha=1.0, duplicate_share=1.0, rng=rng)
+    assert error == pytest.approx(1.5)
+    counts = np.bincount(records[0] * 2 + records[1], minlength=4)
+    assert counts.sum() == 1000
+    assert (counts[1:] > 150).all()  # alpha * a * N = 250 each, Bernoulli removals
+
+
+def test_step_decay_and_strategy_schedule():
+    settings = GumSettings(alpha0=1.0, decay=0.5, decay_every=10)
+    assert [settings.alpha(t) for t in (0, 9, 10, 25)] == [1.0, 1.0, 0.5, 0.25]
+    assert [settings.duplicate_share(t) for t in range(4)] == [0.5, 1.0, 0.5, 1.0]
+    with pytest.raises(ValueError, match="strategy"):
+        GumSettings(strategy="teleport")
+
+
+def test_callback_returning_false_stops_after_that_iteration():
+    rng = np.random.default_rng(3)
+    records = rng.integers(0, 3, size=(2, 500))
+    target = GumTarget(("a", "b"), (0, 1), (3, 3), correlated_target(3, 0.5))
+    seen = []
+    history, finished = run_gum(
+        [(records, [target])],
+        GumSettings(iterations=50),
+        rng,
+        lambda record: seen.append(record.iteration) or record.iteration < 4,
+    )
+    assert not finished and seen == [0, 1, 2, 3, 4] and len(history) == 5

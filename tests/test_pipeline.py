@@ -1,0 +1,187 @@
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import planted_pair
+
+from privsyn_core import (
+    GumProgress,
+    GumSettings,
+    PrivSynConfig,
+    Stage,
+    StageFinished,
+    StageStarted,
+    SynthesisCancelled,
+    synthesize,
+)
+from privsyn_core.evaluation import fidelity_report
+
+FAST = PrivSynConfig(gum=GumSettings(iterations=30))
+
+
+def run(table, epsilon=2.0, seed=0, config=FAST, **kwargs):
+    return synthesize(
+        table, epsilon, 1e-9, rng=np.random.default_rng(seed), config=config, **kwargs
+    )
+
+
+def test_planted_correlation_comes_through_end_to_end():
+    rng = np.random.default_rng(0)
+    table = planted_pair(10_000, flip=0.1, rng=rng)
+    result = run(table, domain={"a": 4, "b": 4, "noise0": 3, "noise1": 3})
+    synthetic = result.synthetic
+    real_agreement = np.mean(table["a"] == table["b"])
+    assert np.mean(synthetic["a"] == synthetic["b"]) > real_agreement - 0.05
+    assert any(set(m.attributes) >= {"a", "b"} for m in result.marginals)
+
+
+def test_output_keeps_columns_domain_and_a_noisy_row_count():
+    rng = np.random.default_rng(1)
+    table = planted_pair(3000, flip=0.3, rng=rng)
+    table["colour"] = rng.choice(["red", "green", "blue"], 3000)
+    domain = {"a": 4, "b": 4, "noise0": 3, "noise1": 3, "colour": ["red", "green", "blue", "teal"]}
+    result = run(table, domain=domain)
+    out = result.synthetic
+    assert list(out.columns) == list(table.columns)
+    for name in ("a", "b", "noise0", "noise1"):
+        assert out[name].between(0, domain[name] - 1).all()
+    assert set(out["colour"]) <= {"red", "green", "blue", "teal"}
+    assert abs(len(out) - 3000) < 200
+    assert result.n_records == len(out)
+
+
+def test_n_records_is_honoured():
+    table = planted_pair(2000, flip=0.2, rng=np.random.default_rng(2))
+    assert len(run(table, domain=dict.fromkeys(table.columns, 4), n_records=777).synthetic) == 777
+
+
+def test_identical_seed_gives_identical_output_and_artifacts():
+    table = planted_pair(2000, flip=0.2, rng=np.random.default_rng(3))
+    domain = dict.fromkeys(table.columns, 4)
+    first, second = run(table, seed=9, domain=domain), run(table, seed=9, domain=domain)
+    other = run(table, seed=10, domain=domain)
+    pd.testing.assert_frame_equal(first.synthetic, second.synthetic)
+    pd.testing.assert_frame_equal(first.noisy_indif, second.noisy_indif)
+    assert not first.synthetic.equals(other.synthetic)
+
+
+@pytest.mark.parametrize("epsilon", [0.05, 1.0, 10.0])
+def test_ledger_spends_exactly_the_budget(epsilon, adult):
+    table, domain = adult
+    result = run(table.iloc[:5000], epsilon=epsilon, domain=domain)
+    ledger = result.ledger
+    assert ledger.spent_rho == pytest.approx(ledger.budget_rho, rel=1e-9)
+    assert ledger.spent_rho <= ledger.budget_rho * (1 + 1e-9)
+    steps = ledger.spent_by_step()
+    assert steps["one_way"] == pytest.approx(0.1 * ledger.budget_rho)
+    assert steps["indif"] == pytest.approx(0.1 * ledger.budget_rho)
+    assert steps["marginal"] == pytest.approx(0.8 * ledger.budget_rho)
+    # each 1-way marginal measured once, every selected marginal once
+    assert sum(e.step == "one_way" for e in ledger.entries) == len(domain)
+    assert sum(e.step == "marginal" for e in ledger.entries) == len(result.marginals)
+    # rho_i proportional to c_i^(2/3)
+    ratios = [m.rho / m.cells ** (2 / 3) for m in result.marginals]
+    assert np.ptp(ratios) < 1e-9 * max(ratios)
+
+
+def test_one_column_table():
+    table = pd.DataFrame({"only": np.random.default_rng(4).integers(0, 5, 800)})
+    result = run(table, domain={"only": 5})
+    assert list(result.synthetic.columns) == ["only"]
+    assert result.synthetic["only"].between(0, 4).all()
+    assert result.ledger.spent_rho == pytest.approx(result.ledger.budget_rho)
+    assert result.history == ()
+
+
+def test_selection_that_picks_nothing():
+    rng = np.random.default_rng(5)
+    table = pd.DataFrame({c: rng.integers(0, 3, 2000) for c in "abcd"})
+    config = PrivSynConfig(connect_isolated=False, gum=GumSettings(iterations=5))
+    result = run(table, epsilon=0.1, domain=dict.fromkeys("abcd", 3), config=config)
+    assert result.selection.pairs == ()
+    assert all(m.origin == "one_way" for m in result.marginals)
+    assert len(result.synthetic) > 0
+    assert result.ledger.spent_rho == pytest.approx(result.ledger.budget_rho)
+
+
+def test_tree_shaped_selection_appends_every_marginal():
+    """A hub whose three base-4 digits are three leaves: a star, so GUM has nothing to iterate.
+
+    Every hub value occurs equally often, so the leaves are exactly pairwise independent and
+    only noise beyond three standard deviations could select a leaf-leaf pair.
+    """
+    rng = np.random.default_rng(6)
+    hub = rng.permutation(np.repeat(np.arange(64), 300))
+    leaves = {f"l{k}": (hub >> (2 * k)) & 3 for k in range(3)}
+    table = pd.DataFrame({"hub": hub, **leaves})
+    result = run(table, epsilon=4.0, domain={"hub": 64, "l0": 4, "l1": 4, "l2": 4})
+    assert {m.attributes for m in result.marginals} == {("hub", f"l{k}") for k in range(3)}
+    assert {p.leaf for p in result.appended} == {"l0", "l1", "l2"}
+    assert result.history == ()
+    out = result.synthetic
+    for k in range(3):
+        hub_out = out["hub"].to_numpy()
+        assert np.mean(out[f"l{k}"].to_numpy() == ((hub_out >> (2 * k)) & 3)) > 0.95
+
+
+def test_progress_events_cover_every_stage_and_iteration():
+    table = planted_pair(2000, flip=0.2, rng=np.random.default_rng(7))
+    events = []
+    run(table, domain=dict.fromkeys(table.columns, 4), on_progress=events.append)
+    started = [e.stage for e in events if isinstance(e, StageStarted)]
+    finished = [e.stage for e in events if isinstance(e, StageFinished)]
+    assert started == finished == list(Stage)
+    gum = [e for e in events if isinstance(e, GumProgress)]
+    assert [e.iteration for e in gum] == list(range(30)) or gum == []
+    if gum:
+        assert gum[-1].mean_error < gum[0].mean_error
+
+
+@pytest.mark.parametrize("stop_at", [Stage.SELECT, Stage.GUM])
+def test_callback_false_stops_cleanly_with_the_spent_ledger(stop_at):
+    table = planted_pair(2000, flip=0.1, rng=np.random.default_rng(8))
+
+    def callback(event):
+        if isinstance(event, GumProgress) and stop_at is Stage.GUM:
+            return event.iteration < 2
+        return not (isinstance(event, StageStarted) and event.stage is stop_at)
+
+    with pytest.raises(SynthesisCancelled) as caught:
+        run(table, domain=dict.fromkeys(table.columns, 4), on_progress=callback)
+    steps = caught.value.ledger.spent_by_step()
+    assert caught.value.stage is stop_at
+    assert "one_way" in steps and "indif" in steps
+    assert ("marginal" in steps) == (stop_at is Stage.GUM)
+
+
+def test_artifacts_are_labelled_and_consistent(adult):
+    table, domain = adult
+    result = run(table.iloc[:8000], epsilon=1.0, domain=domain)
+    names = list(domain)
+    assert list(result.noisy_indif.columns) == names == list(result.noisy_indif.index)
+    assert set(result.graph.nodes) == set(names)
+    for a, b, data in result.graph.edges(data=True):
+        assert data["indif"] == pytest.approx(result.noisy_indif.at[a, b])
+    history = result.history_frame()
+    assert list(history.columns[:4]) == ["iteration", "alpha", "mean_l1", "seconds"]
+    assert len(history) == FAST.gum.iterations
+    assert set(result.marginals_frame()["origin"]) <= {
+        "combined",
+        "selected",
+        "isolated",
+        "one_way",
+    }
+
+
+def test_adult_at_epsilon_one_beats_independent_columns(adult):
+    """Statistical regression guard on the real table (the benchmarks report the full numbers)."""
+    table, domain = adult
+    result = synthesize(
+        table, 1.0, 1 / len(table) ** 2, domain=domain, rng=np.random.default_rng(0)
+    )
+    report = fidelity_report(table, result.synthetic)
+    rng = np.random.default_rng(0)
+    independent = table.apply(lambda c: rng.permutation(c.to_numpy()))
+    baseline = fidelity_report(table, independent)
+    assert report.two_way_l1 < 0.12
+    assert report.two_way_l1 < 0.8 * baseline.two_way_l1
+    assert report.range_query_error < baseline.range_query_error

@@ -22,6 +22,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from privsyn_core.config import PrivSynConfig
+from privsyn_core.errors import InputError
 from privsyn_core.gum import GumSettings
 from privsyn_core.pipeline import synthesize
 from privsyn_core.privacy import BudgetExceededError
@@ -33,7 +34,6 @@ from privsyn_core.progress import (
     StageStarted,
     SynthesisCancelled,
 )
-from privsyn_core.table import TableError
 
 
 class UsageError(Exception):
@@ -42,6 +42,8 @@ class UsageError(Exception):
 
 def _read_csv(path: str) -> pd.DataFrame:
     file = Path(path)
+    if file.is_dir():
+        raise UsageError(f"cannot read {path}: it is a folder, not a CSV file")
     if not file.is_file():
         raise UsageError(f"cannot read {path}: no such file")
     try:
@@ -71,15 +73,32 @@ def _read_domain(path: str | None) -> dict[str, object] | None:
     return domain
 
 
-def _write_atomically(frame: pd.DataFrame, path: str) -> None:
+def _check_output(path: str) -> Path:
+    """Fail before any work (and any budget spent) if the output cannot be written."""
     target = Path(path)
+    if target.is_dir():
+        raise UsageError(
+            f"cannot write {path}: it is a folder; give a file name such as {path}/out.csv"
+        )
     if not target.parent.is_dir():
         raise UsageError(f"cannot write {path}: folder {target.parent} does not exist")
+    if not os.access(target.parent, os.W_OK):
+        raise UsageError(f"cannot write {path}: no permission to write in {target.parent}")
+    return target
+
+
+def _write_atomically(frame: pd.DataFrame, target: Path) -> None:
+    """Write to a temporary file beside ``target`` and move it into place when complete."""
     handle, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
     os.close(handle)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file normal permissions
     try:
         frame.to_csv(tmp, index=False)
         os.replace(tmp, target)
+    except OSError as exc:
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -115,6 +134,7 @@ class _ProgressBar:
 
 
 def _synthesize(args: argparse.Namespace) -> int:
+    target = _check_output(args.output)
     table = _read_csv(args.input)
     domain = _read_domain(args.domain)
     gum = GumSettings(iterations=args.iterations)
@@ -135,7 +155,7 @@ def _synthesize(args: argparse.Namespace) -> int:
         )
     finally:
         bar.close()
-    _write_atomically(result.synthetic, args.output)
+    _write_atomically(result.synthetic, target)
     if not args.quiet:
         ledger = result.ledger
         print(
@@ -158,18 +178,32 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
+def _count(minimum: int) -> type:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    parse.__name__ = "number"
+    return parse  # type: ignore[return-value]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line on stderr, like every other error."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"privsyn: error: {message} (see '{self.prog} --help')\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="privsyn", description="Differentially private synthetic tables with PrivSyn."
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     syn = commands.add_parser("synthesize", help="write a DP synthetic copy of a CSV table")
     syn.add_argument("input", help="private table (CSV with a header row)")
@@ -182,12 +216,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--domain",
         help="JSON mapping each column to its number of codes (0..k-1) or list of categories",
     )
-    syn.add_argument("--seed", type=int, default=None, help="seed for a reproducible run")
+    syn.add_argument("--seed", type=_count(0), default=None, help="seed for a reproducible run")
     syn.add_argument(
-        "--iterations", type=_positive_int, default=GumSettings().iterations, help="GUM iterations"
+        "--iterations",
+        type=_count(0),
+        default=GumSettings().iterations,
+        help="GUM iterations (0 keeps the initial table drawn from the 1-way marginals)",
     )
     syn.add_argument(
-        "--rows", type=int, default=None, help="rows to synthesise (default: the noisy total)"
+        "--rows", type=_count(1), default=None, help="rows to synthesise (default: the noisy total)"
     )
     syn.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
     syn.set_defaults(run=_synthesize)
@@ -198,16 +235,21 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("real", help="the real table (CSV)")
     ev.add_argument("synthetic", help="the synthetic table (CSV)")
     ev.add_argument("--label", help="column to predict for the SVM measure")
-    ev.add_argument("--seed", type=int, default=0, help="seed of the train/test split and queries")
+    ev.add_argument(
+        "--seed", type=_count(0), default=0, help="seed of the train/test split and queries"
+    )
     ev.set_defaults(run=_evaluate)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_:  # usage errors and --help, as a status rather than an exit
+        return int(exit_.code or 0)
     try:
         return args.run(args)
-    except (UsageError, TableError, BudgetExceededError, ValueError) as exc:
+    except (UsageError, InputError, BudgetExceededError) as exc:
         print(f"privsyn: error: {exc}", file=sys.stderr)
         return 2
     except SynthesisCancelled as exc:
@@ -216,6 +258,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("privsyn: interrupted; no output written", file=sys.stderr)
         return 130
+    except Exception as exc:  # a bug: still one line, and a distinct status
+        print(
+            f"privsyn: internal error ({type(exc).__name__}: {exc}); no output written. "
+            f"Please report it with the command you ran.",
+            file=sys.stderr,
+        )
+        return 70
 
 
 if __name__ == "__main__":

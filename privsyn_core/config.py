@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from privsyn_core.errors import InputError
 from privsyn_core.gum import GumSettings
 from privsyn_core.privacy import Conversion
 
@@ -32,13 +33,13 @@ class PrivSynConfig:
         for name in ("one_way_share", "indif_share"):
             value = getattr(self, name)
             if not 0 < value < 1:
-                raise ValueError(f"{name} must lie strictly between 0 and 1, got {value}")
+                raise InputError(f"{name} must lie strictly between 0 and 1, got {value}")
         if self.one_way_share + self.indif_share >= 1:
-            raise ValueError("one_way_share + indif_share must leave budget for the marginals")
+            raise InputError("one_way_share + indif_share must leave budget for the marginals")
         if self.threshold_sigmas < 0:
-            raise ValueError("threshold_sigmas must be >= 0")
+            raise InputError("threshold_sigmas must be >= 0")
         if self.gamma < 1 or self.consistency_rounds < 1:
-            raise ValueError("gamma and consistency_rounds must be >= 1")
+            raise InputError("gamma and consistency_rounds must be >= 1")
 
     @property
     def marginal_share(self) -> float:

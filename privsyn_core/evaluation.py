@@ -30,6 +30,8 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
+from privsyn_core.errors import InputError
+
 __all__ = [
     "FidelityReport",
     "RangeQueries",
@@ -98,7 +100,7 @@ def _check_same_columns(real: pd.DataFrame, synthetic: pd.DataFrame) -> None:
     for which, frame in (("real", real), ("synthetic", synthetic)):
         duplicated = frame.columns[frame.columns.duplicated()]
         if len(duplicated):
-            raise ValueError(f"{which} table has duplicated columns: {_names(duplicated)}")
+            raise InputError(f"{which} table has duplicated columns: {_names(duplicated)}")
     missing = [c for c in real.columns if c not in set(synthetic.columns)]
     extra = [c for c in synthetic.columns if c not in set(real.columns)]
     if missing or extra:
@@ -107,7 +109,7 @@ def _check_same_columns(real: pd.DataFrame, synthetic: pd.DataFrame) -> None:
             parts.append(f"missing from the synthetic table: {_names(missing)}")
         if extra:
             parts.append(f"extra in the synthetic table: {_names(extra)}")
-        raise ValueError("real and synthetic columns differ; " + "; ".join(parts))
+        raise InputError("real and synthetic columns differ; " + "; ".join(parts))
 
 
 def _names(names: Sequence[object] | pd.Index) -> str:
@@ -147,8 +149,9 @@ def _factorize_sorted(values: pd.Series) -> np.ndarray:
         codes, uniques = pd.factorize(values, sort=True)
     except TypeError:
         codes, uniques = pd.factorize(values, sort=False)
-        order = sorted(range(len(uniques)), key=lambda i: (type(uniques[i]).__name__,
-                                                           repr(uniques[i])))
+        order = sorted(
+            range(len(uniques)), key=lambda i: (type(uniques[i]).__name__, repr(uniques[i]))
+        )
         rank = np.empty(len(uniques), dtype=np.int64)
         rank[order] = np.arange(len(uniques))
         codes = np.where(codes >= 0, rank[np.maximum(codes, 0)], -1)
@@ -166,24 +169,24 @@ def _check_codes(name: str, codes: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     an out-of-range code would otherwise land in a neighbouring cell without any error."""
     codes = np.asarray(codes)
     if codes.ndim != 2:
-        raise ValueError(f"{name} codes must be a 2-D array (rows x attributes)")
+        raise InputError(f"{name} codes must be a 2-D array (rows x attributes)")
     if codes.shape[1] != sizes.size:
-        raise ValueError(
+        raise InputError(
             f"{name} codes have {codes.shape[1]} columns but {sizes.size} sizes were given"
         )
     if codes.shape[0] == 0:
-        raise ValueError(f"{name} table has no rows; its fractions are undefined")
+        raise InputError(f"{name} table has no rows; its fractions are undefined")
     if not np.issubdtype(codes.dtype, np.integer):
-        raise ValueError(f"{name} codes must be integers, got dtype {codes.dtype}")
+        raise InputError(f"{name} codes must be integers, got dtype {codes.dtype}")
     if codes.size and (bool((codes < 0).any()) or bool((codes >= sizes).any())):
-        raise ValueError(f"{name} codes fall outside [0, size) for some attribute")
+        raise InputError(f"{name} codes fall outside [0, size) for some attribute")
     return codes.astype(np.int64, copy=False)
 
 
 def _as_sizes(sizes: Sequence[int]) -> np.ndarray:
     arr = np.asarray(sizes, dtype=np.int64).reshape(-1)
     if bool((arr < 1).any()):
-        raise ValueError("every attribute size must be >= 1")
+        raise InputError("every attribute size must be >= 1")
     return arr
 
 
@@ -210,15 +213,25 @@ def two_way_l1(real: np.ndarray, synthetic: np.ndarray, sizes: Sequence[int]) ->
     total = 0.0
     for i in range(d - 1):
         for j in range(i + 1, d):
-            p, q = _pair_counts(real[:, i], real[:, j], synthetic[:, i], synthetic[:, j],
-                                int(size_arr[i]), int(size_arr[j]))
+            p, q = _pair_counts(
+                real[:, i],
+                real[:, j],
+                synthetic[:, i],
+                synthetic[:, j],
+                int(size_arr[i]),
+                int(size_arr[j]),
+            )
             total += float(np.abs(p / real.shape[0] - q / synthetic.shape[0]).sum())
     return total / (d * (d - 1) // 2)
 
 
 def _pair_counts(
-    real_a: np.ndarray, real_b: np.ndarray, syn_a: np.ndarray, syn_b: np.ndarray,
-    size_a: int, size_b: int,
+    real_a: np.ndarray,
+    real_b: np.ndarray,
+    syn_a: np.ndarray,
+    syn_b: np.ndarray,
+    size_a: int,
+    size_b: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Counts of both tables on a common cell axis for one attribute pair.
 
@@ -228,8 +241,10 @@ def _pair_counts(
     """
     if size_a * size_b <= max(_DENSE_CELL_LIMIT, 2 * (real_a.size + syn_a.size)):
         cells = size_a * size_b
-        return (np.bincount(real_a * size_b + real_b, minlength=cells),
-                np.bincount(syn_a * size_b + syn_b, minlength=cells))
+        return (
+            np.bincount(real_a * size_b + real_b, minlength=cells),
+            np.bincount(syn_a * size_b + syn_b, minlength=cells),
+        )
     n_real = real_a.size
     _, a = np.unique(np.concatenate([real_a, syn_a]), return_inverse=True)
     _, b = np.unique(np.concatenate([real_b, syn_b]), return_inverse=True)
@@ -237,8 +252,10 @@ def _pair_counts(
     _, cell = np.unique(flat, return_inverse=True)
     cell = cell.reshape(-1)
     n_cells = int(cell.max()) + 1
-    return (np.bincount(cell[:n_real], minlength=n_cells),
-            np.bincount(cell[n_real:], minlength=n_cells))
+    return (
+        np.bincount(cell[:n_real], minlength=n_cells),
+        np.bincount(cell[n_real:], minlength=n_cells),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -267,9 +284,9 @@ def draw_range_queries(
     """
     size_arr = _as_sizes(sizes)
     if n_queries < 1:
-        raise ValueError("n_queries must be >= 1")
+        raise InputError("n_queries must be >= 1")
     if n_attributes < 1:
-        raise ValueError("n_attributes must be >= 1")
+        raise InputError("n_attributes must be >= 1")
     rng = np.random.default_rng(seed)
     k = min(n_attributes, size_arr.size)
     # The first k entries of a uniformly random permutation form a uniform k-subset.
@@ -296,8 +313,9 @@ def range_query_error(
     size_arr = _as_sizes(sizes)
     real = _check_codes("real", real, size_arr)
     synthetic = _check_codes("synthetic", synthetic, size_arr)
-    queries = draw_range_queries(size_arr, n_queries=n_queries, n_attributes=n_attributes,
-                                 seed=seed)
+    queries = draw_range_queries(
+        size_arr, n_queries=n_queries, n_attributes=n_attributes, seed=seed
+    )
     real_frac = _range_fractions(real, queries)
     syn_frac = _range_fractions(synthetic, queries)
     return float(np.abs(real_frac - syn_frac).mean())
@@ -313,8 +331,9 @@ def _range_fractions(codes: np.ndarray, queries: RangeQueries) -> np.ndarray:
     scratch = np.empty(codes.shape[0], dtype=bool)
     for q in range(n_queries):
         inside.fill(True)
-        for a, lo, hi in zip(queries.attributes[q], queries.lower[q], queries.upper[q],
-                             strict=True):
+        for a, lo, hi in zip(
+            queries.attributes[q], queries.lower[q], queries.upper[q], strict=True
+        ):
             column = columns[a]
             np.greater_equal(column, lo, out=scratch)
             inside &= scratch
@@ -362,9 +381,9 @@ def svm_misclassification(
     x_train = one_hot(train, sizes)
     x_test = one_hot(test, sizes)
     if train_labels.size != x_train.shape[0]:
-        raise ValueError("train and train_labels have different numbers of rows")
+        raise InputError("train and train_labels have different numbers of rows")
     if test_labels.size != x_test.shape[0]:
-        raise ValueError("test and test_labels have different numbers of rows")
+        raise InputError("test and test_labels have different numbers of rows")
     classes = np.unique(train_labels)
     if classes.size == 1:
         predicted = np.full(test_labels.shape, classes[0])
@@ -423,10 +442,10 @@ def split_rows(n_rows: int, test_fraction: float, seed: int) -> tuple[np.ndarray
     """Random train/test row indices: ``round(test_fraction * n_rows)`` rows held out (at least
     one on each side). Exposed so a caller can reproduce the split a report used."""
     if not 0.0 < test_fraction < 1.0:
-        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
+        raise InputError(f"test_fraction must be in (0, 1), got {test_fraction}")
     n_test = round(test_fraction * n_rows)
     if n_test < 1 or n_test > n_rows - 1:
-        raise ValueError(
+        raise InputError(
             f"cannot hold out {test_fraction} of {n_rows} rows and keep both sides non-empty"
         )
     order = np.random.default_rng(seed).permutation(n_rows)
@@ -450,7 +469,7 @@ def fidelity_report(
     rows, and an SVM trained on the real training rows - are tested on the same rows.
     """
     if label is not None and label not in real.columns:
-        raise ValueError(
+        raise InputError(
             f"label column {label!r} is not a column of the real table "
             f"(columns: {_names(list(real.columns))})"
         )

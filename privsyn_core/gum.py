@@ -35,6 +35,7 @@ from typing import Literal
 
 import numpy as np
 
+from privsyn_core.errors import InputError
 from privsyn_core.marginals import cell_index
 from privsyn_core.sampling import quota_counts
 
@@ -70,13 +71,13 @@ class GumSettings:
 
     def __post_init__(self) -> None:
         if self.iterations < 0:
-            raise ValueError(f"iterations must be >= 0, got {self.iterations}")
+            raise InputError(f"iterations must be >= 0, got {self.iterations}")
         if not 0 < self.alpha0 <= 1:
-            raise ValueError(f"alpha0 must lie in (0, 1], got {self.alpha0}")
+            raise InputError(f"alpha0 must lie in (0, 1], got {self.alpha0}")
         if not 0 < self.decay <= 1 or self.decay_every < 1:
-            raise ValueError("decay must lie in (0, 1] and decay_every be >= 1")
+            raise InputError("decay must lie in (0, 1] and decay_every be >= 1")
         if self.strategy not in _DUPLICATE_SHARE:
-            raise ValueError(
+            raise InputError(
                 f"unknown update strategy {self.strategy!r}; choose one of "
                 f"{sorted(_DUPLICATE_SHARE)}"
             )

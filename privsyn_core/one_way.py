@@ -12,7 +12,12 @@ table is measured once and charged once:
    ``theta`` records and adds no cell (an extra near-empty cell would cost noise in every
    marginal of the attribute).
 2. **GUM's initialisation** (section 5.3): the grouped counts are the starting 1-way targets.
-3. **Decoding** a combined value back to its members, in proportion to their noisy counts.
+3. **Decoding** a combined value back to its members. Their noisy counts are all below
+   ``theta``, so noise dominates them; clipping negatives at zero (the research code) spreads
+   mass over values that never occur. We split the value's synthetic rows by the L2
+   projection of the members' noisy counts onto the non-negative counts with that total,
+   the same maximum-likelihood projection the consistency step uses (paper 4.3), which sends
+   the noise-only members to zero.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from privsyn_core.consistency import project_nonnegative
 from privsyn_core.domain import Domain
 from privsyn_core.marginals import MarginalTable
 from privsyn_core.measurement import NoisyMarginal, measure_marginal
@@ -33,8 +39,8 @@ class ValueGrouping:
     """How an attribute's declared codes map to the codes the engine synthesises.
 
     ``code_of[v]`` is the engine code of declared code ``v``. ``members[k]`` lists the declared
-    codes engine code ``k`` stands for, and ``member_weights[k]`` their noisy counts (clipped at
-    zero), used to split a combined value when decoding. ``merged_code`` is the engine code of
+    codes engine code ``k`` stands for, and ``member_weights[k]`` their noisy counts, used to
+    split a combined value when decoding. ``merged_code`` is the engine code of
     the combined low-count value, if there is one.
     """
 
@@ -99,7 +105,7 @@ def group_low_counts(noisy: NoisyMarginal, threshold: float) -> ValueGrouping:
             merged_code = len(members)
             code_of[low_codes] = merged_code
             members.append(tuple(int(v) for v in low_codes))
-            weights.append(tuple(float(w) for w in np.clip(counts[low_codes], 0, None)))
+            weights.append(tuple(float(w) for w in counts[low_codes]))
         else:
             code_of[low_codes] = code_of[int(np.argmax(np.where(low, -np.inf, counts)))]
     return ValueGrouping(attribute, code_of, tuple(members), tuple(weights), merged_code)
@@ -138,8 +144,18 @@ def recode(
     return out, Domain(domain.attributes, tuple(g.size for g in groupings))
 
 
-def decode(column: np.ndarray, grouping: ValueGrouping, rng: np.random.Generator) -> np.ndarray:
-    """Engine codes back to declared codes; combined values split by noisy shares."""
+def decode(
+    column: np.ndarray,
+    grouping: ValueGrouping,
+    rng: np.random.Generator,
+    records_per_row: float = 1.0,
+) -> np.ndarray:
+    """Engine codes back to declared codes; combined values split by projected noisy counts.
+
+    ``records_per_row`` converts synthetic rows to the scale of the noisy counts (the noisy
+    total over the number of synthetic rows), so the projection sees a total on the scale
+    the members were measured on.
+    """
     out = np.empty_like(column)
     for code, group in enumerate(grouping.members):
         if len(group) == 1:
@@ -147,7 +163,9 @@ def decode(column: np.ndarray, grouping: ValueGrouping, rng: np.random.Generator
     if grouping.merged_code is not None:
         rows = np.flatnonzero(column == grouping.merged_code)
         members = np.array(grouping.members[grouping.merged_code])
-        weights = np.array(grouping.member_weights[grouping.merged_code])[None, :]
-        picks = conditional_column(np.zeros(rows.size, dtype=np.int64), weights, rng)
+        shares = project_nonnegative(
+            np.array(grouping.member_weights[grouping.merged_code]), rows.size * records_per_row
+        )
+        picks = conditional_column(np.zeros(rows.size, dtype=np.int64), shares[None, :], rng)
         out[rows] = members[picks]
     return out

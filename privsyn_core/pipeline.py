@@ -22,6 +22,7 @@ from privsyn_core.combine import combine_marginals
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.consistency import ConsistencyReport, make_consistent
 from privsyn_core.domain import Domain
+from privsyn_core.errors import InputError
 from privsyn_core.gum import GumIterationRecord, GumTarget, run_gum
 from privsyn_core.indif import measure_indif
 from privsyn_core.marginal_graph import AppendPlan, gum_components, marginal_graph, plan_appending
@@ -180,7 +181,7 @@ def synthesize(
     config = config or PrivSynConfig()
     rng = rng if rng is not None else np.random.default_rng()
     if n_records is not None and n_records < 1:
-        raise ValueError(f"n_records must be at least 1, got {n_records}")
+        raise InputError(f"the number of synthetic rows must be at least 1, got {n_records}")
     report = _Reporter(on_progress)
     ledger = PrivacyLedger.from_epsilon_delta(epsilon, delta, config.conversion)
     report.ledger = ledger
@@ -314,7 +315,7 @@ def synthesize(
     report.start(Stage.DECODE)
     declared_codes = np.empty((d, n), dtype=records.dtype)
     for row, grouping in enumerate(groupings):
-        declared_codes[row] = decode(synthetic[row], grouping, rng)
+        declared_codes[row] = decode(synthetic[row], grouping, rng, consistency.total / n)
     frame = decode_table(declared_codes, codecs)
     report.finish(f"{n} rows")
 

@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from privsyn_core.errors import InputError
+
 Conversion = Literal["tight", "proposition"]
 
 #: Relative slack for float round-off when comparing a sum of spends with the budget.
@@ -35,9 +37,9 @@ class BudgetExceededError(RuntimeError):
 
 def _check_epsilon_delta(epsilon: float, delta: float) -> None:
     if not (math.isfinite(epsilon) and epsilon > 0):
-        raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}")
+        raise InputError(f"epsilon must be a positive finite number, got {epsilon!r}")
     if not (0 < delta < 1):
-        raise ValueError(f"delta must lie strictly between 0 and 1, got {delta!r}")
+        raise InputError(f"delta must lie strictly between 0 and 1, got {delta!r}")
 
 
 def delta_for(rho: float, epsilon: float) -> float:
@@ -68,7 +70,7 @@ def rho_from_epsilon_delta(epsilon: float, delta: float, conversion: Conversion 
         root = math.sqrt(math.log(1 / delta) + epsilon) - math.sqrt(math.log(1 / delta))
         return root * root
     if conversion != "tight":
-        raise ValueError(f"unknown conversion {conversion!r}; use 'tight' or 'proposition'")
+        raise InputError(f"unknown conversion {conversion!r}; use 'tight' or 'proposition'")
     # delta_for is increasing in rho: bisect for the largest rho with delta_for(rho) <= delta.
     lo, hi = 0.0, epsilon + 1.0
     for _ in range(200):
@@ -83,7 +85,7 @@ def rho_from_epsilon_delta(epsilon: float, delta: float, conversion: Conversion 
 def epsilon_from_rho(rho: float, delta: float, conversion: Conversion = "tight") -> float:
     """Smallest epsilon such that rho-zCDP implies (epsilon, delta)-DP."""
     if not (0 < delta < 1):
-        raise ValueError(f"delta must lie strictly between 0 and 1, got {delta!r}")
+        raise InputError(f"delta must lie strictly between 0 and 1, got {delta!r}")
     if rho <= 0:
         return 0.0
     if conversion == "proposition":

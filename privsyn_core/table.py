@@ -16,11 +16,12 @@ import numpy as np
 import pandas as pd
 
 from privsyn_core.domain import Domain
+from privsyn_core.errors import InputError
 
 DomainSpec = Mapping[str, int | Sequence[object]]
 
 
-class TableError(ValueError):
+class TableError(InputError):
     """The table does not fit its declared domain; the message says what to change."""
 
 
@@ -37,7 +38,8 @@ class ColumnCodec:
         if self.categories is None:
             return pd.Series(codes.astype(np.int64), name=self.name)
         if isinstance(self.dtype, pd.CategoricalDtype):
-            return pd.Series(pd.Categorical.from_codes(codes, dtype=self.dtype), name=self.name)
+            declared = pd.CategoricalDtype(list(self.categories), ordered=self.dtype.ordered)
+            return pd.Series(pd.Categorical.from_codes(codes, dtype=declared), name=self.name)
         labels = np.empty(len(self.categories), dtype=object)
         labels[:] = list(self.categories)
         series = pd.Series(labels[codes], name=self.name)
@@ -72,8 +74,12 @@ def _codec_for(name: str, column: pd.Series, spec: int | Sequence[object] | None
     categories = tuple(spec)
     if not categories:
         raise TableError(f"column {name!r} is declared with an empty list of categories")
-    if len(set(categories)) != len(categories):
-        raise TableError(f"column {name!r} lists a category more than once")
+    repeated = sorted({str(c) for c in categories if categories.count(c) > 1})
+    if repeated:
+        raise TableError(
+            f"column {name!r} lists the category {repeated[0]!r} more than once; "
+            f"list each category once in the domain"
+        )
     return ColumnCodec(name, len(categories), categories, column.dtype)
 
 
@@ -82,33 +88,45 @@ def _encode_column(column: pd.Series, codec: ColumnCodec) -> np.ndarray:
     if column.isna().any():
         row = int(np.flatnonzero(column.isna().to_numpy())[0])
         raise TableError(
-            f"column {name!r} has a missing value (first at row {row}); this version needs "
+            f"column {name!r} has a missing value (first at row {row}, counting from 0); "
+            f"this version needs "
             f"complete rows: drop or fill the missing values first"
         )
     if codec.categories is None:
         values = column.to_numpy()
         if values.dtype.kind not in "iuf":
-            bad = values[0]
-            raise TableError(
-                f"column {name!r} is declared with {codec.size} integer codes but holds "
-                f"non-numeric values such as {bad!r}; declare its categories instead"
-            )
+            numeric = pd.to_numeric(column, errors="coerce")
+            if numeric.isna().any() or values.dtype.kind == "b":
+                at = (
+                    int(np.flatnonzero(numeric.isna().to_numpy())[0]) if numeric.isna().any() else 0
+                )
+                raise TableError(
+                    f"column {name!r} is declared with {codec.size} integer codes but holds "
+                    f"the non-numeric value {_plain(values[at])!r} (row {at}); declare its "
+                    f"categories instead"
+                )
+            values = numeric.to_numpy()
         if values.dtype.kind == "f" and not np.all(np.mod(values, 1) == 0):
             bad = values[np.flatnonzero(np.mod(values, 1) != 0)[0]]
             raise TableError(
-                f"column {name!r} holds the non-integer value {bad!r}; codes must be integers"
+                f"column {name!r} holds the non-integer value {_plain(bad)!r}; "
+                f"codes must be whole numbers 0..{codec.size - 1}"
             )
         codes = values.astype(np.int64)
         outside = (codes < 0) | (codes >= codec.size)
         if outside.any():
-            bad = codes[np.flatnonzero(outside)[0]]
+            at = int(np.flatnonzero(outside)[0])
             raise TableError(
-                f"column {name!r} holds the code {bad}, outside its declared range "
-                f"0..{codec.size - 1}; fix the value or declare a larger domain"
+                f"column {name!r} holds the code {_plain(codes[at])} (row {at}), outside its "
+                f"declared range 0..{codec.size - 1}; fix the value or declare a larger domain"
             )
         return codes
     lookup = {value: code for code, value in enumerate(codec.categories)}
-    as_objects = column.astype(object).to_numpy()
+    if all(isinstance(c, str) for c in codec.categories):
+        # a CSV reader turns "1" into 1: match declared strings by their text
+        as_objects = column.astype(str).to_numpy(dtype=object)
+    else:
+        as_objects = column.astype(object).to_numpy()
     codes = np.fromiter(
         (lookup.get(v, -1) for v in as_objects), dtype=np.int64, count=len(as_objects)
     )
@@ -119,6 +137,11 @@ def _encode_column(column: pd.Series, codec: ColumnCodec) -> np.ndarray:
             f"{', '.join(repr(u) for u in unknown)}; add them to the domain or fix the data"
         )
     return codes
+
+
+def _plain(value: object) -> object:
+    """A numpy scalar as the Python value it holds, so messages read 2.5, not np.float64(2.5)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def encode_table(

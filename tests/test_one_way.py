@@ -56,17 +56,16 @@ def test_grouped_marginal_sums_the_same_noisy_counts_and_reports_their_variance(
     assert grouped.sigma == pytest.approx(2.0 * np.sqrt(2))
 
 
-def test_decoding_splits_a_merged_value_by_noisy_share():
-    grouping = group_low_counts(noisy([1000, 30, 10, 0]), threshold=35)
+def test_decoding_splits_a_merged_value_by_projected_noisy_counts():
+    grouping = group_low_counts(noisy([1000, 300, 100, -50]), threshold=350)
     assert grouping.members[grouping.merged_code] == (1, 2, 3)
-    column = np.full(40_000, grouping.merged_code)
+    column = np.full(45_000, grouping.merged_code)
     column[:10_000] = 0
-    out = decode(column, grouping, np.random.default_rng(0))
+    # 35,000 rows x 0.01 = 350 records: projecting [300, 100, -50] onto total 350 gives
+    # [275, 75, 0] (one shift of 25, the negative member clipped)
+    out = decode(column, grouping, np.random.default_rng(0), records_per_row=0.01)
     counts = np.bincount(out, minlength=4)
-    assert counts[0] == 10_000
-    assert counts[1] == pytest.approx(22_500, abs=1)
-    assert counts[2] == pytest.approx(7_500, abs=1)
-    assert counts[3] == 0
+    assert list(counts) == [10_000, 27_500, 7_500, 0]
 
 
 def test_one_way_measurement_splits_rho_evenly_and_recode_maps_codes():

@@ -1,0 +1,444 @@
+"""Tests for the ``privsyn`` command line (privsyn_core.cli).
+
+Most tests call ``main`` in-process on a small planted table (600 rows: ``b`` copies ``a``
+in ~90% of rows) with few GUM iterations; one test runs the real Adult table and one runs
+the module as a separate process to see the real exit status.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privsyn_core.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+ADULT_CSV = ROOT / "assets" / "adult-coded.csv"
+ADULT_DOMAIN = ROOT / "assets" / "adult-coded-domain.json"
+
+# Columns deliberately not in alphabetical order, one of them categorical by name.
+COLOURS = ["red", "green", "blue"]
+DOMAIN = {"zeta": 3, "a": 4, "b": 4, "colour": COLOURS}
+EPSILON = "2"  # with 600 rows no value is rare enough to be merged by the 1-way filter
+FAST = ["--iterations", "5"]
+
+
+def planted_table(n: int = 600, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 4, n)
+    b = np.where(rng.random(n) < 0.9, a, rng.integers(0, 4, n))
+    return pd.DataFrame(
+        {
+            "zeta": rng.integers(0, 3, n),
+            "a": a,
+            "b": b,
+            "colour": np.array(COLOURS)[rng.integers(0, 3, n)],
+        }
+    )
+
+
+@pytest.fixture
+def inputs(tmp_path: Path) -> tuple[Path, Path]:
+    """``(table.csv, domain.json)`` written in ``tmp_path``."""
+    csv = tmp_path / "table.csv"
+    planted_table().to_csv(csv, index=False)
+    domain = tmp_path / "domain.json"
+    domain.write_text(json.dumps(DOMAIN))
+    return csv, domain
+
+
+def synthesize_argv(csv: Path, domain: Path, out: Path, *extra: str) -> list[str]:
+    return [
+        "synthesize",
+        str(csv),
+        "-o",
+        str(out),
+        "--epsilon",
+        EPSILON,
+        "--domain",
+        str(domain),
+        *FAST,
+        *extra,
+    ]
+
+
+def files_under(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
+def assert_clean_failure(
+    status: int, capsys: pytest.CaptureFixture[str], folder: Path, before: set[str]
+) -> str:
+    """Status 2, nothing on stdout, one ``privsyn: error:`` line on stderr, and no file
+    (output or ``.part``) added to ``folder``. Returns the error line."""
+    out, err = capsys.readouterr()
+    assert status == 2
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("privsyn: error: ")
+    after = files_under(folder)
+    assert after == before, f"left behind: {sorted(after - before)}"
+    assert not [name for name in after if name.endswith(".part")]
+    return lines[0]
+
+
+# --------------------------------------------------------------------------------------------
+# synthesize: success
+# --------------------------------------------------------------------------------------------
+
+
+def test_synthesize_writes_columns_in_order_with_codes_in_the_domain(inputs, tmp_path, capsys):
+    csv, domain = inputs
+    out = tmp_path / "synthetic.csv"
+    assert main(synthesize_argv(csv, domain, out, "--seed", "3")) == 0
+
+    synthetic = pd.read_csv(out)
+    assert list(synthetic.columns) == ["zeta", "a", "b", "colour"]
+    for name in ("zeta", "a", "b"):
+        assert pd.api.types.is_integer_dtype(synthetic[name])
+        assert synthetic[name].between(0, DOMAIN[name] - 1).all(), name
+    assert set(synthetic["colour"]) <= set(COLOURS)
+    # the noisy total, close to the 600 real rows
+    assert abs(len(synthetic) - 600) <= 60
+    # the planted a-b dependency survives (independent columns would agree ~25% of the time)
+    assert (synthetic["a"] == synthetic["b"]).mean() > 0.6
+    assert not [n for n in files_under(tmp_path) if n.endswith(".part")]
+
+    out_text, err = capsys.readouterr()
+    assert out_text == ""
+    assert f"wrote {len(synthetic)} synthetic rows to {out}" in err
+
+
+def test_quiet_run_prints_nothing(inputs, tmp_path, capsys):
+    csv, domain = inputs
+    assert main(synthesize_argv(csv, domain, tmp_path / "s.csv", "--seed", "1", "-q")) == 0
+    assert capsys.readouterr() == ("", "")
+
+
+def test_same_seed_same_file_different_seed_different_file(inputs, tmp_path):
+    csv, domain = inputs
+    paths = {name: tmp_path / f"{name}.csv" for name in ("first", "again", "other")}
+    seeds = {"first": "7", "again": "7", "other": "8"}
+    for name, path in paths.items():
+        assert main(synthesize_argv(csv, domain, path, "--seed", seeds[name], "-q")) == 0
+    assert paths["first"].read_bytes() == paths["again"].read_bytes()
+    assert paths["first"].read_bytes() != paths["other"].read_bytes()
+
+
+def test_rows_sets_the_row_count(inputs, tmp_path):
+    csv, domain = inputs
+    out = tmp_path / "s.csv"
+    assert main(synthesize_argv(csv, domain, out, "--seed", "0", "--rows", "123", "-q")) == 0
+    synthetic = pd.read_csv(out)
+    assert len(synthetic) == 123
+    assert list(synthetic.columns) == ["zeta", "a", "b", "colour"]
+
+
+def test_existing_output_is_replaced_on_success(inputs, tmp_path):
+    csv, domain = inputs
+    out = tmp_path / "s.csv"
+    out.write_text("stale\n")
+    assert main(synthesize_argv(csv, domain, out, "--seed", "0", "--rows", "50", "-q")) == 0
+    assert len(pd.read_csv(out)) == 50
+
+
+def test_interrupted_write_leaves_neither_output_nor_part_file(
+    inputs, tmp_path, capsys, monkeypatch
+):
+    csv, domain = inputs
+    out = tmp_path / "s.csv"
+    out.write_text("previous run\n")
+    real_to_csv = pd.DataFrame.to_csv
+
+    def half_written(self, path, *args, **kwargs):
+        real_to_csv(self.head(3), path, *args, **kwargs)  # the temporary file now exists
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", half_written)
+    before = files_under(tmp_path)
+    assert main(synthesize_argv(csv, domain, out, "--seed", "0", "-q")) == 130
+    assert "no output written" in capsys.readouterr().err
+    assert files_under(tmp_path) == before
+    assert out.read_text() == "previous run\n"  # the old output is untouched
+
+
+def test_synthesize_adult(tmp_path, capsys):
+    out = tmp_path / "adult-synthetic.csv"
+    argv = [
+        "synthesize",
+        str(ADULT_CSV),
+        "-o",
+        str(out),
+        "--epsilon",
+        "1",
+        "--domain",
+        str(ADULT_DOMAIN),
+        "--seed",
+        "0",
+        "--iterations",
+        "3",
+        "-q",
+    ]
+    assert main(argv) == 0
+    domain = json.loads(ADULT_DOMAIN.read_text())
+    real_columns = list(pd.read_csv(ADULT_CSV, nrows=0).columns)
+    synthetic = pd.read_csv(out)
+    assert list(synthetic.columns) == real_columns
+    for name, size in domain.items():
+        assert pd.api.types.is_integer_dtype(synthetic[name]), name
+        assert synthetic[name].between(0, size - 1).all(), name
+    assert abs(len(synthetic) - 48_842) <= 500
+
+
+# --------------------------------------------------------------------------------------------
+# synthesize: errors the user can fix
+# --------------------------------------------------------------------------------------------
+
+
+def test_missing_input_file(inputs, tmp_path, capsys):
+    _, domain = inputs
+    before = files_under(tmp_path)
+    status = main(synthesize_argv(tmp_path / "nope.csv", domain, tmp_path / "s.csv"))
+    line = assert_clean_failure(status, capsys, tmp_path, before)
+    assert "nope.csv" in line and "no such file" in line
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [("", "is empty"), ("zeta,a,b,colour\n", "no rows")],
+    ids=["zero-bytes", "header-only"],
+)
+def test_empty_input_file(inputs, tmp_path, capsys, content, expected):
+    _, domain = inputs
+    empty = tmp_path / "empty.csv"
+    empty.write_text(content)
+    before = files_under(tmp_path)
+    status = main(synthesize_argv(empty, domain, tmp_path / "s.csv"))
+    line = assert_clean_failure(status, capsys, tmp_path, before)
+    assert expected in line
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (None, "no such file"),
+        ('{"zeta": 3, "a": 4,', "not valid JSON"),
+        ("[3, 4, 4]", "must map each column"),
+        ("null", "must map each column"),
+    ],
+    ids=["missing", "invalid-json", "list", "null"],
+)
+def test_bad_domain_file(inputs, tmp_path, capsys, content, expected):
+    csv, _ = inputs
+    domain = tmp_path / "bad-domain.json"
+    if content is not None:
+        domain.write_text(content)
+    before = files_under(tmp_path)
+    status = main(synthesize_argv(csv, domain, tmp_path / "s.csv"))
+    line = assert_clean_failure(status, capsys, tmp_path, before)
+    assert "bad-domain.json" in line
+    assert expected in line
+
+
+def test_value_outside_the_domain(inputs, tmp_path, capsys):
+    csv, domain = inputs
+    table = planted_table()
+    table.loc[17, "b"] = 9
+    table.to_csv(csv, index=False)
+    before = files_under(tmp_path)
+    status = main(synthesize_argv(csv, domain, tmp_path / "s.csv"))
+    line = assert_clean_failure(status, capsys, tmp_path, before)
+    assert "'b'" in line and "9" in line and "0..3" in line
+
+
+def test_category_outside_the_domain(inputs, tmp_path, capsys):
+    csv, domain = inputs
+    table = planted_table()
+    table.loc[5, "colour"] = "mauve"
+    table.to_csv(csv, index=False)
+    before = files_under(tmp_path)
+    status = main(synthesize_argv(csv, domain, tmp_path / "s.csv"))
+    line = assert_clean_failure(status, capsys, tmp_path, before)
+    assert "'colour'" in line and "'mauve'" in line
+
+
+def test_column_missing_from_the_domain(inputs, tmp_path, capsys):
+    csv, domain = inputs
+    domain.write_text(json.dumps({k: v for k, v in DOMAIN.items() if k != "zeta"}))
+    before = files_under(tmp_path)
+    status = main(synthesize_argv(csv, domain, tmp_path / "s.csv"))
+    line = assert_clean_failure(status, capsys, tmp_path, before)
+    assert "'zeta'" in line
+
+
+@pytest.mark.parametrize("epsilon", ["0", "-1", "nan", "inf"])
+def test_epsilon_must_be_positive_and_finite(inputs, tmp_path, capsys, epsilon):
+    csv, domain = inputs
+    argv = synthesize_argv(csv, domain, tmp_path / "s.csv")
+    argv[argv.index("--epsilon") + 1] = epsilon
+    before = files_under(tmp_path)
+    line = assert_clean_failure(main(argv), capsys, tmp_path, before)
+    assert "epsilon" in line
+
+
+@pytest.mark.parametrize("delta", ["1", "1.5", "0"])
+def test_delta_must_lie_in_the_open_unit_interval(inputs, tmp_path, capsys, delta):
+    csv, domain = inputs
+    before = files_under(tmp_path)
+    status = main(synthesize_argv(csv, domain, tmp_path / "s.csv", "--delta", delta))
+    line = assert_clean_failure(status, capsys, tmp_path, before)
+    assert "delta" in line
+
+
+@pytest.mark.parametrize("rows", ["0", "-5"])
+def test_rows_must_be_positive(inputs, tmp_path, capsys, rows):
+    csv, domain = inputs
+    before = files_under(tmp_path)
+    status = main(synthesize_argv(csv, domain, tmp_path / "s.csv", "--rows", rows))
+    line = assert_clean_failure(status, capsys, tmp_path, before)
+    assert rows in line
+
+
+def test_output_folder_does_not_exist(inputs, tmp_path, capsys):
+    csv, domain = inputs
+    before = files_under(tmp_path)
+    status = main(synthesize_argv(csv, domain, tmp_path / "missing" / "s.csv"))
+    line = assert_clean_failure(status, capsys, tmp_path, before)
+    assert "missing" in line and "does not exist" in line
+    assert not (tmp_path / "missing").exists()
+
+
+# --------------------------------------------------------------------------------------------
+# evaluate
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def real_and_synthetic(tmp_path: Path) -> tuple[Path, Path]:
+    real, synthetic = tmp_path / "real.csv", tmp_path / "syn.csv"
+    planted_table(600, seed=0).to_csv(real, index=False)
+    planted_table(400, seed=1).to_csv(synthetic, index=False)
+    return real, synthetic
+
+
+METRIC = r"(\d+\.\d{4})"
+
+
+def test_evaluate_with_label_prints_three_metrics_and_baselines(real_and_synthetic, capsys):
+    real, synthetic = real_and_synthetic
+    assert main(["evaluate", str(real), str(synthetic), "--label", "b", "--seed", "0"]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    l1 = re.search(r"2-way marginal L1.*?: +" + METRIC, out)
+    rq = re.search(r"range query error.*?: +" + METRIC, out)
+    svm = re.search(
+        r"SVM misclassification on 'b': "
+        + METRIC
+        + r" +\(non-private SVM: "
+        + METRIC
+        + r", majority class: "
+        + METRIC
+        + r"\)",
+        out,
+    )
+    assert l1 and rq and svm, out
+    # same generator, same planted structure: small but non-zero distances
+    assert 0 < float(l1[1]) < 0.5
+    assert 0 < float(rq[1]) < 0.2
+    values = [float(v) for v in svm.groups()]
+    assert all(0 <= v <= 1 for v in values)
+    # b is predictable from a: the non-private SVM beats always guessing the majority class
+    assert values[1] < values[2]
+
+
+def test_evaluate_without_label(real_and_synthetic, capsys):
+    real, synthetic = real_and_synthetic
+    assert main(["evaluate", str(real), str(synthetic)]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert re.search(r"2-way marginal L1.*?: +" + METRIC, out)
+    assert re.search(r"range query error.*?: +" + METRIC, out)
+    assert re.search(r"SVM misclassification: +n/a", out)
+
+
+def test_evaluate_same_table_scores_zero(real_and_synthetic, capsys):
+    real, _ = real_and_synthetic
+    assert main(["evaluate", str(real), str(real)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"2-way marginal L1.*?: +0\.0000", out)
+    assert re.search(r"range query error.*?: +0\.0000", out)
+
+
+def test_evaluate_unknown_label(real_and_synthetic, tmp_path, capsys):
+    real, synthetic = real_and_synthetic
+    before = files_under(tmp_path)
+    status = main(["evaluate", str(real), str(synthetic), "--label", "salary"])
+    line = assert_clean_failure(status, capsys, tmp_path, before)
+    assert "'salary'" in line
+
+
+def test_evaluate_missing_synthetic_file(real_and_synthetic, tmp_path, capsys):
+    real, _ = real_and_synthetic
+    before = files_under(tmp_path)
+    status = main(["evaluate", str(real), str(tmp_path / "gone.csv")])
+    line = assert_clean_failure(status, capsys, tmp_path, before)
+    assert "gone.csv" in line
+
+
+# --------------------------------------------------------------------------------------------
+# The module run as a program
+# --------------------------------------------------------------------------------------------
+
+
+def run_module(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return subprocess.run(
+        [sys.executable, "-m", "privsyn_core.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_module_exit_status(inputs, tmp_path):
+    csv, domain = inputs
+    before = files_under(tmp_path)
+    failed = run_module(
+        *synthesize_argv(tmp_path / "nope.csv", domain, tmp_path / "s.csv"), cwd=tmp_path
+    )
+    assert failed.returncode == 2
+    assert failed.stdout == ""
+    assert failed.stderr.splitlines() == [
+        f"privsyn: error: cannot read {tmp_path / 'nope.csv'}: no such file"
+    ]
+    assert files_under(tmp_path) == before
+
+    out = tmp_path / "s.csv"
+    done = run_module(*synthesize_argv(csv, domain, out, "--seed", "0", "-q"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert list(pd.read_csv(out).columns) == ["zeta", "a", "b", "colour"]
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def test_output_path_is_an_existing_folder(inputs, tmp_path, capsys):
+    csv, domain = inputs
+    folder = tmp_path / "results"
+    folder.mkdir()
+    before = files_under(tmp_path)
+    status = main(synthesize_argv(csv, domain, folder))
+    line = assert_clean_failure(status, capsys, tmp_path, before)
+    assert "results" in line

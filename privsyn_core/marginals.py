@@ -69,10 +69,15 @@ class MarginalTable:
 
 
 def cell_index(records: np.ndarray, rows: Sequence[int], shape: Sequence[int]) -> np.ndarray:
-    """Flat cell index of every record for the attributes at ``rows`` of ``records``."""
+    """Flat cell index of every record for the attributes at ``rows`` of ``records``.
+
+    32-bit when the marginal has fewer than 2^31 cells (always, in practice): it halves the
+    memory traffic of GUM's hottest line.
+    """
+    dtype = np.int32 if prod(shape) < 2**31 else np.int64
     if len(rows) == 0:
-        return np.zeros(records.shape[1], dtype=np.int64)
-    index = records[rows[0]].astype(np.int64)
+        return np.zeros(records.shape[1], dtype=dtype)
+    index = records[rows[0]].astype(dtype)
     for row, size in zip(rows[1:], shape[1:], strict=True):
         index *= size
         index += records[row]

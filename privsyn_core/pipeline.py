@@ -280,6 +280,7 @@ def synthesize(
         n,
         config.separate_and_join,
         rng,
+        engine_records.dtype,
     )
 
     def on_iteration(record: GumIterationRecord) -> bool:
@@ -360,12 +361,17 @@ def _gum_problems(
     n: int,
     separate: bool,
     rng: np.random.Generator,
+    dtype: np.dtype,
 ) -> list[tuple[list[str], np.ndarray, list[GumTarget]]]:
-    """Initial arrays (each column drawn from its consistent 1-way marginal) and targets."""
+    """Initial arrays (each column drawn from its consistent 1-way marginal) and targets.
+
+    Arrays use the smallest integer type of the codes: GUM's duplications copy whole records,
+    so their cost is proportional to the bytes per record.
+    """
     problems = []
     for names in gum_components(attributes, [m.attributes for m in marginals], separate=separate):
         position = {a: i for i, a in enumerate(names)}
-        arr = np.empty((len(names), n), dtype=np.int64)
+        arr = np.empty((len(names), n), dtype=dtype)
         for row, name in enumerate(names):
             arr[row] = shuffled_column(one_way[engine.index(name)].values, n, rng)
         targets = [

@@ -23,7 +23,7 @@ from privsyn_core.config import PrivSynConfig
 from privsyn_core.consistency import ConsistencyReport, make_consistent
 from privsyn_core.domain import Domain
 from privsyn_core.errors import InputError
-from privsyn_core.gum import GumIterationRecord, GumTarget, run_gum
+from privsyn_core.gum import GumIterationRecord, GumTarget, record_major, run_gum
 from privsyn_core.indif import measure_indif
 from privsyn_core.marginal_graph import AppendPlan, gum_components, marginal_graph, plan_appending
 from privsyn_core.marginals import MarginalTable
@@ -371,7 +371,7 @@ def _gum_problems(
     problems = []
     for names in gum_components(attributes, [m.attributes for m in marginals], separate=separate):
         position = {a: i for i, a in enumerate(names)}
-        arr = np.empty((len(names), n), dtype=dtype)
+        arr = record_major(len(names), n, dtype)
         for row, name in enumerate(names):
             arr[row] = shuffled_column(one_way[engine.index(name)].values, n, rng)
         targets = [

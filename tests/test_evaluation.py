@@ -55,6 +55,7 @@ def slow_range_error(real, synthetic, attributes, lower, upper) -> float:
     """Row-by-row membership test for every query."""
     errors = []
     for attrs, los, his in zip(attributes, lower, upper, strict=True):
+
         def inside(row, attrs=attrs, los=los, his=his):
             return all(lo <= row[a] <= hi for a, lo, hi in zip(attrs, los, his, strict=True))
 
@@ -211,8 +212,9 @@ def test_range_query_error_matches_slow_reference(seed):
     real = random_codes(rng, 120, sizes)
     synthetic = random_codes(rng, 90, sizes)
     q = draw_range_queries(sizes, n_queries=150, n_attributes=3, seed=seed)
-    expected = slow_range_error(real.tolist(), synthetic.tolist(), q.attributes.tolist(),
-                                q.lower.tolist(), q.upper.tolist())
+    expected = slow_range_error(
+        real.tolist(), synthetic.tolist(), q.attributes.tolist(), q.lower.tolist(), q.upper.tolist()
+    )
     got = range_query_error(real, synthetic, sizes, n_queries=150, n_attributes=3, seed=seed)
     assert got == pytest.approx(expected)
 
@@ -251,18 +253,22 @@ def test_range_query_error_deterministic_per_seed_and_varies_across_seeds():
 
 
 def test_encode_tables_strings_reordering_and_integer_codes():
-    real = pd.DataFrame({
-        "city": ["paris", "oslo", "rome", "oslo"],
-        "age": [0, 3, 5, 3],
-        "temp": [1.5, np.nan, -2.0, 1.5],
-        "delta": [-1, 0, 2, 0],
-    })
-    synthetic = pd.DataFrame({  # columns in another order, a value real never had
-        "delta": [5, -1],
-        "temp": [np.nan, 7.0],
-        "age": [7, 0],
-        "city": ["athens", "rome"],
-    })
+    real = pd.DataFrame(
+        {
+            "city": ["paris", "oslo", "rome", "oslo"],
+            "age": [0, 3, 5, 3],
+            "temp": [1.5, np.nan, -2.0, 1.5],
+            "delta": [-1, 0, 2, 0],
+        }
+    )
+    synthetic = pd.DataFrame(
+        {  # columns in another order, a value real never had
+            "delta": [5, -1],
+            "temp": [np.nan, 7.0],
+            "age": [7, 0],
+            "city": ["athens", "rome"],
+        }
+    )
     r, s, sizes = encode_tables(real, synthetic)
     assert r.dtype == np.int64 and s.dtype == np.int64
     assert r.shape == (4, 4) and s.shape == (2, 4)
@@ -278,16 +284,20 @@ def test_encode_tables_strings_reordering_and_integer_codes():
 
 
 def test_encode_tables_none_bool_and_categorical():
-    real = pd.DataFrame({
-        "flag": [True, False, True],
-        "cat": pd.Categorical(["b", "a", "b"], categories=["b", "a"]),
-        "note": ["x", None, "y"],
-    })
-    synthetic = pd.DataFrame({
-        "flag": [False, False],
-        "cat": pd.Categorical(["c", "a"]),
-        "note": [np.nan, "x"],
-    })
+    real = pd.DataFrame(
+        {
+            "flag": [True, False, True],
+            "cat": pd.Categorical(["b", "a", "b"], categories=["b", "a"]),
+            "note": ["x", None, "y"],
+        }
+    )
+    synthetic = pd.DataFrame(
+        {
+            "flag": [False, False],
+            "cat": pd.Categorical(["c", "a"]),
+            "note": [np.nan, "x"],
+        }
+    )
     r, s, sizes = encode_tables(real, synthetic)
     assert r[:, 0].tolist() == [1, 0, 1] and s[:, 0].tolist() == [0, 0]
     assert r[:, 1].tolist() == [1, 0, 1] and s[:, 1].tolist() == [2, 0]  # a, b, c by value
@@ -430,8 +440,11 @@ def test_fidelity_report_without_label_and_formatting():
     assert len(text.splitlines()) == 4
     labelled = FidelityReport(0.1234, 0.0456, 0.2, 0.25, 0.15, "y")
     assert labelled.as_dict() == {
-        "two_way_l1": 0.1234, "range_query_error": 0.0456, "svm_misclassification": 0.2,
-        "majority_misclassification": 0.25, "nonprivate_svm_misclassification": 0.15,
+        "two_way_l1": 0.1234,
+        "range_query_error": 0.0456,
+        "svm_misclassification": 0.2,
+        "majority_misclassification": 0.25,
+        "nonprivate_svm_misclassification": 0.15,
         "label": "y",
     }
     svm_line = [line for line in labelled.format().splitlines() if "SVM" in line]

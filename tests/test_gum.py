@@ -18,7 +18,8 @@ def test_gum_brings_a_planted_pair_correlation_through():
     records = np.vstack([shuffled_column(np.ones(k), n, rng) for _ in range(3)])
     target = GumTarget(("a", "b"), (0, 1), (k, k), correlated_target(k, 0.9))
     before = l1_error(records, target)
-    history, finished = run_gum([(records, [target])], GumSettings(iterations=40), rng)
+    settings = GumSettings(iterations=40, patience=None)
+    history, finished = run_gum([(records, [target])], settings, rng)
     assert finished and len(history) == 40
     after = l1_error(records, target)
     assert before > 1.0
@@ -77,3 +78,25 @@ def test_callback_returning_false_stops_after_that_iteration():
         lambda record: seen.append(record.iteration) or record.iteration < 4,
     )
     assert not finished and seen == [0, 1, 2, 3, 4] and len(history) == 5
+
+
+def test_plateau_rule_stops_only_when_progress_stalls():
+    settings = GumSettings(patience=3, min_improvement=0.01)
+    assert not settings.converged([1.0, 0.5, 0.4])
+    assert not settings.converged([1.0, 0.5, 0.4, 0.39, 0.38, 0.37])  # 7.5% better than 0.4
+    assert settings.converged([1.0, 0.5, 0.4, 0.399, 0.41, 0.40])  # best of last 3 is 0.399
+    assert not GumSettings(patience=None).converged([1.0] * 50)
+
+
+def test_gum_stops_at_the_plateau_and_reports_a_normal_finish():
+    rng = np.random.default_rng(4)
+    n, k = 4000, 3
+    records = np.vstack([shuffled_column(np.ones(k), n, rng) for _ in range(2)])
+    target = GumTarget(("a", "b"), (0, 1), (k, k), correlated_target(k, 0.5))
+    settings = GumSettings(iterations=200, patience=5, min_improvement=0.01)
+    history, finished = run_gum([(records, [target])], settings, rng)
+    assert finished
+    assert 5 < len(history) < 200
+    means = [h.mean_error for h in history]
+    assert settings.converged(means)
+    assert not settings.converged(means[:-1])

@@ -15,7 +15,7 @@ from privsyn_core import (
 )
 from privsyn_core.evaluation import fidelity_report
 
-FAST = PrivSynConfig(gum=GumSettings(iterations=30))
+FAST = PrivSynConfig(gum=GumSettings(iterations=30, patience=None))
 
 
 def run(table, epsilon=2.0, seed=0, config=FAST, **kwargs):
@@ -190,7 +190,9 @@ def test_adult_at_epsilon_one_beats_independent_columns(adult):
 def test_nltcs_binary_cliques_are_combined_and_beat_independence(nltcs):
     """16 binary, strongly dependent attributes: Algorithm 2 merges cliques into k-way tables."""
     table, domain = nltcs
-    result = synthesize(table, 1.0, 1 / len(table) ** 2, domain=domain, rng=np.random.default_rng(1))
+    result = synthesize(
+        table, 1.0, 1 / len(table) ** 2, domain=domain, rng=np.random.default_rng(1)
+    )
     assert any(len(m.attributes) >= 4 for m in result.marginals)
     assert all(m.cells <= 5000 for m in result.marginals)
     rng = np.random.default_rng(0)

@@ -9,17 +9,26 @@ from collections.abc import Callable
 from typing import Any
 
 
-def measured(fn: Callable[[], Any]) -> tuple[Any, float, float]:
-    """Run ``fn`` once; return (result, wall seconds, peak traced memory in MB)."""
-    tracemalloc.start()
+def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    """Run ``fn`` once; return (result, wall seconds)."""
     started = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - started
+
+
+def peak_memory_mb(fn: Callable[[], Any]) -> float:
+    """Peak memory allocated while ``fn`` runs (tracemalloc, which numpy reports to).
+
+    Tracing slows allocation-heavy code severalfold, so call this on a separate run from
+    the timed ones.
+    """
+    tracemalloc.start()
     try:
-        result = fn()
-        seconds = time.perf_counter() - started
+        fn()
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    return result, seconds, peak / 2**20
+    return peak / 2**20
 
 
 def median(values: list[float]) -> float:

@@ -141,6 +141,18 @@ def l1_error(records: np.ndarray, target: GumTarget) -> float:
     return float(np.abs(counts / n - target.frequencies).sum())
 
 
+def _uniform_u32(rng: np.random.Generator, n: int) -> np.ndarray:
+    """``n`` uniform 32-bit integers straight from the bit generator (twice as fast as
+    ``rng.random``; GUM draws one per record per update)."""
+    raw = rng.bit_generator.random_raw((n + 1) // 2)
+    return raw.view(np.uint32)[:n]
+
+
+def _thresholds_u32(probability: np.ndarray) -> np.ndarray:
+    """Thresholds t with P(uniform u32 < t) = probability, to within 2^-32."""
+    return np.minimum(np.round(probability * 2.0**32), 2.0**32 - 1).astype(np.uint32)
+
+
 def _removal_rate(s: np.ndarray, excess: np.ndarray, wanted: float) -> float:
     """beta such that sum(min(excess, beta s)) == wanted (bisection, monotone in beta)."""
     lo, hi = 0.0, 1.0
@@ -187,7 +199,7 @@ def update_towards(
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = np.where(over, removal / s, np.minimum(1.0, 2.0 * duplicate_wanted / s))
     rate = np.nan_to_num(rate)
-    chosen = np.flatnonzero(rng.random(n, dtype=np.float32) < rate.astype(np.float32)[flat])
+    chosen = np.flatnonzero(_uniform_u32(rng, n) < _thresholds_u32(rate)[flat])
     chosen_cells = flat[chosen]
     is_removed = over[chosen_cells]
     removed = chosen[is_removed]
@@ -238,10 +250,11 @@ def _copy_records(
     """
     by_record = records.T
     if by_record.flags.c_contiguous and (by_record.shape[1] * by_record.itemsize) % 8 == 0:
-        words = by_record.view(np.uint64)
+        # each record as one opaque block of bytes: numpy copies it with a single memcpy
+        blocks = by_record.view(np.dtype((np.void, by_record.shape[1] * by_record.itemsize)))[:, 0]
 
         def copy_words(part: slice) -> None:
-            words[rows[part]] = words[sources[part]]
+            blocks[rows[part]] = blocks[sources[part]]
 
         if pool is None or rows.size < 20_000:
             copy_words(slice(None))

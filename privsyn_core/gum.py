@@ -165,6 +165,33 @@ def _removal_rate(s: np.ndarray, excess: np.ndarray, wanted: float) -> float:
     return hi
 
 
+_LOW_BYTE = np.arange(2**16, dtype=np.int32) & 0xFF
+_HIGH_BYTE = np.arange(2**16, dtype=np.int32) >> 8
+
+
+def _fine_index(records: np.ndarray, target: GumTarget) -> tuple[np.ndarray, np.ndarray | None]:
+    """A per-record code and the map from code to the target's cell.
+
+    For a pair of byte-sized attributes in record-major storage, the two bytes gathered side
+    by side already form a 16-bit code, so GUM works on that code and a 65,536-entry map
+    instead of computing a cell index per record (one pass over the table fewer). Otherwise
+    the code is the cell index and the map is None (identity).
+    """
+    if (
+        len(target.rows) == 2
+        and records.dtype == np.uint8
+        and records.T.flags.c_contiguous
+        and np.little_endian
+    ):
+        pair = np.take(records.T, list(target.rows), axis=1)
+        code = pair.view(np.uint16)[:, 0]
+        cell_of = _LOW_BYTE * target.shape[1] + _HIGH_BYTE
+        # codes outside the domain never occur; point them at cell 0 to keep the map valid
+        cell_of[(target.shape[0] <= _LOW_BYTE) | (target.shape[1] <= _HIGH_BYTE)] = 0
+        return code, cell_of
+    return cell_index(records, target.rows, target.shape), None
+
+
 def update_towards(
     records: np.ndarray,
     target: GumTarget,
@@ -176,8 +203,10 @@ def update_towards(
     """One GUM step for one marginal, in place on ``records``; returns the L1 before it."""
     n = records.shape[1]
     cells = target.frequencies.size
-    flat = cell_index(records, target.rows, target.shape)
-    counts = np.bincount(flat, minlength=cells)
+    fine, cell_of = _fine_index(records, target)
+    counts = np.bincount(fine, minlength=cells if cell_of is None else cell_of.size)
+    if cell_of is not None:
+        counts = np.bincount(cell_of, weights=counts, minlength=cells)
     s = counts / n
     a = target.frequencies
     error = float(np.abs(s - a).sum())
@@ -197,10 +226,13 @@ def update_towards(
     # (under cells); the two sets of cells are disjoint
     duplicate_wanted = np.where(s > 0, add * duplicate_share, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rate = np.where(over, removal / s, np.minimum(1.0, 2.0 * duplicate_wanted / s))
+        rate = np.where(over, removal / s, np.minimum(1.0, 1.5 * duplicate_wanted / s))
     rate = np.nan_to_num(rate)
-    chosen = np.flatnonzero(_uniform_u32(rng, n) < _thresholds_u32(rate)[flat])
-    chosen_cells = flat[chosen]
+    thresholds = _thresholds_u32(rate)
+    if cell_of is not None:
+        thresholds = thresholds[cell_of]
+    chosen = np.flatnonzero(_uniform_u32(rng, n) < thresholds[fine])
+    chosen_cells = fine[chosen] if cell_of is None else cell_of[fine[chosen]]
     is_removed = over[chosen_cells]
     removed = chosen[is_removed]
     if removed.size == 0:

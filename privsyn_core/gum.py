@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 import numpy as np
@@ -108,6 +109,12 @@ class GumSettings:
         return _DUPLICATE_SHARE[self.strategy][iteration % 2]
 
 
+#: below this many records the 65,536-entry tables of pair codes cost more than they save
+_PAIR_CODES_FROM = 2**18
+_LOW_BYTE = np.arange(2**16, dtype=np.int32) & 0xFF
+_HIGH_BYTE = np.arange(2**16, dtype=np.int32) >> 8
+
+
 @dataclass(frozen=True)
 class GumTarget:
     """A marginal for GUM: attribute rows of the component's array and target frequencies."""
@@ -116,6 +123,14 @@ class GumTarget:
     rows: tuple[int, ...]
     shape: tuple[int, ...]
     frequencies: np.ndarray
+
+    @cached_property
+    def pair_code_cells(self) -> np.ndarray:
+        """For a pair of byte-sized attributes: the cell of each 16-bit code (low byte the
+        first attribute). Codes outside the domain never occur and map to cell 0."""
+        cells = _LOW_BYTE * self.shape[1] + _HIGH_BYTE
+        cells[(self.shape[0] <= _LOW_BYTE) | (self.shape[1] <= _HIGH_BYTE)] = 0
+        return cells
 
 
 @dataclass(frozen=True)
@@ -156,17 +171,13 @@ def _thresholds_u32(probability: np.ndarray) -> np.ndarray:
 def _removal_rate(s: np.ndarray, excess: np.ndarray, wanted: float) -> float:
     """beta such that sum(min(excess, beta s)) == wanted (bisection, monotone in beta)."""
     lo, hi = 0.0, 1.0
-    for _ in range(60):
+    for _ in range(40):  # 2^-40: far below one record in any table
         mid = 0.5 * (lo + hi)
         if np.minimum(excess, mid * s).sum() < wanted:
             lo = mid
         else:
             hi = mid
     return hi
-
-
-_LOW_BYTE = np.arange(2**16, dtype=np.int32) & 0xFF
-_HIGH_BYTE = np.arange(2**16, dtype=np.int32) >> 8
 
 
 def _fine_index(records: np.ndarray, target: GumTarget) -> tuple[np.ndarray, np.ndarray | None]:
@@ -179,16 +190,14 @@ def _fine_index(records: np.ndarray, target: GumTarget) -> tuple[np.ndarray, np.
     """
     if (
         len(target.rows) == 2
+        and records.shape[1] >= _PAIR_CODES_FROM
         and records.dtype == np.uint8
         and records.T.flags.c_contiguous
         and np.little_endian
     ):
         pair = np.take(records.T, list(target.rows), axis=1)
         code = pair.view(np.uint16)[:, 0]
-        cell_of = _LOW_BYTE * target.shape[1] + _HIGH_BYTE
-        # codes outside the domain never occur; point them at cell 0 to keep the map valid
-        cell_of[(target.shape[0] <= _LOW_BYTE) | (target.shape[1] <= _HIGH_BYTE)] = 0
-        return code, cell_of
+        return code, target.pair_code_cells
     return cell_index(records, target.rows, target.shape), None
 
 
@@ -219,14 +228,14 @@ def update_towards(
         return error
     excess = np.where(over, s - a, 0.0)
     wanted = min(wanted, float(excess.sum()))
-    beta = _removal_rate(np.where(over, s, 0.0), excess, wanted)
+    beta = _removal_rate(s[over], excess[over], wanted)
     removal = np.minimum(excess, beta * s)
 
     # one uniform draw per record decides removals (over cells) and duplication sources
     # (under cells); the two sets of cells are disjoint
     duplicate_wanted = np.where(s > 0, add * duplicate_share, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rate = np.where(over, removal / s, np.minimum(1.0, 1.5 * duplicate_wanted / s))
+        rate = np.where(over, removal / s, np.minimum(1.0, 2.0 * duplicate_wanted / s))
     rate = np.nan_to_num(rate)
     thresholds = _thresholds_u32(rate)
     if cell_of is not None:
@@ -237,7 +246,7 @@ def update_towards(
     removed = chosen[is_removed]
     if removed.size == 0:
         return error
-    removed = removed[rng.permutation(removed.size)]
+    rng.shuffle(removed)
     additions = quota_counts(add, removed.size)
     new_cells = np.repeat(np.arange(cells), additions)
 

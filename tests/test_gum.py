@@ -1,7 +1,16 @@
 import numpy as np
 import pytest
 
-from privsyn_core.gum import GumSettings, GumTarget, l1_error, run_gum, update_towards
+from privsyn_core.gum import (
+    GumSettings,
+    GumTarget,
+    _fine_index,
+    l1_error,
+    record_major,
+    run_gum,
+    update_towards,
+)
+from privsyn_core.marginals import cell_index
 from privsyn_core.sampling import shuffled_column
 
 
@@ -100,3 +109,26 @@ def test_gum_stops_at_the_plateau_and_reports_a_normal_finish():
     means = [h.mean_error for h in history]
     assert settings.converged(means)
     assert not settings.converged(means[:-1])
+
+
+def test_large_tables_take_the_pair_code_path_and_still_converge():
+    """Above 2^18 records, byte-sized pairs are tracked by 16-bit codes: same errors, same
+    domain, same fixed N as the cell-index path."""
+    rng = np.random.default_rng(5)
+    n = 300_000
+    records = record_major(3, n, np.uint8)
+    for row, size in enumerate((6, 5, 4)):
+        records[row] = shuffled_column(np.ones(size), n, rng)
+    target = GumTarget(("a", "b"), (0, 1), (6, 5), rng.dirichlet(np.ones(30)))
+    code, cell_of = _fine_index(records, target)
+    assert cell_of is not None  # the 16-bit path is the one under test
+    assert np.array_equal(cell_of[code], cell_index(records, (0, 1), (6, 5)))
+    before = l1_error(records, target)
+    first = update_towards(records, target, alpha=1.0, duplicate_share=0.5, rng=rng)
+    assert first == pytest.approx(before)
+    assert l1_error(records, target) < first
+    for _ in range(15):
+        update_towards(records, target, alpha=0.8, duplicate_share=0.5, rng=rng)
+    assert l1_error(records, target) < 0.02
+    assert records.shape[1] == n and records[0].max() < 6 and records[1].max() < 5
+    assert records[2].max() < 4

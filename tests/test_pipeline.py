@@ -199,3 +199,11 @@ def test_nltcs_binary_cliques_are_combined_and_beat_independence(nltcs):
     independent = table.apply(lambda c: rng.permutation(c.to_numpy()))
     ours = fidelity_report(table, result.synthetic).two_way_l1
     assert ours < 0.5 * fidelity_report(table, independent).two_way_l1
+
+
+def test_progress_messages_do_not_reveal_the_true_row_count():
+    table = planted_pair(1234, flip=0.2, rng=np.random.default_rng(9))
+    events = []
+    run(table, epsilon=0.5, domain=dict.fromkeys(table.columns, 4), on_progress=events.append)
+    texts = [e.summary for e in events if isinstance(e, StageFinished)]
+    assert texts and not any("1234" in t for t in texts)

@@ -156,10 +156,8 @@ def decode(
     total over the number of synthetic rows), so the projection sees a total on the scale
     the members were measured on.
     """
-    out = np.empty_like(column)
-    for code, group in enumerate(grouping.members):
-        if len(group) == 1:
-            out[column == code] = group[0]
+    declared = np.array([group[0] for group in grouping.members], dtype=column.dtype)
+    out = declared[column]
     if grouping.merged_code is not None:
         rows = np.flatnonzero(column == grouping.merged_code)
         members = np.array(grouping.members[grouping.merged_code])

@@ -2,8 +2,9 @@
 
 Twenty hidden factors each drive five columns (domains of 2 to 40 values; each value copies
 its factor with probability 0.6-0.9, else is uniform), so the table has strong, known
-dependencies inside groups and none across them. Prints seconds per stage, total seconds and
-peak resident memory (the process's high-water mark, which includes the table itself).
+dependencies inside groups and none across them. Prints seconds per stage and total seconds
+(median over ``--repeats`` runs) and peak resident memory (the process's high-water mark,
+which includes the table itself).
 Run: ``python benchmarks/scale.py [--rows 600000] [--cols 100] [--epsilon 1]``.
 """
 
@@ -21,7 +22,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import print_table  # noqa: E402
+from benchmarks.common import median, print_table  # noqa: E402
 from privsyn_core import GumProgress, PrivSynConfig, StageFinished, synthesize  # noqa: E402
 from privsyn_core.gum import GumSettings  # noqa: E402
 
@@ -51,6 +52,7 @@ def main() -> None:
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--iterations", type=int, default=GumSettings().iterations)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=3, help="runs (seeds seed, seed+1, ...)")
     args = parser.parse_args()
 
     table, domain = planted_table(args.rows, args.cols, np.random.default_rng(args.seed))
@@ -74,24 +76,32 @@ def main() -> None:
         return True
 
     config = PrivSynConfig(gum=GumSettings(iterations=args.iterations))
-    started = time.perf_counter()
-    result = synthesize(
-        table,
-        args.epsilon,
-        1 / args.rows**2,
-        domain=domain,
-        config=config,
-        rng=np.random.default_rng(args.seed),
-        on_progress=progress,
-    )
-    total = time.perf_counter() - started
-    stages = [{"stage": k, "seconds": v} for k, v in result.stage_seconds.items()]
+    totals, stage_runs = [], []
+    for run in range(args.repeats):
+        started = time.perf_counter()
+        result = synthesize(
+            table,
+            args.epsilon,
+            1 / args.rows**2,
+            domain=domain,
+            config=config,
+            rng=np.random.default_rng(args.seed + run),
+            on_progress=progress,
+        )
+        totals.append(time.perf_counter() - started)
+        stage_runs.append(result.stage_seconds)
+        print(
+            f"run {run}: {totals[-1]:.1f} s, {len(result.marginals)} marginals, "
+            f"{len(result.history)} GUM iterations, {len(result.appended)} appended",
+            flush=True,
+        )
+    stages = [{"stage": k, "median_s": median([r[k] for r in stage_runs])} for k in stage_runs[0]]
     print()
     print_table(stages)
     print(
-        f"\nrows {args.rows}, cols {args.cols}, epsilon {args.epsilon:g}: total {total:.1f} s, "
-        f"peak RSS {peak_rss_mb():.0f} MB (table alone {before:.0f} MB), "
-        f"{len(result.marginals)} marginals, {len(result.appended)} appended"
+        f"\nrows {args.rows}, cols {args.cols}, epsilon {args.epsilon:g}, {args.repeats} runs: "
+        f"median total {median(totals):.1f} s (min {min(totals):.1f}, max {max(totals):.1f}), "
+        f"peak RSS {peak_rss_mb():.0f} MB (table alone {before:.0f} MB)"
     )
 
 

@@ -28,6 +28,10 @@ class PrivSynConfig:
     append_attributes: bool = True
     separate_and_join: bool = True
     gum: GumSettings = field(default_factory=GumSettings)
+    #: share of rho spent estimating domains the schema leaves open (0 when none are)
+    domain_share: float = 0.05
+    #: share of delta reserved for releasing categories by thresholded noisy counts
+    threshold_delta_share: float = 0.5
 
     def __post_init__(self) -> None:
         for name in ("one_way_share", "indif_share"):
@@ -38,6 +42,8 @@ class PrivSynConfig:
             raise InputError("one_way_share + indif_share must leave budget for the marginals")
         if self.threshold_sigmas < 0:
             raise InputError("threshold_sigmas must be >= 0")
+        if not 0 < self.domain_share < 1 or not 0 < self.threshold_delta_share < 1:
+            raise InputError("domain_share and threshold_delta_share must lie in (0, 1)")
         if self.gamma < 1 or self.consistency_rounds < 1:
             raise InputError("gamma and consistency_rounds must be >= 1")
 

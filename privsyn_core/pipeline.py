@@ -11,13 +11,23 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import networkx as nx
 import numpy as np
 import pandas as pd
 
+from privsyn_core.columns import (
+    Preparation,
+    PreparedColumn,
+    check_schema_matches,
+    columns_needing_estimates,
+    decode_columns,
+    encode_columns,
+    prepare_columns,
+    schema_from_dtypes,
+)
 from privsyn_core.combine import combine_marginals
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.consistency import ConsistencyReport, make_consistent
@@ -47,6 +57,7 @@ from privsyn_core.progress import (
     SynthesisCancelled,
 )
 from privsyn_core.sampling import conditional_column, shuffled_column
+from privsyn_core.schema import Provenance, Schema
 from privsyn_core.selection import Selection, select_marginals
 from privsyn_core.table import DomainSpec, decode_table, encode_table
 
@@ -83,6 +94,15 @@ class SynthesisResult:
     consistency: ConsistencyReport
     n_records: int
     stage_seconds: dict[str, float]
+    #: per synthesised column: codec and where its domain came from (empty for ``domain=``)
+    columns: tuple[PreparedColumn, ...] = ()
+    #: columns left out, with the reason
+    excluded: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def end_to_end_dp(self) -> bool:
+        """False when some domain was read off the raw data (``raw_domains=True``)."""
+        return not self.ledger.not_private
 
     def history_frame(self) -> pd.DataFrame:
         """One row per GUM iteration: iteration, alpha, mean L1, seconds, then one column per
@@ -167,6 +187,8 @@ def synthesize(
     delta: float,
     *,
     domain: DomainSpec | None = None,
+    schema: Schema | None = None,
+    raw_domains: bool = False,
     n_records: int | None = None,
     config: PrivSynConfig | None = None,
     rng: np.random.Generator | None = None,
@@ -174,24 +196,67 @@ def synthesize(
 ) -> SynthesisResult:
     """Synthesise a DP copy of ``table`` with PrivSyn at (epsilon, delta)-DP.
 
-    ``domain`` maps each column to its number of integer codes or its list of categories
-    (``Categorical`` columns may omit it). ``n_records`` fixes the output size (public
-    choice); by default it is the noisy total. Pass ``rng`` for reproducible runs.
+    Domains come from one of: ``domain``, mapping each column to its number of integer codes
+    or its list of categories (pre-coded tables); or ``schema`` (:class:`Schema`), whose
+    undeclared parts are estimated privately (paid from the budget); with neither, every
+    column's domain is estimated privately. ``raw_domains=True`` reads the undeclared parts
+    off the data instead: a demo shortcut, *not* end-to-end DP, flagged in the result and the
+    ledger. ``n_records`` fixes the output size (public choice); by default it is the noisy
+    total. Pass ``rng`` for reproducible runs.
     """
     config = config or PrivSynConfig()
     rng = rng if rng is not None else np.random.default_rng()
     if n_records is not None and n_records < 1:
         raise InputError(f"the number of synthetic rows must be at least 1, got {n_records}")
+    if domain is not None and schema is not None:
+        raise InputError("give either a domain (pre-coded tables) or a schema, not both")
     report = _Reporter(on_progress)
-    ledger = PrivacyLedger.from_epsilon_delta(epsilon, delta, config.conversion)
+
+    preparation: Preparation | None = None
+    if domain is None:
+        table = _require_frame(table)
+        schema = schema or schema_from_dtypes(table)
+        check_schema_matches(table, schema)
+        category_estimates, range_estimates = columns_needing_estimates(schema)
+        estimates = len(category_estimates) + len(range_estimates)
+        private = estimates > 0 and not raw_domains
+        reserved = config.threshold_delta_share * delta if private and category_estimates else 0.0
+        ledger = PrivacyLedger.from_epsilon_delta(epsilon, delta, config.conversion, reserved)
+        rho_domains = config.domain_share * ledger.budget_rho if private else 0.0
+    else:
+        ledger = PrivacyLedger.from_epsilon_delta(epsilon, delta, config.conversion)
+        rho_domains = 0.0
     report.ledger = ledger
 
     report.start(Stage.ENCODE)
-    records, declared, codecs = encode_table(table, domain)
+    if domain is not None:
+        records, declared, codecs = encode_table(table, domain)
+    else:
+        preparation = prepare_columns(
+            table,
+            schema,
+            rho_per_estimate=rho_domains / max(1, estimates),
+            delta_per_category_estimate=reserved / max(1, len(category_estimates)),
+            rng=rng,
+            raw_domains=raw_domains,
+        )
+        ledger = report.ledger = ledger.charge_all(preparation.measurements)
+        if raw_domains:
+            ledger = report.ledger = replace(
+                ledger,
+                not_private=tuple(
+                    c.codec.name for c in preparation.columns if c.provenance is Provenance.RAW
+                ),
+            )
+        records = encode_columns(table, preparation)
+        declared = Domain(
+            tuple(c.codec.name for c in preparation.columns),
+            tuple(c.codec.size for c in preparation.columns),
+        )
     # the true row count is private: progress messages may be shown to anyone
     report.finish(f"{records.shape[0]} columns checked against their domains")
 
-    rho = ledger.budget_rho
+    rho = ledger.budget_rho - rho_domains
     d = len(declared)
     rho_one_way = config.one_way_share * rho
     rho_indif = config.indif_share * rho if d > 1 else 0.0
@@ -318,7 +383,10 @@ def synthesize(
     declared_codes = np.empty((d, n), dtype=records.dtype)
     for row, grouping in enumerate(groupings):
         declared_codes[row] = decode(synthetic[row], grouping, rng, consistency.total / n)
-    frame = decode_table(declared_codes, codecs)
+    if preparation is None:
+        frame = decode_table(declared_codes, codecs)
+    else:
+        frame = decode_columns(declared_codes, preparation, rng)
     report.finish(f"{n} rows")
 
     return SynthesisResult(
@@ -334,7 +402,19 @@ def synthesize(
         consistency=consistency,
         n_records=n,
         stage_seconds=dict(report.seconds),
+        columns=preparation.columns if preparation else (),
+        excluded=preparation.excluded if preparation else (),
     )
+
+
+def _require_frame(table: object) -> pd.DataFrame:
+    if not isinstance(table, pd.DataFrame):
+        raise InputError(f"expected a pandas DataFrame, got {type(table).__name__}")
+    if table.shape[1] == 0:
+        raise InputError("the table has no columns")
+    if table.shape[0] == 0:
+        raise InputError("the table has no rows: there is nothing to synthesise from")
+    return table
 
 
 def _origins(chosen: Sequence[tuple[str, ...]], selection: Selection) -> list[str]:

@@ -122,6 +122,9 @@ class Measurement:
     sigma: float
     n_queries: int = 1
     mechanism: str = "gaussian"
+    #: the approximate-DP part of the cost (thresholded releases of unknown values); it is
+    #: paid from the share of delta the ledger reserved, not from the conversion's delta
+    delta: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -137,13 +140,38 @@ class PrivacyLedger:
     delta: float | None = None
     conversion: Conversion = "tight"
     entries: tuple[Measurement, ...] = field(default_factory=tuple)
+    #: part of ``delta`` set aside for thresholded releases; the rest converts rho to epsilon
+    reserved_delta: float = 0.0
+    #: columns whose domain was read off the raw data: if any, the run is NOT end-to-end DP
+    not_private: tuple[str, ...] = ()
 
     @classmethod
     def from_epsilon_delta(
-        cls, epsilon: float, delta: float, conversion: Conversion = "tight"
+        cls,
+        epsilon: float,
+        delta: float,
+        conversion: Conversion = "tight",
+        reserved_delta: float = 0.0,
     ) -> PrivacyLedger:
-        rho = rho_from_epsilon_delta(epsilon, delta, conversion)
-        return cls(budget_rho=rho, epsilon=epsilon, delta=delta, conversion=conversion)
+        """The budget for (epsilon, delta)-DP; ``reserved_delta`` of delta is kept for
+        measurements with an approximate-DP part, so rho is converted at the remainder."""
+        if not 0 <= reserved_delta < delta:
+            raise InputError(
+                f"the delta reserved for thresholding ({reserved_delta!r}) must lie in "
+                f"[0, delta={delta!r})"
+            )
+        rho = rho_from_epsilon_delta(epsilon, delta - reserved_delta, conversion)
+        return cls(
+            budget_rho=rho,
+            epsilon=epsilon,
+            delta=delta,
+            conversion=conversion,
+            reserved_delta=reserved_delta,
+        )
+
+    @property
+    def spent_delta(self) -> float:
+        return math.fsum(e.delta for e in self.entries)
 
     @property
     def spent_rho(self) -> float:
@@ -154,14 +182,21 @@ class PrivacyLedger:
         return max(0.0, self.budget_rho - self.spent_rho)
 
     def spent_epsilon(self) -> float | None:
-        """The epsilon actually used so far, at this ledger's delta."""
+        """The epsilon actually used so far, at this ledger's delta (less the reserve)."""
         if self.delta is None:
             return None
-        return epsilon_from_rho(self.spent_rho, self.delta, self.conversion)
+        return epsilon_from_rho(self.spent_rho, self.delta - self.reserved_delta, self.conversion)
 
     def charge(self, measurement: Measurement) -> PrivacyLedger:
         if measurement.rho <= 0:
             raise ValueError(f"a measurement must cost a positive rho, got {measurement.rho!r}")
+        if self.spent_delta + measurement.delta > self.reserved_delta * (1 + _ROUNDOFF):
+            raise BudgetExceededError(
+                f"measuring {measurement.step} on {list(measurement.attributes)} needs "
+                f"delta={measurement.delta:.3g} for thresholding, but only "
+                f"{self.reserved_delta - self.spent_delta:.3g} of the reserved "
+                f"{self.reserved_delta:.3g} is left"
+            )
         total = self.spent_rho + measurement.rho
         if total > self.budget_rho * (1 + _ROUNDOFF):
             raise BudgetExceededError(

@@ -1,0 +1,156 @@
+"""Domains the schema leaves open, estimated with differential privacy.
+
+Reading a column's categories or its minimum and maximum off the private table leaks: a
+category held by one person, or an outlier's exact value, would appear in the output. Each
+estimate here is a Gaussian measurement charged to the ledger:
+
+* **Categories** by thresholded noisy counts (the "stability" histogram): every distinct
+  value's count gets N(0, sigma^2) noise and only values whose noisy count clears
+  ``tau = 1 + sigma * Phi^-1(1 - delta_c)`` are kept. A value held by a single record is kept
+  with probability at most ``delta_c``, which is why this measurement spends part of
+  ``delta`` as well as ``rho`` (approximate zCDP, Bun and Steinke 2016). The values that do not
+  pass become one "other" category.
+* **Numeric bounds** from two noisy histograms: a fixed, data-independent log-scale grid for
+  the scale, then equal-width cells within it (:func:`private_range`); the bounds are the
+  outer edges of the outermost cells whose noisy count clears a threshold, so a lone outlier
+  cannot move them.
+
+Missing values need no separate measurement: a column that may hold them gets a "missing"
+code, and PrivSyn's own noisy 1-way marginal measures its rate.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.stats import norm
+
+from privsyn_core.privacy import Measurement, gaussian_sigma
+
+#: grid resolution: 4 cells per doubling (cells are 19% wide in relative terms)
+_STEPS_PER_DOUBLING = 4
+#: the grid covers magnitudes 2^-20 .. 2^60; smaller magnitudes fall in the cell at zero
+_MIN_EXPONENT, _MAX_EXPONENT = -20, 60
+
+
+@dataclass(frozen=True)
+class PrivateCategories:
+    """Categories that passed the threshold, in a stable order, and whether any did not."""
+
+    categories: tuple[object, ...]
+    threshold: float
+    measurement: Measurement
+
+
+def private_categories(
+    column: pd.Series, rho: float, delta: float, rng: np.random.Generator
+) -> PrivateCategories:
+    """Release the values of ``column`` whose noisy count clears the threshold.
+
+    Costs ``rho`` (Gaussian on the counts; one record changes one count by one) and
+    ``delta`` (the chance a value unique to one record is released).
+    """
+    counts = column.dropna().value_counts(sort=False)
+    sigma = gaussian_sigma(rho)
+    threshold = 1.0 + sigma * float(norm.isf(delta))
+    noisy = counts.to_numpy(dtype=float) + rng.normal(0.0, sigma, size=len(counts))
+    kept = [value for value, n in zip(counts.index, noisy, strict=True) if n >= threshold]
+    kept.sort(key=lambda v: (type(v).__name__, v))
+    measurement = Measurement(
+        step="domain",
+        attributes=(str(column.name),),
+        sensitivity=1.0,
+        rho=rho,
+        sigma=sigma,
+        n_queries=len(counts),
+        mechanism=f"gaussian, thresholded at {threshold:.1f} (delta {delta:.2g})",
+        delta=delta,
+    )
+    return PrivateCategories(tuple(kept), threshold, measurement)
+
+
+def _grid_edges() -> np.ndarray:
+    steps = np.arange(_MIN_EXPONENT * _STEPS_PER_DOUBLING, _MAX_EXPONENT * _STEPS_PER_DOUBLING + 1)
+    positive = 2.0 ** (steps / _STEPS_PER_DOUBLING)
+    return np.concatenate([-positive[::-1], positive])
+
+
+@dataclass(frozen=True)
+class PrivateRange:
+    """DP lower and upper bounds of a numeric column (None when nothing cleared the bar)."""
+
+    lower: float | None
+    upper: float | None
+    measurement: Measurement
+
+
+#: cells of the second, equal-width histogram that refines the coarse bounds
+FINE_CELLS = 256
+#: chance that pure noise lets some cell of one histogram clear the threshold
+FALSE_CELL_RATE = 1e-3
+
+
+def _outer_cells(
+    values: np.ndarray, edges: np.ndarray, sigma: float, rng: np.random.Generator, *, clip: bool
+) -> tuple[int, int, float] | None:
+    """Noisy histogram over the cells cut by ``edges``; the first and last cell whose noisy
+    count clears a Bonferroni threshold, and the noisy total. Values beyond the ends fall in
+    the end cells (``clip``) or are left out."""
+    cells = np.searchsorted(edges, values, side="right") - 1
+    if clip:
+        cells = np.clip(cells, 0, edges.size - 2)
+    else:
+        cells = cells[(cells >= 0) & (cells <= edges.size - 2)]
+    counts = np.bincount(cells, minlength=edges.size - 1).astype(float)
+    noisy = counts + rng.normal(0.0, sigma, size=counts.size)
+    threshold = sigma * float(norm.isf(FALSE_CELL_RATE / counts.size))
+    passed = np.flatnonzero(noisy > threshold)
+    if passed.size == 0:
+        return None
+    return int(passed[0]), int(passed[-1]), float(noisy.sum())
+
+
+def private_range(
+    values: np.ndarray, rho: float, rng: np.random.Generator, *, integer: bool
+) -> PrivateRange:
+    """Bounds in two noisy histograms, each costing ``rho / 2`` (sensitivity 1 each).
+
+    First a fixed log-scale grid (powers of 2^(1/4) on both sides of zero, from 2^-20 to
+    2^60) finds the scale; then up to 256 equal-width cells inside the coarse bounds tighten
+    them (years, timestamps and narrow ranges far from zero need this); values outside the
+    coarse bounds are left out of the second histogram.
+    Both grids depend only on public constants and the first stage's DP output. A cell counts
+    only if its noisy count clears a threshold that pure noise passes with probability 1e-3
+    over the whole grid, so a lone outlier cannot set a bound.
+    """
+    finite = values[np.isfinite(values)]
+    sigma = gaussian_sigma(rho / 2)
+    measurement = Measurement(
+        step="domain",
+        attributes=(),
+        sensitivity=1.0,
+        rho=rho,
+        sigma=sigma,
+        n_queries=int(_grid_edges().size - 1 + FINE_CELLS),
+        mechanism="gaussian histograms: fixed log grid, then 256 cells within its bounds",
+    )
+    coarse = _grid_edges()
+    found = _outer_cells(finite, coarse, sigma, rng, clip=True)
+    if found is None:
+        return PrivateRange(None, None, measurement)
+    lower, upper = float(coarse[found[0]]), float(coarse[found[1] + 1])
+    # as many fine cells as keep the average cell well above the threshold (from the noisy
+    # total, a DP quantity), so refining tightens the ends instead of keeping only the mode
+    threshold = sigma * float(norm.isf(FALSE_CELL_RATE / FINE_CELLS))
+    cells = int(np.clip(found[2] / (4 * threshold), 1, FINE_CELLS))
+    fine = np.linspace(lower, upper, cells + 1)
+    refined = _outer_cells(finite, fine, sigma, rng, clip=False) if cells > 1 else None
+    if refined is not None:
+        lower, upper = float(fine[refined[0]]), float(fine[refined[1] + 1])
+    if integer:  # whole numbers inside [lower edge, upper edge)
+        lower = float(math.ceil(lower))
+        upper = max(lower, float(math.ceil(upper) - 1))
+    return PrivateRange(lower, upper, measurement)

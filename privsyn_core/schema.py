@@ -1,0 +1,363 @@
+"""The public schema of a table: what each column is and what values it may take.
+
+A schema is the data owner's declaration. Whatever it states (categories, bounds, bin edges,
+whether values may be missing) is treated as public knowledge and costs no privacy budget;
+whatever it leaves open is estimated privately from the data and paid for from the budget
+(:mod:`privsyn_core.private_domain`). :func:`infer_schema` drafts a schema by reading the
+data: such a draft is *not* public knowledge until the owner has reviewed it and decided that
+nothing in it is sensitive, and it says so.
+
+The JSON form (``version`` 1)::
+
+    {"version": 1, "columns": [
+        {"name": "age", "kind": "numeric", "integer": true, "lower": 17, "upper": 90,
+         "bins": 74, "missing": false},
+        {"name": "workclass", "kind": "categorical", "categories": ["Private", "State-gov"],
+         "missing": true},
+        {"name": "visit", "kind": "datetime", "datetime_format": "%Y-%m-%d"},
+        {"name": "id", "kind": "categorical", "exclude": true}
+    ]}
+
+Every key but ``name`` and ``kind`` is optional; absent means "not declared".
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, replace
+from enum import StrEnum
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from privsyn_core.errors import InputError
+
+SCHEMA_VERSION = 1
+
+#: integer columns with at most this many distinct values are treated as categorical
+CATEGORICAL_INTEGER_LIMIT = 20
+#: a column whose distinct values are at least this share of its rows looks like an ID
+ID_SHARE = 0.95
+#: default number of bins for a numeric column whose bins are not declared
+DEFAULT_BINS = 32
+
+
+class Kind(StrEnum):
+    CATEGORICAL = "categorical"
+    NUMERIC = "numeric"
+    DATETIME = "datetime"
+
+
+class Provenance(StrEnum):
+    """Where a column's domain comes from; shown next to every column in the dashboard."""
+
+    DECLARED = "declared"
+    PRIVATE = "private estimate"
+    RAW = "raw data, not private"
+
+
+@dataclass(frozen=True)
+class ColumnSchema:
+    """One column's declaration. ``None`` means "not declared" for every optional field."""
+
+    name: str
+    kind: Kind
+    categories: tuple[Any, ...] | None = None
+    lower: float | None = None
+    upper: float | None = None
+    bins: int | None = None
+    edges: tuple[float, ...] | None = None
+    integer: bool | None = None
+    datetime_format: str | None = None
+    missing: bool | None = None
+    exclude: bool = False
+    reason: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, Kind):
+            try:
+                object.__setattr__(self, "kind", Kind(self.kind))
+            except ValueError:
+                raise InputError(
+                    f"column {self.name!r}: unknown kind {self.kind!r}; use one of "
+                    f"{', '.join(k.value for k in Kind)}"
+                ) from None
+        if self.categories is not None:
+            categories = tuple(self.categories)
+            if len(set(categories)) != len(categories):
+                raise InputError(f"column {self.name!r}: a category is listed twice")
+            if not categories:
+                raise InputError(f"column {self.name!r}: the list of categories is empty")
+            object.__setattr__(self, "categories", categories)
+        if self.edges is not None:
+            edges = tuple(float(e) for e in self.edges)
+            if len(edges) < 2 or any(b <= a for a, b in pairwise(edges)):
+                raise InputError(
+                    f"column {self.name!r}: bin edges must be at least two increasing numbers"
+                )
+            object.__setattr__(self, "edges", edges)
+        if self.lower is not None and self.upper is not None and self.lower > self.upper:
+            raise InputError(
+                f"column {self.name!r}: lower bound {self.lower} is above upper bound {self.upper}"
+            )
+        if self.bins is not None and self.bins < 1:
+            raise InputError(f"column {self.name!r}: bins must be at least 1, got {self.bins}")
+
+    @property
+    def has_domain(self) -> bool:
+        """Whether the declaration fixes the column's values without looking at the data."""
+        if self.kind is Kind.CATEGORICAL:
+            return self.categories is not None
+        if self.edges is not None:
+            return True
+        return self.lower is not None and self.upper is not None
+
+    def to_json(self) -> dict[str, Any]:
+        out = {k: v for k, v in asdict(self).items() if v is not None and k != "reason"}
+        out["kind"] = self.kind.value
+        if not self.exclude:
+            out.pop("exclude")
+        for key in ("categories", "edges"):
+            if key in out:
+                out[key] = list(out[key])
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+@dataclass(frozen=True)
+class Schema:
+    """All columns of a table, in order."""
+
+    columns: tuple[ColumnSchema, ...]
+    version: int = SCHEMA_VERSION
+
+    def __post_init__(self) -> None:
+        names = [c.name for c in self.columns]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise InputError(f"the schema lists column {repeated[0]!r} more than once")
+
+    def __getitem__(self, name: str) -> ColumnSchema:
+        for column in self.columns:
+            if column.name == name:
+                return column
+        raise KeyError(name)
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    def included(self) -> tuple[ColumnSchema, ...]:
+        return tuple(c for c in self.columns if not c.exclude)
+
+    def with_column(self, column: ColumnSchema) -> Schema:
+        return replace(
+            self, columns=tuple(column if c.name == column.name else c for c in self.columns)
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": self.version, "columns": [c.to_json() for c in self.columns]}
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=2, default=_json_scalar)
+
+    @classmethod
+    def from_json(cls, data: Any) -> Schema:
+        if not isinstance(data, dict) or not isinstance(data.get("columns"), list):
+            raise InputError('a schema must be a JSON object with a "columns" list')
+        version = data.get("version", SCHEMA_VERSION)
+        if version != SCHEMA_VERSION:
+            raise InputError(
+                f"schema version {version!r} is not supported; this version reads "
+                f"version {SCHEMA_VERSION}"
+            )
+        known = set(ColumnSchema.__dataclass_fields__)
+        columns = []
+        for i, entry in enumerate(data["columns"]):
+            if not isinstance(entry, dict) or "name" not in entry or "kind" not in entry:
+                raise InputError(f'schema column {i} needs at least a "name" and a "kind"')
+            unknown = sorted(set(entry) - known)
+            if unknown:
+                raise InputError(
+                    f"schema column {entry['name']!r}: unknown key {unknown[0]!r}; known keys "
+                    f"are {', '.join(sorted(known))}"
+                )
+            columns.append(ColumnSchema(**entry))
+        return cls(tuple(columns), version)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Schema:
+        try:
+            return cls.from_json(json.loads(Path(path).read_text()))
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                f"schema file {path} is not valid JSON ({exc.msg}, line {exc.lineno})"
+            ) from None
+
+
+def _json_scalar(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"cannot write {type(value).__name__} to JSON")
+
+
+DRAFT_WARNING = (
+    "This schema was read off the data. It is NOT public knowledge: categories, bounds and "
+    "missing-value flags can reveal individuals. Review every column; keep only what you "
+    "would publish anyway, and delete the rest so it is estimated privately."
+)
+
+
+def infer_schema(
+    table: pd.DataFrame,
+    *,
+    categorical_limit: int = CATEGORICAL_INTEGER_LIMIT,
+    id_share: float = ID_SHARE,
+    bins: int = DEFAULT_BINS,
+) -> Schema:
+    """Draft a schema from the data, with the reason for each column's kind.
+
+    The draft declares what it saw (categories, bounds, missing values); read
+    :data:`DRAFT_WARNING` before treating any of it as public.
+    """
+    columns = []
+    for name in table.columns:
+        columns.append(_infer_column(str(name), table[name], categorical_limit, id_share, bins))
+    return Schema(tuple(columns))
+
+
+def detect_kind(
+    column: pd.Series,
+    *,
+    categorical_limit: int = CATEGORICAL_INTEGER_LIMIT,
+) -> tuple[Kind, str]:
+    """The kind a column's values suggest, and why (in words a data owner can check)."""
+    values = column.dropna()
+    distinct = int(values.nunique())
+    dtype = column.dtype
+    if pd.api.types.is_bool_dtype(dtype):
+        return Kind.CATEGORICAL, "boolean values -> categorical"
+    if isinstance(dtype, pd.CategoricalDtype):
+        return Kind.CATEGORICAL, "pandas categorical column -> categorical"
+    if pd.api.types.is_datetime64_any_dtype(dtype):
+        return Kind.DATETIME, "datetime values -> datetime"
+    if pd.api.types.is_integer_dtype(dtype):
+        if distinct <= categorical_limit:
+            return (
+                Kind.CATEGORICAL,
+                f"integer with {distinct} distinct values (<= {categorical_limit}) -> categorical",
+            )
+        return Kind.NUMERIC, f"integer with {distinct} distinct values -> numeric"
+    if pd.api.types.is_float_dtype(dtype):
+        whole = bool(len(values)) and bool(np.all(np.mod(values.to_numpy(), 1) == 0))
+        if whole and distinct <= categorical_limit:
+            return (
+                Kind.CATEGORICAL,
+                f"whole numbers with {distinct} distinct values (<= {categorical_limit}) "
+                f"-> categorical",
+            )
+        return Kind.NUMERIC, f"numbers with {distinct} distinct values -> numeric"
+    text = values.astype(str)
+    if len(text) and _looks_like_dates(text):
+        return Kind.DATETIME, "text that parses as dates -> datetime"
+    numeric = pd.to_numeric(text, errors="coerce")
+    if len(text) and numeric.notna().all():
+        if distinct <= categorical_limit:
+            return (
+                Kind.CATEGORICAL,
+                f"numbers written as text, {distinct} distinct values -> categorical",
+            )
+        return Kind.NUMERIC, "numbers written as text -> numeric"
+    return Kind.CATEGORICAL, f"text with {distinct} distinct values -> categorical"
+
+
+def _looks_like_dates(text: pd.Series) -> bool:
+    sample = text.head(200)
+    if not sample.str.contains(r"\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}", regex=True).all():
+        return False
+    parsed = pd.to_datetime(sample, errors="coerce", format="mixed")
+    return bool(parsed.notna().all())
+
+
+def _infer_column(
+    name: str, column: pd.Series, categorical_limit: int, id_share: float, bins: int
+) -> ColumnSchema:
+    kind, reason = detect_kind(column, categorical_limit=categorical_limit)
+    values = column.dropna()
+    missing = bool(column.isna().any())
+    distinct = int(values.nunique())
+    if distinct <= 1:
+        return ColumnSchema(
+            name,
+            kind,
+            exclude=True,
+            missing=missing,
+            reason=f"{reason}; excluded: constant column (one value), nothing to learn",
+        )
+    if kind is Kind.CATEGORICAL and len(values) >= 20 and distinct >= id_share * len(values):
+        return ColumnSchema(
+            name,
+            kind,
+            exclude=True,
+            missing=missing,
+            reason=f"{reason}; excluded: {distinct} distinct values in {len(values)} rows "
+            f"looks like an identifier",
+        )
+    if kind is Kind.CATEGORICAL:
+        categories = tuple(_plain(v) for v in sorted(values.unique(), key=_sort_key))
+        return ColumnSchema(name, kind, categories=categories, missing=missing, reason=reason)
+    if kind is Kind.DATETIME:
+        stamps = pd.to_datetime(values, errors="coerce", format="mixed")
+        fmt = _guess_format(values.astype(str).iloc[0]) if values.dtype == object else None
+        seconds = stamps.astype("int64") / 1e9
+        return ColumnSchema(
+            name,
+            kind,
+            lower=float(seconds.min()),
+            upper=float(seconds.max()),
+            bins=bins,
+            datetime_format=fmt,
+            missing=missing,
+            reason=reason,
+        )
+    numbers = pd.to_numeric(values, errors="coerce")
+    integer = bool(np.all(np.mod(numbers.to_numpy(dtype=float), 1) == 0))
+    lower, upper = float(numbers.min()), float(numbers.max())
+    # whole numbers over a short range get one bin per value
+    column_bins = int(upper - lower + 1) if integer and upper - lower + 1 <= bins else bins
+    return ColumnSchema(
+        name,
+        kind,
+        lower=lower,
+        upper=upper,
+        bins=column_bins,
+        integer=integer,
+        missing=missing,
+        reason=reason,
+    )
+
+
+def _guess_format(example: str) -> str | None:
+    for fmt in ("%Y-%m-%d", "%Y-%m-%d %H:%M:%S", "%d/%m/%Y", "%m/%d/%Y", "%Y/%m/%d"):
+        try:
+            pd.to_datetime(example, format=fmt)
+        except (ValueError, TypeError):
+            continue
+        return fmt
+    return None
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _sort_key(value: Any) -> tuple[str, Any]:
+    return (type(value).__name__, value)

@@ -24,6 +24,7 @@ from tqdm import tqdm
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.errors import InputError
 from privsyn_core.gum import GumSettings
+from privsyn_core.io import read_table
 from privsyn_core.pipeline import synthesize
 from privsyn_core.privacy import BudgetExceededError
 from privsyn_core.progress import (
@@ -34,24 +35,23 @@ from privsyn_core.progress import (
     StageStarted,
     SynthesisCancelled,
 )
+from privsyn_core.schema import DRAFT_WARNING, Schema, infer_schema
 
 
 class UsageError(Exception):
     """A problem with the command's input, reported as one line."""
 
 
-def _read_csv(path: str) -> pd.DataFrame:
-    file = Path(path)
-    if file.is_dir():
-        raise UsageError(f"cannot read {path}: it is a folder, not a CSV file")
-    if not file.is_file():
-        raise UsageError(f"cannot read {path}: no such file")
-    try:
-        return pd.read_csv(file)
-    except pd.errors.EmptyDataError:
-        raise UsageError(f"{path} is empty: give a CSV with a header row and data") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path} is not a readable CSV ({exc})") from None
+def _read(path: str, args: argparse.Namespace) -> pd.DataFrame:
+    names = [n.strip() for n in args.names.split(",")] if getattr(args, "names", None) else None
+    return read_table(
+        path,
+        delimiter=getattr(args, "delimiter", None),
+        encoding=getattr(args, "encoding", None),
+        header=not getattr(args, "no_header", False),
+        names=names,
+        na_values=getattr(args, "na", None),
+    )
 
 
 def _read_domain(path: str | None) -> dict[str, object] | None:
@@ -95,7 +95,10 @@ def _write_atomically(frame: pd.DataFrame, target: Path) -> None:
     os.umask(umask)
     os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file normal permissions
     try:
-        frame.to_csv(tmp, index=False)
+        if target.suffix.lower() in (".parquet", ".pq"):
+            frame.to_parquet(tmp, index=False)
+        else:
+            frame.to_csv(tmp, index=False)
         os.replace(tmp, target)
     except OSError as exc:
         raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
@@ -135,8 +138,11 @@ class _ProgressBar:
 
 def _synthesize(args: argparse.Namespace) -> int:
     target = _check_output(args.output)
-    table = _read_csv(args.input)
+    if args.domain and args.schema:
+        raise UsageError("give either --domain (pre-coded tables) or --schema, not both")
+    table = _read(args.input, args)
     domain = _read_domain(args.domain)
+    schema = Schema.load(args.schema) if args.schema else None
     gum = GumSettings(iterations=args.iterations)
     config = PrivSynConfig(gum=gum)
     rng = np.random.default_rng(args.seed)
@@ -148,6 +154,8 @@ def _synthesize(args: argparse.Namespace) -> int:
             args.epsilon,
             args.delta,
             domain=domain,
+            schema=schema,
+            raw_domains=args.raw_domains,
             n_records=args.rows,
             config=config,
             rng=rng,
@@ -165,14 +173,38 @@ def _synthesize(args: argparse.Namespace) -> int:
             f"{len(result.marginals)} marginals",
             file=sys.stderr,
         )
+        for name, why in result.excluded:
+            print(f"left out column {name!r}: {why}", file=sys.stderr)
+    if not result.end_to_end_dp:
+        print(
+            "privsyn: warning: NOT end-to-end DP: the domains of "
+            f"{', '.join(result.ledger.not_private)} were read off the raw data (--raw-domains)",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _schema_infer(args: argparse.Namespace) -> int:
+    table = _read(args.input, args)
+    text = infer_schema(table).dumps() + "\n"
+    print(f"privsyn: note: {DRAFT_WARNING}", file=sys.stderr)
+    if args.output:
+        target = _check_output(args.output)
+        handle, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+        with os.fdopen(handle, "w") as out:
+            out.write(text)
+        os.replace(tmp, target)
+        print(f"wrote the draft schema to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
     return 0
 
 
 def _evaluate(args: argparse.Namespace) -> int:
     from privsyn_core.evaluation import fidelity_report
 
-    real = _read_csv(args.real)
-    synthetic = _read_csv(args.synthetic)
+    real = _read(args.real, args)
+    synthetic = _read(args.synthetic, argparse.Namespace())
     report = fidelity_report(real, synthetic, label=args.label, seed=args.seed)
     print(report.format())
     return 0
@@ -205,9 +237,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    syn = commands.add_parser("synthesize", help="write a DP synthetic copy of a CSV table")
-    syn.add_argument("input", help="private table (CSV with a header row)")
-    syn.add_argument("-o", "--output", required=True, help="where to write the synthetic CSV")
+    syn = commands.add_parser("synthesize", help="write a DP synthetic copy of a table")
+    syn.add_argument("input", help="private table (CSV or Parquet)")
+    syn.add_argument(
+        "-o", "--output", required=True, help="where to write the synthetic table (.csv/.parquet)"
+    )
     syn.add_argument("--epsilon", type=float, required=True, help="privacy parameter epsilon")
     syn.add_argument(
         "--delta", type=float, default=1e-9, help="privacy parameter delta (default 1e-9)"
@@ -216,6 +250,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--domain",
         help="JSON mapping each column to its number of codes (0..k-1) or list of categories",
     )
+    syn.add_argument(
+        "--schema",
+        help="public schema (JSON, see 'privsyn schema infer'); what it leaves open is "
+        "estimated privately",
+    )
+    syn.add_argument(
+        "--raw-domains",
+        action="store_true",
+        help="read undeclared categories and bounds off the data: a demo shortcut that is NOT "
+        "end-to-end DP",
+    )
+    _add_read_options(syn)
     syn.add_argument("--seed", type=_count(0), default=None, help="seed for a reproducible run")
     syn.add_argument(
         "--iterations",
@@ -239,7 +285,31 @@ def build_parser() -> argparse.ArgumentParser:
         "--seed", type=_count(0), default=0, help="seed of the train/test split and queries"
     )
     ev.set_defaults(run=_evaluate)
+    _add_read_options(ev)
+
+    schema = commands.add_parser("schema", help="draft a schema for review")
+    schema_commands = schema.add_subparsers(dest="schema_command", required=True)
+    infer = schema_commands.add_parser(
+        "infer", help="draft a schema from the data (NOT public until you review it)"
+    )
+    infer.add_argument("input", help="table (CSV or Parquet)")
+    infer.add_argument("-o", "--output", help="write the draft here instead of to stdout")
+    _add_read_options(infer)
+    infer.set_defaults(run=_schema_infer)
     return parser
+
+
+def _add_read_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("reading CSV files")
+    group.add_argument("--delimiter", help="column separator (default: detected)")
+    group.add_argument("--encoding", help="text encoding (default: detected)")
+    group.add_argument(
+        "--no-header", action="store_true", help="the file has no header row (give --names)"
+    )
+    group.add_argument("--names", help="comma-separated column names")
+    group.add_argument(
+        "--na", action="append", help="a value that means missing, e.g. --na '?' (repeatable)"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -21,17 +21,25 @@ _DELIMITERS = ",;\t|"
 
 
 def detect_encoding(sample: bytes) -> str:
-    """The text encoding of ``sample`` (UTF-8 first; otherwise charset-normalizer's guess)."""
+    """The text encoding of ``sample``: UTF-8 if it decodes, else Windows-1252 (the usual
+    encoding of spreadsheets saved in Western Europe and the Americas) if it decodes, else
+    charset-normalizer's guess. Pass the encoding when the guess is wrong."""
+    if b"\x00" in sample:
+        raise InputError(
+            "the file does not look like text (it contains NUL bytes); give a CSV or a "
+            "Parquet file"
+        )
     try:
         sample.decode("utf-8")
         return "utf-8-sig" if sample.startswith(b"\xef\xbb\xbf") else "utf-8"
     except UnicodeDecodeError as exc:
         if exc.start >= len(sample) - 3:  # a multi-byte character cut by the sample's end
             return "utf-8"
-    if b"\x00" in sample:
-        raise InputError(
-            "the file does not look like text (it contains NUL bytes); give a CSV or a Parquet file"
-        )
+    try:
+        sample.decode("cp1252")
+        return "cp1252"
+    except UnicodeDecodeError:
+        pass
     best = from_bytes(sample).best()
     if best is None:
         raise InputError(

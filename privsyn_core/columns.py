@@ -136,7 +136,8 @@ def prepare_columns(
     if not prepared:
         raise InputError(
             "no column is left to synthesise: every column was excluded or had no value "
-            "frequent enough to release privately; declare categories or bounds in a schema"
+            "frequent enough to release privately at this budget; use a larger epsilon, or "
+            "declare categories and bounds in a schema"
         )
     return Preparation(tuple(prepared), tuple(measurements), tuple(excluded), not raw_domains)
 

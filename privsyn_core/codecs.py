@@ -43,6 +43,14 @@ class CategoryCodec:
         return len(self.categories) + int(self.other) + int(self.missing)
 
     @property
+    def other_label(self) -> str:
+        """ "other", or "other_" (and so on) when "other" is itself a category."""
+        label = OTHER_LABEL
+        while label in self.categories:
+            label += "_"
+        return label
+
+    @property
     def other_code(self) -> int | None:
         return len(self.categories) if self.other else None
 
@@ -60,7 +68,7 @@ class CategoryCodec:
             )
         lookup = {_key(v): code for code, v in enumerate(self.categories)}
         as_text = all(isinstance(c, str) for c in self.categories)
-        values = column.astype(str) if as_text else column.astype(object)
+        values = column.map(_as_text) if as_text else column.astype(object)
         codes = np.fromiter(
             (lookup.get(_key(v), -1) for v in values.to_numpy(dtype=object)),
             dtype=np.int64,
@@ -83,7 +91,7 @@ class CategoryCodec:
         labels = np.empty(self.size, dtype=object)
         labels[: len(self.categories)] = list(self.categories)
         if self.other:
-            labels[self.other_code] = OTHER_LABEL
+            labels[self.other_code] = self.other_label
         if self.missing:
             labels[self.missing_code] = None
         series = pd.Series(labels[codes], name=self.name)
@@ -128,8 +136,7 @@ class BinnedCodec:
                     f"column {self.name!r} is declared datetime but {bad!r} is not a date; "
                     f"fix the value or declare the column categorical"
                 )
-            seconds = stamps.astype("int64").to_numpy(dtype=float) / 1e9
-            return np.where(stamps.isna().to_numpy(), np.nan, seconds)
+            return seconds_since_epoch(stamps)
         numbers = pd.to_numeric(column, errors="coerce")
         unparsed = numbers.isna() & column.notna()
         if unparsed.any():
@@ -181,6 +188,12 @@ class BinnedCodec:
 ColumnCodec = CategoryCodec | BinnedCodec
 
 
+def seconds_since_epoch(stamps: pd.Series) -> np.ndarray:
+    """Datetimes as float seconds since 1970 (NaN for NaT), whatever their resolution."""
+    epoch = pd.Timestamp("1970-01-01", tz=getattr(stamps.dt, "tz", None))
+    return ((stamps - epoch) / pd.Timedelta(seconds=1)).to_numpy(dtype=float, na_value=np.nan)
+
+
 def equal_width_edges(lower: float, upper: float, bins: int, *, integer: bool) -> tuple[float, ...]:
     """Bin edges over [lower, upper]; whole numbers get whole-number edges and, when the range
     is short, one bin per value."""
@@ -193,6 +206,13 @@ def equal_width_edges(lower: float, upper: float, bins: int, *, integer: bool) -
     if upper == lower:
         return (lower, lower + 1.0)
     return tuple(float(e) for e in np.linspace(lower, upper, bins + 1))
+
+
+def _as_text(value: Any) -> Any:
+    """A value as the text a CSV would hold: 2.0 -> "2" (a column with blanks reads as floats)."""
+    if isinstance(value, float | np.floating) and float(value).is_integer():
+        return str(int(value))
+    return value if pd.isna(value) else str(value)
 
 
 def _key(value: Any) -> Any:

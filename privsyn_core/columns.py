@@ -67,6 +67,16 @@ def _kind_of_dtype(column: pd.Series) -> Kind:
     return Kind.CATEGORICAL
 
 
+def _nullable(column: pd.Series) -> bool:
+    """Whether the column's type can hold missing values at all (numpy integers and booleans
+    cannot; readers give those types only to columns without blanks). A type, not a count:
+    it decides the missing code without looking at the values."""
+    dtype = column.dtype
+    return not (
+        isinstance(dtype, np.dtype) and (np.issubdtype(dtype, np.integer) or dtype == np.bool_)
+    )
+
+
 def columns_needing_estimates(schema: Schema) -> tuple[list[str], list[str]]:
     """(categorical columns without categories, numeric/datetime columns without bounds)."""
     categories = [
@@ -112,7 +122,7 @@ def prepare_columns(
     ]
     for spec in schema.included():
         column = table[spec.name]
-        may_be_missing = spec.missing is not False
+        may_be_missing = spec.missing is not False and _nullable(column)
         if spec.kind is Kind.CATEGORICAL:
             item, spend = _categorical(
                 spec,
@@ -194,6 +204,12 @@ def _binned(
     note = ""
     if spec.edges is not None:
         edges = spec.edges
+        if integer:  # whole-number columns need whole-number edges
+            edges = tuple(float(e) for e in np.unique(np.ceil(spec.edges)))
+            if len(edges) < 2:
+                raise InputError(
+                    f"column {spec.name!r}: its bin edges hold no whole number; widen them"
+                )
     else:
         lower, upper = spec.lower, spec.upper
         if lower is None or upper is None:
@@ -220,6 +236,11 @@ def _binned(
                 upper = estimate.upper if upper is None else upper
                 provenance = Provenance.PRIVATE
                 note = f"bounds [{lower:g}, {upper:g}] estimated privately"
+        if lower > upper:
+            raise InputError(
+                f"column {spec.name!r}: the lower bound {lower:g} is above the upper bound "
+                f"{upper:g}; fix the bounds in the schema"
+            )
         bins = spec.bins or (MAX_INTEGER_BINS if integer else DEFAULT_BINS)
         edges = equal_width_edges(lower, upper, bins, integer=bool(integer))
     codec = BinnedCodec(

@@ -26,8 +26,7 @@ def detect_encoding(sample: bytes) -> str:
     charset-normalizer's guess. Pass the encoding when the guess is wrong."""
     if b"\x00" in sample:
         raise InputError(
-            "the file does not look like text (it contains NUL bytes); give a CSV or a "
-            "Parquet file"
+            "the file does not look like text (it contains NUL bytes); give a CSV or a Parquet file"
         )
     try:
         sample.decode("utf-8")

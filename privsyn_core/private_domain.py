@@ -65,7 +65,8 @@ def private_categories(
         sensitivity=1.0,
         rho=rho,
         sigma=sigma,
-        n_queries=len(counts),
+        # one histogram query; the number of distinct values it covers is private
+        n_queries=1,
         mechanism=f"gaussian, thresholded at {threshold:.1f} (delta {delta:.2g})",
         delta=delta,
     )
@@ -106,7 +107,9 @@ def _outer_cells(
         cells = cells[(cells >= 0) & (cells <= edges.size - 2)]
     counts = np.bincount(cells, minlength=edges.size - 1).astype(float)
     noisy = counts + rng.normal(0.0, sigma, size=counts.size)
-    threshold = sigma * float(norm.isf(FALSE_CELL_RATE / counts.size))
+    # "1 +": a cell holding one record (an outlier) clears it with probability at most
+    # FALSE_CELL_RATE / cells, as an empty cell would without the 1
+    threshold = 1.0 + sigma * float(norm.isf(FALSE_CELL_RATE / counts.size))
     passed = np.flatnonzero(noisy > threshold)
     if passed.size == 0:
         return None

@@ -78,6 +78,7 @@ class ColumnSchema:
     reason: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
+        self._check_types()
         if not isinstance(self.kind, Kind):
             try:
                 object.__setattr__(self, "kind", Kind(self.kind))
@@ -106,6 +107,45 @@ class ColumnSchema:
             )
         if self.bins is not None and self.bins < 1:
             raise InputError(f"column {self.name!r}: bins must be at least 1, got {self.bins}")
+
+    def _check_types(self) -> None:
+        def fail(key: str, wanted: str) -> None:
+            raise InputError(
+                f"column {self.name!r}: {key!r} must be {wanted}, got {getattr(self, key)!r}"
+            )
+
+        def number(value: object) -> bool:
+            return (
+                isinstance(value, int | float | np.integer | np.floating)
+                and not isinstance(value, bool)
+                and math.isfinite(float(value))
+            )
+
+        if not isinstance(self.name, str) or not self.name:
+            raise InputError(f"a schema column needs a non-empty text name, got {self.name!r}")
+        if self.categories is not None and (
+            isinstance(self.categories, str | bytes)
+            or not isinstance(self.categories, list | tuple)
+        ):
+            fail("categories", "a list of values")
+        for key in ("lower", "upper"):
+            if getattr(self, key) is not None and not number(getattr(self, key)):
+                fail(key, "a finite number")
+        if self.bins is not None and (
+            isinstance(self.bins, bool) or not isinstance(self.bins, int | np.integer)
+        ):
+            fail("bins", "a whole number")
+        if self.edges is not None and (
+            not isinstance(self.edges, list | tuple) or not all(number(e) for e in self.edges)
+        ):
+            fail("edges", "a list of finite numbers")
+        for key in ("integer", "missing"):
+            if getattr(self, key) is not None and not isinstance(getattr(self, key), bool):
+                fail(key, "true, false or absent")
+        if not isinstance(self.exclude, bool):
+            fail("exclude", "true or false")
+        if self.datetime_format is not None and not isinstance(self.datetime_format, str):
+            fail("datetime_format", "a strftime format such as %Y-%m-%d")
 
     @property
     def has_domain(self) -> bool:
@@ -191,6 +231,8 @@ class Schema:
 
     @classmethod
     def load(cls, path: str | Path) -> Schema:
+        if not Path(path).is_file():
+            raise InputError(f"cannot read schema file {path}: no such file")
         try:
             return cls.from_json(json.loads(Path(path).read_text()))
         except json.JSONDecodeError as exc:
@@ -312,8 +354,9 @@ def _infer_column(
         return ColumnSchema(name, kind, categories=categories, missing=missing, reason=reason)
     if kind is Kind.DATETIME:
         stamps = pd.to_datetime(values, errors="coerce", format="mixed")
-        fmt = _guess_format(values.astype(str).iloc[0]) if values.dtype == object else None
-        seconds = stamps.astype("int64") / 1e9
+        is_text = not pd.api.types.is_datetime64_any_dtype(values.dtype)
+        fmt = _guess_format(str(values.iloc[0])) if is_text else None
+        seconds = pd.Series((stamps - pd.Timestamp("1970-01-01")) / pd.Timedelta(seconds=1))
         return ColumnSchema(
             name,
             kind,

@@ -1,0 +1,459 @@
+"""From raw tables to codecs and back, and synthesize() with schemas and private domains."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privsyn_core import GumSettings, PrivSynConfig, synthesize
+from privsyn_core.codecs import BinnedCodec, CategoryCodec
+from privsyn_core.columns import (
+    check_schema_matches,
+    columns_needing_estimates,
+    decode_columns,
+    encode_columns,
+    prepare_columns,
+    schema_from_dtypes,
+)
+from privsyn_core.errors import InputError
+from privsyn_core.schema import ColumnSchema, Kind, Provenance, Schema, infer_schema
+
+DATA = Path(__file__).resolve().parent / "data"
+FAST = PrivSynConfig(gum=GumSettings(iterations=20))
+ADULT_NAMES = [
+    "age",
+    "workclass",
+    "fnlwgt",
+    "education",
+    "education-num",
+    "marital-status",
+    "occupation",
+    "relationship",
+    "race",
+    "sex",
+    "capital-gain",
+    "capital-loss",
+    "hours-per-week",
+    "native-country",
+    "income",
+]
+SECRET = "Zzyzx-Secret-Island"
+
+
+def run(table, epsilon=20.0, delta=1e-5, seed=0, **kwargs):
+    return synthesize(table, epsilon, delta, rng=np.random.default_rng(seed), config=FAST, **kwargs)
+
+
+def family(dtype) -> str:
+    if pd.api.types.is_bool_dtype(dtype):
+        return "bool"
+    if pd.api.types.is_integer_dtype(dtype):
+        return "integer"
+    if pd.api.types.is_float_dtype(dtype):
+        return "float"
+    if pd.api.types.is_datetime64_any_dtype(dtype):
+        return "datetime"
+    if pd.api.types.is_string_dtype(dtype) or pd.api.types.is_object_dtype(dtype):
+        return "text"
+    return str(dtype)
+
+
+@pytest.fixture(scope="module")
+def penguins() -> pd.DataFrame:
+    return pd.read_csv(DATA / "penguins.csv")
+
+
+@pytest.fixture(scope="module")
+def adult_raw() -> pd.DataFrame:
+    table = pd.read_csv(
+        DATA / "adult.data",
+        header=None,
+        names=ADULT_NAMES,
+        sep=r",\s*",
+        engine="python",
+        na_values="?",
+    )
+    return table.sample(3000, random_state=0).reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def planted(penguins) -> pd.DataFrame:
+    """Penguins with one made-up island and one absurd bill depth (each in one row)."""
+    table = penguins.copy()
+    table.loc[5, "island"] = SECRET
+    table.loc[7, "bill_depth_mm"] = 1e9
+    return table
+
+
+@pytest.fixture(scope="module")
+def penguins_private(penguins):
+    return run(penguins)
+
+
+# ---------------------------------------------------------------- schema helpers
+
+
+def test_schema_from_dtypes_reads_kinds_from_dtypes_only():
+    table = pd.DataFrame(
+        {
+            "text": ["a", "b"],
+            "obj": pd.Series(["1", "2"], dtype=object),
+            "int": [1, 2],
+            "float": [1.5, 2.5],
+            "flag": [True, False],
+            "cat": pd.Categorical(["x", "y"]),
+            "when": pd.to_datetime(["2020-01-01", "2020-01-02"]),
+        }
+    )
+    schema = schema_from_dtypes(table)
+    assert schema.names() == tuple(table.columns)
+    assert {c.name: c.kind for c in schema.columns} == {
+        "text": Kind.CATEGORICAL,
+        "obj": Kind.CATEGORICAL,
+        "int": Kind.NUMERIC,
+        "float": Kind.NUMERIC,
+        "flag": Kind.CATEGORICAL,
+        "cat": Kind.CATEGORICAL,
+        "when": Kind.DATETIME,
+    }
+    # kinds only: nothing read off the values
+    assert not any(c.has_domain or c.missing is not None for c in schema.columns)
+
+
+def test_columns_needing_estimates():
+    schema = Schema(
+        (
+            ColumnSchema("a", "categorical"),
+            ColumnSchema("b", "categorical", categories=("x",)),
+            ColumnSchema("c", "numeric", lower=0),
+            ColumnSchema("d", "numeric", lower=0, upper=1),
+            ColumnSchema("e", "datetime"),
+            ColumnSchema("f", "numeric", edges=(0, 1)),
+            ColumnSchema("g", "categorical", exclude=True),
+        )
+    )
+    assert columns_needing_estimates(schema) == (["a"], ["c", "e"])
+
+
+def test_check_schema_matches_names_the_column():
+    table = pd.DataFrame({"a": [1], "b": [2]})
+    with pytest.raises(InputError, match="'ghost'"):
+        check_schema_matches(
+            table, Schema((*schema_from_dtypes(table).columns, ColumnSchema("ghost", "numeric")))
+        )
+    with pytest.raises(InputError, match="'b'"):
+        check_schema_matches(table, Schema((ColumnSchema("a", "numeric"),)))
+    check_schema_matches(table, schema_from_dtypes(table))
+
+
+# ---------------------------------------------------------------- prepare / encode / decode
+
+
+def test_declared_schema_costs_nothing_and_round_trips_codes(penguins):
+    schema = infer_schema(penguins)
+    prepared = prepare_columns(
+        penguins,
+        schema,
+        rho_per_estimate=0.1,
+        delta_per_category_estimate=1e-6,
+        rng=np.random.default_rng(0),
+    )
+    assert prepared.measurements == ()
+    assert prepared.end_to_end_dp
+    assert prepared.excluded == ()
+    assert all(p.provenance is Provenance.DECLARED for p in prepared.columns)
+    species = prepared.columns[0].codec
+    assert isinstance(species, CategoryCodec)
+    assert species.categories == ("Adelie", "Chinstrap", "Gentoo")
+    assert not species.other and not species.missing  # declared "missing": false
+    records = encode_columns(penguins, prepared)
+    assert records.shape == (8, len(penguins)) and records.dtype == np.uint8
+    decoded = decode_columns(records, prepared, np.random.default_rng(1))
+    assert list(decoded.columns) == list(penguins.columns)
+    for name in ("species", "island", "sex", "year"):
+        pd.testing.assert_series_equal(decoded[name], penguins[name], check_dtype=False)
+    assert np.array_equal(encode_columns(decoded, prepared), records)
+
+
+def test_private_preparation_charges_one_domain_entry_per_column(penguins):
+    prepared = prepare_columns(
+        penguins,
+        schema_from_dtypes(penguins),
+        rho_per_estimate=0.05,
+        delta_per_category_estimate=1e-7,
+        rng=np.random.default_rng(0),
+    )
+    assert prepared.end_to_end_dp
+    assert [m.attributes for m in prepared.measurements] == [(n,) for n in penguins.columns]
+    for m in prepared.measurements:
+        assert m.step == "domain" and m.rho == 0.05
+    category_entries = [m for m in prepared.measurements if m.delta > 0]
+    assert [m.attributes[0] for m in category_entries] == ["species", "island", "sex"]
+    assert all(m.delta == 1e-7 for m in category_entries)
+    assert all(p.provenance is Provenance.PRIVATE for p in prepared.columns)
+    island = next(p for p in prepared.columns if p.codec.name == "island")
+    assert island.codec.other and island.codec.missing
+    assert "3 categories released" in island.note
+    mass = next(p for p in prepared.columns if p.codec.name == "body_mass_g")
+    assert isinstance(mass.codec, BinnedCodec) and "estimated privately" in mass.note
+
+
+def test_planted_unique_category_is_never_a_private_candidate(planted):
+    schema = schema_from_dtypes(planted)
+    for seed in range(20):
+        prepared = prepare_columns(
+            planted,
+            schema,
+            rho_per_estimate=0.05,
+            delta_per_category_estimate=1e-6,
+            rng=np.random.default_rng(seed),
+        )
+        island = next(p.codec for p in prepared.columns if p.codec.name == "island")
+        assert island.categories == ("Biscoe", "Dream", "Torgersen")
+        depth = next(p.codec for p in prepared.columns if p.codec.name == "bill_depth_mm")
+        assert depth.edges[-1] < 1000
+    raw = prepare_columns(
+        planted,
+        schema,
+        rho_per_estimate=0.05,
+        delta_per_category_estimate=1e-6,
+        rng=np.random.default_rng(0),
+        raw_domains=True,
+    )
+    assert not raw.end_to_end_dp and raw.measurements == ()
+    island = next(p for p in raw.columns if p.codec.name == "island")
+    assert SECRET in island.codec.categories
+    assert island.provenance is Provenance.RAW
+
+
+def test_schema_exclusion_is_reported_with_its_reason(penguins):
+    table = penguins.assign(pid=[f"P{i:04d}" for i in range(len(penguins))])
+    schema = infer_schema(table)
+    prepared = prepare_columns(
+        table,
+        schema,
+        rho_per_estimate=0.1,
+        delta_per_category_estimate=1e-6,
+        rng=np.random.default_rng(0),
+    )
+    assert [name for name, _ in prepared.excluded] == ["pid"]
+    assert "identifier" in prepared.excluded[0][1]
+    assert "pid" not in [p.codec.name for p in prepared.columns]
+
+
+# ---------------------------------------------------------------- end to end
+
+
+def test_penguins_round_trip_with_private_domains(penguins, penguins_private):
+    result = penguins_private
+    out = result.synthetic
+    assert list(out.columns) == list(penguins.columns)
+    for name in penguins.columns:
+        assert family(out[name].dtype) == family(penguins[name].dtype), name
+    assert set(out["species"].dropna()) <= {"Adelie", "Chinstrap", "Gentoo", "other"}
+    # 344 rows and 60-200-cell marginals: GUM's integer fit is coarse, so a loose tolerance
+    # here; the adult test below checks missing rates tightly on 3,000 rows
+    assert abs(out["sex"].isna().mean() - penguins["sex"].isna().mean()) < 0.06
+    assert abs(len(out) - len(penguins)) < 30
+    assert [p.codec.name for p in result.columns] == list(penguins.columns)
+    assert all(p.provenance is Provenance.PRIVATE for p in result.columns)
+    assert result.excluded == ()
+    assert result.end_to_end_dp and result.ledger.not_private == ()
+
+
+def test_adult_round_trip_with_private_domains(adult_raw):
+    result = run(adult_raw)
+    out = result.synthetic
+    assert list(out.columns) == ADULT_NAMES
+    for name in ADULT_NAMES:
+        assert family(out[name].dtype) == family(adult_raw[name].dtype), name
+    assert set(out["income"].dropna()) <= {"<=50K", ">50K", "other"}
+    assert out["age"].dropna().between(0, 120).all()
+    assert abs(out["age"].mean() - adult_raw["age"].mean()) < 3
+    rich = (out["income"] == ">50K").mean()
+    assert abs(rich - (adult_raw["income"] == ">50K").mean()) < 0.05
+    for name in ("workclass", "occupation", "native-country"):
+        real_rate = adult_raw[name].isna().mean()
+        assert real_rate > 0.01
+        assert abs(out[name].isna().mean() - real_rate) < 0.02, name
+    assert result.end_to_end_dp
+
+
+def test_planted_unique_category_and_outlier_do_not_reach_the_output(planted):
+    result = run(planted)
+    out = result.synthetic
+    assert SECRET not in set(out["island"].dropna())
+    island = next(p.codec for p in result.columns if p.codec.name == "island")
+    assert SECRET not in island.categories
+    assert out["bill_depth_mm"].max() < 1000
+    # with raw domains the same data leak both
+    raw = run(planted, raw_domains=True)
+    island = next(p.codec for p in raw.columns if p.codec.name == "island")
+    assert SECRET in island.categories
+    depth = next(p.codec for p in raw.columns if p.codec.name == "bill_depth_mm")
+    assert depth.edges[-1] == 1e9
+
+
+def test_ledger_pays_for_private_domains(penguins, penguins_private):
+    ledger = penguins_private.ledger
+    steps = ledger.spent_by_step()
+    assert "domain" in steps
+    assert ledger.spent_rho == pytest.approx(ledger.budget_rho, rel=1e-9)
+    assert steps["domain"] == pytest.approx(FAST.domain_share * ledger.budget_rho, rel=1e-9)
+    rest = ledger.budget_rho - steps["domain"]
+    assert steps["one_way"] == pytest.approx(FAST.one_way_share * rest, rel=1e-9)
+    domain = [e for e in ledger.entries if e.step == "domain"]
+    assert sorted(e.attributes[0] for e in domain) == sorted(penguins.columns)
+    assert ledger.reserved_delta == pytest.approx(FAST.threshold_delta_share * 1e-5)
+    assert ledger.spent_delta <= ledger.reserved_delta * (1 + 1e-9)
+    assert ledger.spent_delta > 0
+
+
+def test_fully_declared_schema_spends_nothing_on_domains(penguins):
+    schema = infer_schema(penguins)
+    assert all(c.has_domain for c in schema.columns)
+    result = run(penguins, schema=schema)
+    assert "domain" not in result.ledger.spent_by_step()
+    assert result.ledger.spent_rho == pytest.approx(result.ledger.budget_rho, rel=1e-9)
+    assert result.ledger.reserved_delta == 0.0
+    assert all(p.provenance is Provenance.DECLARED for p in result.columns)
+    assert result.end_to_end_dp
+    out = result.synthetic
+    assert set(out["species"]) <= {"Adelie", "Chinstrap", "Gentoo"}
+    assert set(out["year"]) <= {2007, 2008, 2009}
+    assert out["body_mass_g"].dropna().between(2700, 6300).all()
+
+
+def test_partly_declared_schema_pays_only_for_the_open_column(penguins):
+    schema = infer_schema(penguins)
+    schema = schema.with_column(ColumnSchema("island", Kind.CATEGORICAL, missing=False))
+    result = run(penguins, schema=schema)
+    domain = [e for e in result.ledger.entries if e.step == "domain"]
+    assert [e.attributes for e in domain] == [("island",)]
+    provenance = {p.codec.name: p.provenance for p in result.columns}
+    assert provenance.pop("island") is Provenance.PRIVATE
+    assert set(provenance.values()) == {Provenance.DECLARED}
+
+
+def test_raw_domains_are_flagged_as_not_private(penguins):
+    result = run(penguins, raw_domains=True)
+    assert result.end_to_end_dp is False
+    assert result.ledger.not_private == tuple(penguins.columns)
+    assert "domain" not in result.ledger.spent_by_step()
+    assert all(p.provenance is Provenance.RAW for p in result.columns)
+    # only the undeclared columns are read off the data
+    schema = infer_schema(penguins).with_column(ColumnSchema("body_mass_g", Kind.NUMERIC))
+    partly = run(penguins, schema=schema, raw_domains=True)
+    assert partly.end_to_end_dp is False
+    assert partly.ledger.not_private == ("body_mass_g",)
+
+
+def test_identifier_column_is_excluded_when_nothing_clears_the_threshold(penguins):
+    table = penguins.assign(pid=[f"P{i:04d}" for i in range(len(penguins))])
+    result = run(table)
+    assert [name for name, _ in result.excluded] == ["pid"]
+    assert "frequent enough" in result.excluded[0][1]
+    assert "pid" not in result.synthetic.columns
+
+
+def test_datetime_column_comes_back_in_its_own_range():
+    rng = np.random.default_rng(0)
+    days = pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 366, 2000), unit="D")
+    table = pd.DataFrame({"visit": days, "ward": rng.choice(["a", "b", "c"], 2000)})
+    out = run(table).synthetic
+    assert pd.api.types.is_datetime64_any_dtype(out["visit"].dtype)
+    visits = out["visit"].dropna()
+    assert visits.min() >= pd.Timestamp("2019-01-01")
+    assert visits.max() < pd.Timestamp("2022-01-01")
+
+
+# ---------------------------------------------------------------- errors
+
+
+def error_message(table, schema) -> str:
+    with pytest.raises(InputError) as info:
+        run(table, epsilon=1.0, schema=schema)
+    return str(info.value)
+
+
+def test_schema_naming_a_column_the_table_lacks(penguins):
+    schema = Schema((*infer_schema(penguins).columns, ColumnSchema("wingspan", "numeric")))
+    assert "wingspan" in error_message(penguins, schema)
+
+
+def test_table_column_missing_from_the_schema(penguins):
+    schema = Schema(infer_schema(penguins).columns[:-1])
+    message = error_message(penguins, schema)
+    assert "'year'" in message and "exclude" in message
+
+
+def test_value_not_among_declared_categories(penguins):
+    table = penguins.assign(species=penguins["species"].replace("Gentoo", "Dodo"))
+    schema = infer_schema(penguins)
+    message = error_message(table, schema)
+    assert "species" in message and "Dodo" in message
+
+
+def test_text_in_a_numeric_column(penguins):
+    mass = penguins["body_mass_g"].astype(object)
+    mass.iloc[3] = "heavy"
+    message = error_message(penguins.assign(body_mass_g=mass), infer_schema(penguins))
+    assert "body_mass_g" in message and "heavy" in message
+
+
+def test_non_date_in_a_datetime_column():
+    dates = [f"2020-01-{d:02d}" for d in range(1, 29)] * 5
+    dates[17] = "sometime in spring"
+    table = pd.DataFrame({"visit": dates, "ward": ["a", "b"] * 70})
+    schema = Schema(
+        (
+            ColumnSchema("visit", "datetime", datetime_format="%Y-%m-%d"),
+            ColumnSchema("ward", "categorical"),
+        )
+    )
+    message = error_message(table, schema)
+    assert "visit" in message and "sometime in spring" in message
+
+
+def test_missing_value_in_a_column_declared_without_missing(penguins):
+    schema = infer_schema(penguins.dropna())
+    message = error_message(penguins, schema)
+    assert "bill_length_mm" in message and '"missing": true' in message
+
+
+def test_integer_columns_get_whole_number_edges_and_no_missing_code():
+    table = pd.DataFrame({"a": np.arange(200) % 10, "b": ["x", "y"] * 100})
+    schema = Schema(
+        (
+            ColumnSchema("a", Kind.NUMERIC, edges=(0, 2.5, 10)),
+            ColumnSchema("b", Kind.CATEGORICAL, categories=("x", "y")),
+        )
+    )
+    prepared = prepare_columns(
+        table,
+        schema,
+        rho_per_estimate=1.0,
+        delta_per_category_estimate=1e-6,
+        rng=np.random.default_rng(0),
+    )
+    codec = prepared.columns[0].codec
+    assert codec.edges == (0.0, 3.0, 10.0)
+    assert not codec.missing  # an int64 column cannot hold missing values
+    decoded = codec.decode(np.ones(50, dtype=np.int64), np.random.default_rng(0))
+    assert decoded.between(3, 9).all()
+
+
+def test_declared_lower_bound_above_the_private_upper_bound_names_the_column():
+    table = pd.DataFrame({"a": np.random.default_rng(0).uniform(0, 100, 2000)})
+    schema = Schema((ColumnSchema("a", Kind.NUMERIC, lower=1000.0),))
+    with pytest.raises(InputError, match="'a'"):
+        prepare_columns(
+            table,
+            schema,
+            rho_per_estimate=1.0,
+            delta_per_category_estimate=1e-6,
+            rng=np.random.default_rng(0),
+        )

@@ -66,14 +66,15 @@ class CategoryCodec:
                 f"{int(np.flatnonzero(absent)[0])}, counting from 0) but its schema says it "
                 f'has none; set "missing": true for it or fill the values'
             )
-        lookup = {_key(v): code for code, v in enumerate(self.categories)}
         as_text = all(isinstance(c, str) for c in self.categories)
-        values = column.map(_as_text) if as_text else column.astype(object)
-        codes = np.fromiter(
-            (lookup.get(_key(v), -1) for v in values.to_numpy(dtype=object)),
-            dtype=np.int64,
-            count=len(column),
-        )
+        if as_text and pd.api.types.is_float_dtype(column.dtype):
+            values = column.map(_as_text)  # a column with blanks reads as floats: 2.0 -> "2"
+        elif as_text:
+            values = column.astype(str).where(~absent, None)
+        else:
+            values = column.astype(object)
+        # one vectorised hash lookup (-1: not a category)
+        codes = pd.Index(list(self.categories)).get_indexer(values).astype(np.int64)
         unknown = (codes < 0) & ~absent
         if unknown.any():
             if not self.other:
@@ -213,12 +214,6 @@ def _as_text(value: Any) -> Any:
     if isinstance(value, float | np.floating) and float(value).is_integer():
         return str(int(value))
     return value if pd.isna(value) else str(value)
-
-
-def _key(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 def _restore_dtype(series: pd.Series, dtype: Any) -> pd.Series:

@@ -52,19 +52,30 @@ class Preparation:
 
 
 def schema_from_dtypes(table: pd.DataFrame) -> Schema:
-    """A schema that declares kinds only, each read from the column's dtype."""
-    return Schema(tuple(ColumnSchema(str(n), _kind_of_dtype(table[n])) for n in table.columns))
+    """A schema that declares kinds only, each read from the column's type (with the reason)."""
+    columns = []
+    for name in table.columns:
+        kind, reason = _kind_of_dtype(table[name])
+        columns.append(ColumnSchema(str(name), kind, reason=reason))
+    return Schema(tuple(columns))
 
 
-def _kind_of_dtype(column: pd.Series) -> Kind:
+def _kind_of_dtype(column: pd.Series) -> tuple[Kind, str]:
     dtype = column.dtype
-    if pd.api.types.is_bool_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype):
-        return Kind.CATEGORICAL
+    if pd.api.types.is_bool_dtype(dtype):
+        return Kind.CATEGORICAL, "boolean column type -> categorical"
+    if isinstance(dtype, pd.CategoricalDtype):
+        return Kind.CATEGORICAL, "categorical column type -> categorical"
     if pd.api.types.is_datetime64_any_dtype(dtype):
-        return Kind.DATETIME
+        return Kind.DATETIME, "datetime column type -> datetime"
+    if pd.api.types.is_integer_dtype(dtype):
+        return Kind.NUMERIC, (
+            "integer column type -> numeric (one bin per value over a short range, so small "
+            "codes behave as categories)"
+        )
     if pd.api.types.is_numeric_dtype(dtype):
-        return Kind.NUMERIC
-    return Kind.CATEGORICAL
+        return Kind.NUMERIC, "number column type -> numeric, binned"
+    return Kind.CATEGORICAL, "text column type -> categorical"
 
 
 def _nullable(column: pd.Series) -> bool:
@@ -137,6 +148,8 @@ def prepare_columns(
             item, spend = _binned(spec, column, may_be_missing, rho_per_estimate, rng, raw_domains)
         if spend is not None:
             measurements.append(spend)
+        if item is not None and spec.reason:
+            item = PreparedColumn(item.codec, item.provenance, _join(spec.reason, item.note))
         if item is None:
             excluded.append(
                 (spec.name, "no value was frequent enough to release privately (an identifier?)")
@@ -150,6 +163,10 @@ def prepare_columns(
             "declare categories and bounds in a schema"
         )
     return Preparation(tuple(prepared), tuple(measurements), tuple(excluded), not raw_domains)
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
 
 
 def _categorical(

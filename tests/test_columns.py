@@ -457,3 +457,22 @@ def test_declared_lower_bound_above_the_private_upper_bound_names_the_column():
             delta_per_category_estimate=1e-6,
             rng=np.random.default_rng(0),
         )
+
+
+def test_without_a_schema_each_column_states_why_it_got_its_kind(penguins_private):
+    notes = {c.codec.name: c.note for c in penguins_private.columns}
+    assert notes["species"].startswith("text column type -> categorical")
+    assert notes["year"].startswith("integer column type -> numeric")
+    assert notes["body_mass_g"].startswith("number column type -> numeric")
+
+
+def test_a_table_of_only_identifiers_gets_a_clear_error():
+    table = pd.DataFrame({"id": [f"person-{i}" for i in range(500)]})
+    with pytest.raises(InputError, match="no column is left to synthesise"):
+        synthesize(table, 1.0, 1e-6, rng=np.random.default_rng(0), config=FAST)
+
+
+def test_a_budget_too_small_to_release_anything_says_to_raise_epsilon():
+    table = pd.DataFrame({"colour": ["red", "blue"] * 50})
+    with pytest.raises(InputError, match="larger epsilon"):
+        synthesize(table, 1e-4, 1e-6, rng=np.random.default_rng(0), config=FAST)

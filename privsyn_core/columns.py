@@ -253,6 +253,14 @@ def _binned(
                 upper = estimate.upper if upper is None else upper
                 provenance = Provenance.PRIVATE
                 note = f"bounds [{lower:g}, {upper:g}] estimated privately"
+                short = integer and upper - lower + 1 <= (spec.bins or MAX_INTEGER_BINS)
+                if spec.bins is None and not short and spec.lower is None and spec.upper is None:
+                    quantiles = estimate.quantile_edges(DEFAULT_BINS, integer=bool(integer))
+                    if quantiles is not None:
+                        note += "; bin edges at DP quantiles"
+                        return _binned_codec(
+                            spec, column, quantiles, integer, may_be_missing
+                        ), spend
         if lower > upper:
             raise InputError(
                 f"column {spec.name!r}: the lower bound {lower:g} is above the upper bound "
@@ -260,7 +268,19 @@ def _binned(
             )
         bins = spec.bins or (MAX_INTEGER_BINS if integer else DEFAULT_BINS)
         edges = equal_width_edges(lower, upper, bins, integer=bool(integer))
-    codec = BinnedCodec(
+    codec = _binned_codec(spec, column, edges, integer, may_be_missing)
+    return PreparedColumn(codec, provenance, note), spend
+
+
+def _binned_codec(
+    spec: ColumnSchema,
+    column: pd.Series,
+    edges: tuple[float, ...],
+    integer: bool | None,
+    may_be_missing: bool,
+) -> BinnedCodec:
+    is_datetime = spec.kind is Kind.DATETIME
+    return BinnedCodec(
         spec.name,
         tuple(edges),
         integer=bool(integer),
@@ -271,7 +291,6 @@ def _binned(
         if is_datetime and not pd.api.types.is_datetime64_any_dtype(column.dtype)
         else None,
     )
-    return PreparedColumn(codec, provenance, note), spend
 
 
 def encode_columns(table: pd.DataFrame, prepared: Preparation) -> np.ndarray:

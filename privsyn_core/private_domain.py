@@ -86,6 +86,28 @@ class PrivateRange:
     lower: float | None
     upper: float | None
     measurement: Measurement
+    #: the refining histogram (DP): its cell edges and noisy counts clipped at zero
+    cell_edges: tuple[float, ...] = ()
+    cell_counts: tuple[float, ...] = ()
+
+    def quantile_edges(self, bins: int, *, integer: bool) -> tuple[float, ...] | None:
+        """Edges of about ``bins`` equal-mass bins, read off the noisy refining histogram
+        (a DP quantile estimate at no extra cost); None when that histogram is too coarse."""
+        if self.lower is None or self.upper is None or len(self.cell_counts) <= bins:
+            return None
+        counts = np.asarray(self.cell_counts)
+        if counts.sum() <= 0:
+            return None
+        edges = np.asarray(self.cell_edges)
+        cumulative = np.concatenate([[0.0], np.cumsum(counts)]) / counts.sum()
+        targets = np.linspace(0, 1, bins + 1)[1:-1]
+        inner = np.interp(targets, cumulative, edges)
+        cuts = np.concatenate([[self.lower], inner, [self.upper]])
+        if integer:
+            cuts = np.ceil(cuts)
+            cuts[-1] = self.upper + 1
+        cuts = np.unique(np.clip(cuts, self.lower, cuts[-1]))
+        return tuple(float(c) for c in cuts) if cuts.size >= 2 else None
 
 
 #: cells of the second, equal-width histogram that refines the coarse bounds
@@ -96,7 +118,7 @@ FALSE_CELL_RATE = 1e-3
 
 def _outer_cells(
     values: np.ndarray, edges: np.ndarray, sigma: float, rng: np.random.Generator, *, clip: bool
-) -> tuple[int, int, float] | None:
+) -> tuple[int, int, float, np.ndarray] | None:
     """Noisy histogram over the cells cut by ``edges``; the first and last cell whose noisy
     count clears a Bonferroni threshold, and the noisy total. Values beyond the ends fall in
     the end cells (``clip``) or are left out."""
@@ -113,7 +135,7 @@ def _outer_cells(
     passed = np.flatnonzero(noisy > threshold)
     if passed.size == 0:
         return None
-    return int(passed[0]), int(passed[-1]), float(noisy.sum())
+    return int(passed[0]), int(passed[-1]), float(noisy.sum()), np.clip(noisy, 0.0, None)
 
 
 def private_range(
@@ -151,9 +173,14 @@ def private_range(
     cells = int(np.clip(found[2] / (4 * threshold), 1, FINE_CELLS))
     fine = np.linspace(lower, upper, cells + 1)
     refined = _outer_cells(finite, fine, sigma, rng, clip=False) if cells > 1 else None
+    cell_edges: tuple[float, ...] = ()
+    cell_counts: tuple[float, ...] = ()
     if refined is not None:
-        lower, upper = float(fine[refined[0]]), float(fine[refined[1] + 1])
+        first, last = refined[0], refined[1]
+        lower, upper = float(fine[first]), float(fine[last + 1])
+        cell_edges = tuple(float(e) for e in fine[first : last + 2])
+        cell_counts = tuple(float(c) for c in refined[3][first : last + 1])
     if integer:  # whole numbers inside [lower edge, upper edge)
         lower = float(math.ceil(lower))
         upper = max(lower, float(math.ceil(upper) - 1))
-    return PrivateRange(lower, upper, measurement)
+    return PrivateRange(lower, upper, measurement, cell_edges, cell_counts)

@@ -179,3 +179,24 @@ def test_a_lone_outlier_cannot_set_a_bound_even_at_a_large_budget():
         for seed in range(50)
     ]
     assert max(uppers) < 1000
+
+
+def test_quantile_edges_split_skewed_data_into_roughly_equal_mass_bins():
+    values = np.random.default_rng(2).exponential(1000.0, 50_000)
+    estimate = private_range(values, 1.0, np.random.default_rng(3), integer=False)
+    edges = estimate.quantile_edges(16, integer=False)
+    assert edges is not None and len(edges) == 17
+    assert edges[0] == estimate.lower and edges[-1] == estimate.upper
+    inside = values[(values >= edges[0]) & (values < edges[-1])]
+    shares = np.histogram(inside, bins=edges)[0] / inside.size
+    # equal-width bins would put over half the mass in the first bin
+    assert shares.max() < 2.5 / 16 and shares.min() > 0.3 / 16
+    whole = private_range(np.round(values), 1.0, np.random.default_rng(3), integer=True)
+    integer_edges = whole.quantile_edges(16, integer=True)
+    assert all(float(e).is_integer() for e in integer_edges)
+
+
+def test_quantile_edges_need_a_fine_enough_histogram():
+    values = np.random.default_rng(4).normal(0, 1, 300)
+    estimate = private_range(values, 1e-3, np.random.default_rng(5), integer=False)
+    assert estimate.quantile_edges(32, integer=False) is None

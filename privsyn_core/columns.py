@@ -27,7 +27,7 @@ from privsyn_core.codecs import BinnedCodec, CategoryCodec, ColumnCodec, equal_w
 from privsyn_core.errors import InputError
 from privsyn_core.privacy import Measurement
 from privsyn_core.private_domain import private_categories, private_range
-from privsyn_core.schema import ColumnSchema, Kind, Provenance, Schema
+from privsyn_core.schema import ColumnSchema, Kind, Provenance, Schema, kind_from_type
 
 #: numeric columns of whole numbers get one bin per value up to this many values
 MAX_INTEGER_BINS = 100
@@ -62,12 +62,9 @@ def schema_from_dtypes(table: pd.DataFrame) -> Schema:
 
 def _kind_of_dtype(column: pd.Series) -> tuple[Kind, str]:
     dtype = column.dtype
-    if pd.api.types.is_bool_dtype(dtype):
-        return Kind.CATEGORICAL, "boolean column type -> categorical"
-    if isinstance(dtype, pd.CategoricalDtype):
-        return Kind.CATEGORICAL, "categorical column type -> categorical"
-    if pd.api.types.is_datetime64_any_dtype(dtype):
-        return Kind.DATETIME, "datetime column type -> datetime"
+    decided = kind_from_type(dtype)
+    if decided is not None:
+        return decided
     if pd.api.types.is_integer_dtype(dtype):
         return Kind.NUMERIC, (
             "integer column type -> numeric (one bin per value over a short range, so small "

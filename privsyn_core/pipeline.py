@@ -59,7 +59,7 @@ from privsyn_core.progress import (
 from privsyn_core.sampling import conditional_column, shuffled_column
 from privsyn_core.schema import Provenance, Schema
 from privsyn_core.selection import Selection, select_marginals
-from privsyn_core.table import DomainSpec, decode_table, encode_table
+from privsyn_core.table import DomainSpec, decode_table, encode_table, require_frame
 
 
 @dataclass(frozen=True)
@@ -214,7 +214,7 @@ def synthesize(
 
     preparation: Preparation | None = None
     if domain is None:
-        table = _require_frame(table)
+        table = require_frame(table)
         schema = schema or schema_from_dtypes(table)
         check_schema_matches(table, schema)
         category_estimates, range_estimates = columns_needing_estimates(schema)
@@ -405,16 +405,6 @@ def synthesize(
         columns=preparation.columns if preparation else (),
         excluded=preparation.excluded if preparation else (),
     )
-
-
-def _require_frame(table: object) -> pd.DataFrame:
-    if not isinstance(table, pd.DataFrame):
-        raise InputError(f"expected a pandas DataFrame, got {type(table).__name__}")
-    if table.shape[1] == 0:
-        raise InputError("the table has no columns")
-    if table.shape[0] == 0:
-        raise InputError("the table has no rows: there is nothing to synthesise from")
-    return table
 
 
 def _origins(chosen: Sequence[tuple[str, ...]], selection: Selection) -> list[str]:

@@ -272,6 +272,18 @@ def infer_schema(
     return Schema(tuple(columns))
 
 
+def kind_from_type(dtype: object) -> tuple[Kind, str] | None:
+    """The kind a column type fixes on its own (booleans, categoricals, datetimes), or None
+    when the values or the caller must decide."""
+    if pd.api.types.is_bool_dtype(dtype):
+        return Kind.CATEGORICAL, "boolean column type -> categorical"
+    if isinstance(dtype, pd.CategoricalDtype):
+        return Kind.CATEGORICAL, "categorical column type -> categorical"
+    if pd.api.types.is_datetime64_any_dtype(dtype):
+        return Kind.DATETIME, "datetime column type -> datetime"
+    return None
+
+
 def detect_kind(
     column: pd.Series,
     *,
@@ -281,12 +293,9 @@ def detect_kind(
     values = column.dropna()
     distinct = int(values.nunique())
     dtype = column.dtype
-    if pd.api.types.is_bool_dtype(dtype):
-        return Kind.CATEGORICAL, "boolean values -> categorical"
-    if isinstance(dtype, pd.CategoricalDtype):
-        return Kind.CATEGORICAL, "pandas categorical column -> categorical"
-    if pd.api.types.is_datetime64_any_dtype(dtype):
-        return Kind.DATETIME, "datetime values -> datetime"
+    decided = kind_from_type(dtype)
+    if decided is not None:
+        return decided
     if pd.api.types.is_integer_dtype(dtype):
         if distinct <= categorical_limit:
             return (

@@ -144,6 +144,17 @@ def _plain(value: object) -> object:
     return value.item() if isinstance(value, np.generic) else value
 
 
+def require_frame(table: object) -> pd.DataFrame:
+    """``table`` if it is a DataFrame with rows and columns; else a :class:`TableError`."""
+    if not isinstance(table, pd.DataFrame):
+        raise TableError(f"expected a pandas DataFrame, got {type(table).__name__}")
+    if table.shape[1] == 0:
+        raise TableError("the table has no columns")
+    if table.shape[0] == 0:
+        raise TableError("the table has no rows: there is nothing to synthesise from")
+    return table
+
+
 def encode_table(
     table: pd.DataFrame, domain: DomainSpec | None = None
 ) -> tuple[np.ndarray, Domain, tuple[ColumnCodec, ...]]:
@@ -151,12 +162,7 @@ def encode_table(
 
     ``records`` has shape ``(d, n)``, smallest unsigned dtype that holds every code.
     """
-    if not isinstance(table, pd.DataFrame):
-        raise TableError(f"expected a pandas DataFrame, got {type(table).__name__}")
-    if table.shape[1] == 0:
-        raise TableError("the table has no columns")
-    if table.shape[0] == 0:
-        raise TableError("the table has no rows: there is nothing to synthesise from")
+    require_frame(table)
     names = [str(c) for c in table.columns]
     if len(set(names)) != len(names):
         raise TableError("column names must be unique")

@@ -346,8 +346,8 @@ def test_infer_schema_on_datetime64_gives_bounds_in_seconds():
     ("values", "kind", "words"),
     [
         (pd.Series([True, False, True]), Kind.CATEGORICAL, "boolean"),
-        (pd.Series(["a", "b"], dtype="category"), Kind.CATEGORICAL, "pandas categorical"),
-        (pd.Series(pd.date_range("2020-01-01", periods=3)), Kind.DATETIME, "datetime values"),
+        (pd.Series(["a", "b"], dtype="category"), Kind.CATEGORICAL, "categorical column type"),
+        (pd.Series(pd.date_range("2020-01-01", periods=3)), Kind.DATETIME, "datetime column type"),
         (pd.Series(np.arange(30)), Kind.NUMERIC, "integer with 30 distinct values -> numeric"),
         (pd.Series([1.0, 2.0, np.nan]), Kind.CATEGORICAL, "whole numbers with 2 distinct"),
         (pd.Series([1.5, 2.0, 3.0]), Kind.NUMERIC, "numbers with 3 distinct values"),

@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import median, print_table, timed  # noqa: E402
 from privsyn_core import synthesize  # noqa: E402
+from privsyn_core.columns import coded_frame  # noqa: E402
 from privsyn_core.evaluation import fidelity_report  # noqa: E402
 from privsyn_core.io import read_table  # noqa: E402
 
@@ -49,11 +50,6 @@ def load_adult(folder: Path) -> pd.DataFrame:
     return pd.concat([train, test], ignore_index=True)
 
 
-def binned(result, table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` coded by the run's codecs (the DP domains), one integer column each."""
-    return pd.DataFrame({c.codec.name: c.codec.encode(table[c.codec.name]) for c in result.columns})
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seeds", type=int, default=3)
@@ -75,7 +71,8 @@ def main() -> None:
                 table, args.epsilon, delta, rng=np.random.default_rng(seed)
             )
         )
-        real_codes, syn_codes = binned(result, table), binned(result, result.synthetic)
+        real_codes = coded_frame(result.columns, table)
+        syn_codes = coded_frame(result.columns, result.synthetic)
         report = fidelity_report(real_codes, syn_codes, label="income")
         spent = result.ledger.spent_by_step()
         rows.append(

@@ -310,3 +310,9 @@ def decode_columns(
         ],
         axis=1,
     )
+
+
+def coded_frame(columns: tuple[PreparedColumn, ...], table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` coded by a run's codecs, one integer column each: the binned view in which
+    real and synthetic tables are compared (owner-only when ``table`` is the real one)."""
+    return pd.DataFrame({c.codec.name: c.codec.encode(table[c.codec.name]) for c in columns})

@@ -195,22 +195,14 @@ def _as_sizes(sizes: Sequence[int]) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-def two_way_l1(real: np.ndarray, synthetic: np.ndarray, sizes: Sequence[int]) -> float:
-    """Mean, over all d(d-1)/2 attribute pairs, of the L1 distance between the normalised
-    2-way marginals of the two tables (each term in [0, 2]; 0 = identical marginals).
-
-    PrivSyn's headline fidelity measure: it checks that the synthetic rows preserve pairwise
-    dependencies, not just one-way frequencies. Tables of different lengths are fine since
-    each marginal is normalised by its own row count. With fewer than two attributes there
-    is no pair and the result is 0.0.
-    """
+def pairwise_l1(real: np.ndarray, synthetic: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
+    """The L1 distance between the normalised 2-way marginals of every attribute pair, as a
+    symmetric d x d matrix with a zero diagonal (each entry in [0, 2])."""
     size_arr = _as_sizes(sizes)
     real = _check_codes("real", real, size_arr)
     synthetic = _check_codes("synthetic", synthetic, size_arr)
     d = size_arr.size
-    if d < 2:
-        return 0.0
-    total = 0.0
+    out = np.zeros((d, d))
     for i in range(d - 1):
         for j in range(i + 1, d):
             p, q = _pair_counts(
@@ -221,8 +213,24 @@ def two_way_l1(real: np.ndarray, synthetic: np.ndarray, sizes: Sequence[int]) ->
                 int(size_arr[i]),
                 int(size_arr[j]),
             )
-            total += float(np.abs(p / real.shape[0] - q / synthetic.shape[0]).sum())
-    return total / (d * (d - 1) // 2)
+            out[i, j] = out[j, i] = float(np.abs(p / real.shape[0] - q / synthetic.shape[0]).sum())
+    return out
+
+
+def two_way_l1(real: np.ndarray, synthetic: np.ndarray, sizes: Sequence[int]) -> float:
+    """Mean, over all d(d-1)/2 attribute pairs, of the L1 distance between the normalised
+    2-way marginals of the two tables (each term in [0, 2]; 0 = identical marginals).
+
+    PrivSyn's headline fidelity measure: it checks that the synthetic rows preserve pairwise
+    dependencies, not just one-way frequencies. Tables of different lengths are fine since
+    each marginal is normalised by its own row count. With fewer than two attributes there
+    is no pair and the result is 0.0.
+    """
+    matrix = pairwise_l1(real, synthetic, sizes)
+    d = matrix.shape[0]
+    if d < 2:
+        return 0.0
+    return float(matrix[np.triu_indices(d, 1)].mean())
 
 
 def _pair_counts(

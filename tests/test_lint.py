@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_ruff_reports_nothing():
     ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
     result = subprocess.run(
-        [ruff, "check", "privsyn_core", "tests", "benchmarks"],
+        [ruff, "check", "privsyn_core", "dashboard", "tests", "benchmarks"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -1,0 +1,1 @@
+"""PrivSyn Studio's Streamlit dashboard: presentation only; every algorithm is in privsyn_core."""

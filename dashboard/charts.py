@@ -1,0 +1,136 @@
+"""Plotly figures for the dashboard (presentation only)."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from privsyn_core.gum import GumIterationRecord
+from privsyn_core.pipeline import SelectedMarginal
+
+
+def _safe(names: Sequence[object]) -> list[str]:
+    """Labels from the user's table, escaped so plotly's HTML labels cannot run anything."""
+    return [html.escape(str(n)) for n in names]
+
+
+def indif_heatmap(noisy_indif: pd.DataFrame, marginals: Sequence[SelectedMarginal]) -> go.Figure:
+    """Noisy InDif, attribute x attribute; measured pairs marked with a dot."""
+    names = _safe(noisy_indif.columns)
+    values = noisy_indif.to_numpy(copy=True)
+    np.fill_diagonal(values, np.nan)
+    figure = go.Figure(
+        go.Heatmap(
+            z=values,
+            x=names,
+            y=names,
+            colorscale="Viridis",
+            colorbar={"title": "noisy InDif"},
+            hovertemplate="%{y} x %{x}<br>noisy InDif %{z:.0f}<extra></extra>",
+        )
+    )
+    index = {name: i for i, name in enumerate(noisy_indif.columns)}
+    xs, ys = [], []
+    for marginal in marginals:
+        attributes = marginal.attributes
+        for i, a in enumerate(attributes):
+            for b in attributes[i + 1 :]:
+                xs += [names[index[a]], names[index[b]]]
+                ys += [names[index[b]], names[index[a]]]
+    if xs:
+        figure.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="markers",
+                marker={"color": "white", "size": 7, "line": {"color": "black", "width": 1}},
+                name="measured together",
+                hoverinfo="skip",
+            )
+        )
+    figure.update_layout(
+        height=600, margin={"l": 10, "r": 10, "t": 30, "b": 10}, yaxis={"autorange": "reversed"}
+    )
+    return figure
+
+
+def convergence_chart(history: Sequence[GumIterationRecord], iterations: int) -> go.Figure:
+    """Mean and per-marginal L1 against the noisy targets, and alpha, per GUM iteration."""
+    figure = go.Figure()
+    if history:
+        x = [h.iteration for h in history]
+        keys = list(history[-1].errors)
+        for key in keys:
+            figure.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=[h.errors.get(key) for h in history],
+                    mode="lines",
+                    line={"width": 1},
+                    opacity=0.35,
+                    name=html.escape(" x ".join(key)),
+                    showlegend=False,
+                )
+            )
+        figure.add_trace(
+            go.Scatter(
+                x=x,
+                y=[h.mean_error for h in history],
+                mode="lines+markers",
+                name="mean L1",
+                line={"width": 3, "color": "black"},
+            )
+        )
+        figure.add_trace(
+            go.Scatter(
+                x=x,
+                y=[h.alpha for h in history],
+                mode="lines",
+                name="alpha",
+                yaxis="y2",
+                line={"dash": "dot", "color": "firebrick"},
+            )
+        )
+    figure.update_layout(
+        height=380,
+        xaxis={"title": "GUM iteration", "range": [0, max(1, iterations)]},
+        yaxis={"title": "L1 vs noisy target (0..2)", "rangemode": "tozero"},
+        yaxis2={"title": "alpha", "overlaying": "y", "side": "right", "range": [0, 1.05]},
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        legend={"orientation": "h"},
+    )
+    return figure
+
+
+def side_by_side(real: pd.Series, synthetic: pd.Series, *, bins: int = 30) -> go.Figure:
+    """Two normalised histograms of one column (owner-only: shows the real one)."""
+    figure = go.Figure()
+    numeric = pd.api.types.is_numeric_dtype(real) and real.nunique() > 20
+    for name, series in (("real", real), ("synthetic", synthetic)):
+        if numeric:
+            figure.add_trace(
+                go.Histogram(x=series, name=name, histnorm="probability", nbinsx=bins, opacity=0.6)
+            )
+        else:
+            shares = series.astype(str).value_counts(normalize=True, dropna=False)
+            figure.add_trace(go.Bar(x=_safe(shares.index), y=shares.to_numpy(), name=name))
+    figure.update_layout(barmode="group", height=320, margin={"l": 10, "r": 10, "t": 30, "b": 10})
+    return figure
+
+
+def pair_error_heatmap(errors: pd.DataFrame) -> go.Figure:
+    names = _safe(errors.columns)
+    return go.Figure(
+        go.Heatmap(
+            z=errors.to_numpy(),
+            x=names,
+            y=names,
+            colorscale="Reds",
+            colorbar={"title": "2-way L1"},
+            hovertemplate="%{y} x %{x}<br>L1 %{z:.3f}<extra></extra>",
+        )
+    ).update_layout(height=520, margin={"l": 10, "r": 10, "t": 30, "b": 10})

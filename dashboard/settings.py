@@ -1,0 +1,42 @@
+"""Reading the user's settings from the session, with clear errors."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from privsyn_core.config import PrivSynConfig
+from privsyn_core.errors import InputError
+from privsyn_core.gum import GumSettings
+
+
+def parse_delta(text: str) -> float:
+    try:
+        delta = float(text)
+    except ValueError:
+        raise InputError(f"delta must be a number such as 1e-9, got {text!r}") from None
+    if not 0 < delta < 1:
+        raise InputError(f"delta must lie strictly between 0 and 1, got {text!r}")
+    return delta
+
+
+def parse_seed(text: str) -> int | None:
+    text = text.strip()
+    if not text:
+        return None
+    if not text.isdigit():
+        raise InputError(
+            f"the seed must be a whole number (or empty for a fresh one), got {text!r}"
+        )
+    return int(text)
+
+
+def current_config() -> PrivSynConfig:
+    ss = st.session_state
+    if ss["one_way_share"] + ss["indif_share"] >= 0.95:
+        raise InputError("the 1-way and InDif shares leave too little for the marginals")
+    return PrivSynConfig(
+        one_way_share=ss["one_way_share"],
+        indif_share=ss["indif_share"],
+        domain_share=ss["domain_share"],
+        gum=GumSettings(iterations=int(ss["iterations"])),
+    )

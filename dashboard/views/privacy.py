@@ -1,0 +1,60 @@
+"""Privacy: epsilon, delta and the budget split, with a live preview of the noise.
+
+The preview uses only public inputs (epsilon, delta, the number of columns and which
+domains are declared): it never touches the data.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import state
+from dashboard.settings import current_config, parse_delta
+from privsyn_core.columns import columns_needing_estimates
+from privsyn_core.errors import InputError
+from privsyn_core.planner import plan_budget
+
+st.title("Privacy budget")
+st.write(
+    "PrivSyn satisfies (epsilon, delta)-differential privacy. Smaller epsilon means more noise. "
+    "The budget is converted once to rho-zCDP and split over the steps below."
+)
+
+left, right = st.columns(2)
+with left:
+    st.number_input(
+        "epsilon", min_value=0.01, max_value=100.0, step=0.1, key="epsilon", format="%.2f"
+    )
+    st.text_input("delta", key="delta_text", help="for example 1e-9; must be below 1/rows")
+with right:
+    st.slider("share for 1-way marginals", 0.02, 0.5, key="one_way_share", step=0.01)
+    st.slider("share for InDif scores", 0.02, 0.5, key="indif_share", step=0.01)
+    st.slider("share for private domains", 0.01, 0.2, key="domain_share", step=0.01)
+
+try:
+    delta = parse_delta(st.session_state["delta_text"])
+    config = current_config()
+except InputError as exc:
+    st.error(str(exc))
+    st.stop()
+
+schema = state.schema()
+raw = st.session_state["raw_domains"]
+categories, ranges = columns_needing_estimates(schema)
+included = len(schema.included())
+plan = plan_budget(
+    st.session_state["epsilon"],
+    delta,
+    included,
+    config=config,
+    private_categories=0 if raw else len(categories),
+    private_ranges=0 if raw else len(ranges),
+)
+st.subheader("Noise per step")
+st.caption("Computed from your settings alone: no data is read.")
+st.metric("total rho (zCDP)", f"{plan.rho:.4g}")
+st.dataframe(pd.DataFrame(plan.as_rows()), key="plan", hide_index=True, width="stretch")
+st.caption(
+    "sigma is the standard deviation of the Gaussian noise on each count (InDif: on each score)."
+)

@@ -1,0 +1,68 @@
+"""Results: download the synthetic table; compare it with the real one (owner-only)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import state
+from dashboard.charts import pair_error_heatmap, side_by_side
+from privsyn_core.columns import coded_frame
+from privsyn_core.evaluation import encode_tables, fidelity_report, pairwise_l1
+
+st.title("Results")
+finished = st.session_state.get("finished")
+if finished is None:
+    st.info("Run a synthesis first (Run page).")
+    st.stop()
+result = finished.result
+synthetic = result.synthetic
+
+st.subheader("Synthetic table")
+state.dp_badge()
+if not result.end_to_end_dp:
+    st.warning("NOT end-to-end DP: some domains were read off the raw data.")
+st.dataframe(synthetic.head(200), key="synthetic_preview", width="stretch")
+st.download_button(
+    "Download the synthetic CSV",
+    data=lambda: synthetic.to_csv(index=False).encode(),
+    file_name="synthetic.csv",
+    mime="text/csv",
+    key="download",
+    on_click="ignore",
+)
+
+st.subheader("Fidelity against the real table")
+state.owner_badge()
+st.caption(
+    "These numbers and charts read the real table: they are for the data owner only and are "
+    "never part of the release."
+)
+real = state.table()
+if not st.toggle("Show the owner-only comparison", key="show_fidelity"):
+    st.stop()
+
+column = st.selectbox("Column", list(synthetic.columns), key="fidelity_column")
+st.plotly_chart(side_by_side(real[column], synthetic[column]), key="histograms")
+
+real_codes = coded_frame(result.columns, real)
+syn_codes = coded_frame(result.columns, synthetic)
+real_array, syn_array, sizes = encode_tables(real_codes, syn_codes)
+errors = pd.DataFrame(
+    pairwise_l1(real_array, syn_array, sizes),
+    index=real_codes.columns,
+    columns=real_codes.columns,
+)
+st.plotly_chart(pair_error_heatmap(errors), key="pair_errors")
+label = st.selectbox("Classifier label", ["(none)", *real_codes.columns], key="label")
+report = fidelity_report(real_codes, syn_codes, label=None if label == "(none)" else label)
+left, middle, right = st.columns(3)
+left.metric("average 2-way L1 (0..2)", f"{report.two_way_l1:.4f}")
+middle.metric("3-way range queries, mean error", f"{report.range_query_error:.4f}")
+if report.svm_misclassification is not None:
+    right.metric(
+        "SVM trained on synthetic, misclassified",
+        f"{report.svm_misclassification:.3f}",
+        help=f"trained on real rows: {report.nonprivate_svm_misclassification:.3f}; "
+        f"majority class: {report.majority_misclassification:.3f}",
+    )

@@ -1,0 +1,144 @@
+"""Run: one button; stage progress, a live GUM convergence chart, and Cancel.
+
+The synthesis runs inside the script; the engine's progress callback updates the page.
+Clicking Cancel (or any widget) interrupts the script at its next Streamlit call, which
+happens inside the callback; the next run of this page sees the stale "running" flag and
+reports the cancellation, keeping the partial convergence history.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import streamlit as st
+
+from dashboard import state
+from dashboard.charts import convergence_chart
+from dashboard.settings import current_config, parse_delta, parse_seed
+from privsyn_core import GumProgress, StageFinished, StageStarted, SynthesisCancelled, synthesize
+from privsyn_core.errors import InputError
+from privsyn_core.privacy import BudgetExceededError
+from privsyn_core.progress import STAGE_TITLES, Stage
+
+st.title("Run PrivSyn")
+ss = st.session_state
+
+if ss["run_state"] == "running":  # the previous run was interrupted by a click
+    ss["run_state"] = "cancelled"
+
+st.number_input("GUM iterations (at most)", 1, 500, key="iterations", step=10)
+st.text_input("seed (empty: fresh randomness)", key="seed_text")
+try:
+    delta = parse_delta(ss["delta_text"])
+    seed = parse_seed(ss["seed_text"])
+    config = current_config()
+except InputError as exc:
+    st.error(f"{exc} (fix it on the Privacy page)")
+    st.stop()
+
+st.write(
+    f"Table **{ss['table_name']}**, epsilon **{ss['epsilon']:g}**, delta **{delta:g}**"
+    + (" — domains read off the raw data (**not end-to-end DP**)" if ss["raw_domains"] else "")
+)
+start = st.button("Run synthesis", type="primary", key="run")
+st.button("Cancel", key="cancel", help="stops the run; the budget already spent stays spent")
+
+if ss["run_state"] == "cancelled":
+    st.warning(
+        "The last run was cancelled. Measurements made before the stop have used privacy "
+        "budget; nothing was released."
+    )
+
+progress = st.progress(0.0, text="idle")
+chart = st.empty()
+stages = list(Stage)
+
+
+def draw(history: list, key: str) -> None:
+    chart.plotly_chart(convergence_chart(history, config.gum.iterations), key=key)
+
+
+if start:
+    ss["run_state"] = "running"
+    ss["partial_history"] = []
+    ss["finished"] = None
+    last_draw = [0.0]
+    started = time.perf_counter()
+
+    def on_progress(event: object) -> bool:
+        if isinstance(event, StageStarted):
+            done = stages.index(event.stage) / len(stages)
+            progress.progress(done, text=event.title)
+        elif isinstance(event, StageFinished):
+            done = (stages.index(event.stage) + 1) / len(stages)
+            progress.progress(done, text=f"{STAGE_TITLES[event.stage]}: {event.summary}")
+        elif isinstance(event, GumProgress):
+            ss["partial_history"].append(event)
+            share = (stages.index(Stage.GUM) + event.iteration / event.iterations) / len(stages)
+            progress.progress(
+                share,
+                text=f"GUM iteration {event.iteration + 1} of at most {event.iterations}: "
+                f"mean L1 {event.mean_error:.4f}",
+            )
+            now = time.perf_counter()
+            if now - last_draw[0] > 0.25:
+                last_draw[0] = now
+                draw(ss["partial_history"], key=f"live-{event.iteration}")
+        return True
+
+    try:
+        result = synthesize(
+            state.table(),
+            float(ss["epsilon"]),
+            delta,
+            schema=state.schema(),
+            raw_domains=bool(ss["raw_domains"]),
+            config=config,
+            rng=np.random.default_rng(seed),
+            on_progress=on_progress,
+        )
+    except (InputError, BudgetExceededError) as exc:
+        ss["run_state"] = "failed"
+        st.error(f"The run could not start or finish: {exc}")
+        st.stop()
+    except SynthesisCancelled as exc:
+        ss["run_state"] = "cancelled"
+        st.warning(str(exc))
+        st.stop()
+    seconds = time.perf_counter() - started
+    ss["finished"] = state.Finished(
+        result,
+        state.fingerprint(state.table(), state.schema(), {"epsilon": ss["epsilon"]}),
+        ss["table_name"],
+        float(ss["epsilon"]),
+        delta,
+        seconds,
+    )
+    ss["run_state"] = "done"
+    progress.progress(1.0, text=f"done in {seconds:.1f} s")
+
+finished = ss.get("finished")
+if finished is not None:
+    result = finished.result
+    draw(list(result.history), key="final")
+    state.dp_badge()
+    st.success(
+        f"Synthesised {result.n_records:,} rows from {finished.table_name} at epsilon "
+        f"{finished.epsilon:g} in {finished.seconds:.1f} s: {len(result.marginals)} marginals, "
+        f"{len(result.history)} GUM iterations."
+    )
+    if not result.end_to_end_dp:
+        st.warning(
+            "NOT end-to-end DP: the domains of "
+            + ", ".join(result.ledger.not_private)
+            + " were read off the raw data."
+        )
+    for name, why in result.excluded:
+        st.info(f"Column {name!r} was left out: {why}")
+    st.page_link("views/marginals.py", label="See the marginals", icon=":material/hub:")
+    st.page_link(
+        "views/results.py", label="Download the synthetic table", icon=":material/download:"
+    )
+elif ss["partial_history"]:
+    draw(ss["partial_history"], key="partial")

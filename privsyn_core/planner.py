@@ -1,0 +1,123 @@
+"""Budget planning from public inputs only: how much noise each step will add.
+
+Everything here is computed from epsilon, delta, the number of columns and the settings;
+nothing reads the table, so the plan can be shown before any data is touched (the
+dashboard's Privacy page does so live while the user types).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from privsyn_core.config import PrivSynConfig
+from privsyn_core.indif import indif_sigma
+from privsyn_core.privacy import gaussian_sigma, rho_from_epsilon_delta
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """One step's share of the budget and the noise it implies."""
+
+    step: str
+    rho: float
+    sigma: float | None
+    queries: str
+    note: str
+
+
+@dataclass(frozen=True)
+class BudgetPlan:
+    epsilon: float
+    delta: float
+    rho: float
+    steps: tuple[StepPlan, ...]
+
+    def as_rows(self) -> list[dict[str, object]]:
+        return [
+            {
+                "step": s.step,
+                "rho": s.rho,
+                "share": s.rho / self.rho if self.rho else 0.0,
+                "sigma": s.sigma,
+                "queries": s.queries,
+                "note": s.note,
+            }
+            for s in self.steps
+        ]
+
+
+def plan_budget(
+    epsilon: float,
+    delta: float,
+    n_columns: int,
+    *,
+    config: PrivSynConfig | None = None,
+    private_categories: int = 0,
+    private_ranges: int = 0,
+) -> BudgetPlan:
+    """The split of rho over PrivSyn's steps (Algorithm 3) and each step's noise.
+
+    ``private_categories`` / ``private_ranges``: how many columns will have their categories
+    or bounds estimated privately (the schema leaves them open).
+    """
+    config = config or PrivSynConfig()
+    estimates = private_categories + private_ranges
+    reserved = config.threshold_delta_share * delta if private_categories else 0.0
+    rho = rho_from_epsilon_delta(epsilon, delta - reserved, config.conversion)
+    steps: list[StepPlan] = []
+    rho_domain = config.domain_share * rho if estimates else 0.0
+    if estimates:
+        each = rho_domain / estimates
+        steps.append(
+            StepPlan(
+                "domains",
+                rho_domain,
+                gaussian_sigma(each),
+                f"{estimates} columns",
+                f"categories kept when their noisy count clears a threshold (delta "
+                f"{reserved:.2g} reserved); bounds from two noisy histograms",
+            )
+        )
+    rest = rho - rho_domain
+    one_way = config.one_way_share * rest
+    steps.append(
+        StepPlan(
+            "1-way marginals",
+            one_way,
+            gaussian_sigma(one_way / max(1, n_columns)),
+            f"{n_columns} marginals",
+            "values below 3 sigma are combined or dropped",
+        )
+    )
+    pairs = n_columns * (n_columns - 1) // 2
+    indif = config.indif_share * rest if pairs else 0.0
+    if pairs:
+        steps.append(
+            StepPlan(
+                "InDif scores",
+                indif,
+                indif_sigma(n_columns, indif),
+                f"{pairs} pairs",
+                "sensitivity 4; noise variance 8m / rho_2",
+            )
+        )
+    marginals = rest - one_way - indif
+    steps.append(
+        StepPlan(
+            "selected marginals",
+            marginals,
+            gaussian_sigma(marginals / max(1, n_columns)),
+            "chosen by the data",
+            f"sigma shown for {max(1, n_columns)} equal marginals; the real split follows "
+            f"cells^(2/3)",
+        )
+    )
+    return BudgetPlan(epsilon, delta, rho, tuple(steps))
+
+
+def epsilon_for_noise(sigma: float, delta: float) -> float:
+    """The epsilon at which a single sensitivity-1 count gets noise ``sigma`` (for teaching)."""
+    from privsyn_core.privacy import epsilon_from_rho
+
+    return epsilon_from_rho(1 / (2 * sigma * sigma), delta) if math.isfinite(sigma) else 0.0

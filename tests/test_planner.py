@@ -1,0 +1,38 @@
+import math
+
+import pytest
+
+from privsyn_core import PrivSynConfig
+from privsyn_core.indif import indif_sigma
+from privsyn_core.planner import plan_budget
+from privsyn_core.privacy import gaussian_sigma, rho_from_epsilon_delta
+
+
+def test_plan_splits_rho_like_the_pipeline_and_reports_each_sigma():
+    plan = plan_budget(1.0, 1e-9, 14)
+    rho = rho_from_epsilon_delta(1.0, 1e-9)
+    assert plan.rho == pytest.approx(rho)
+    steps = {s.step: s for s in plan.steps}
+    assert steps["1-way marginals"].rho == pytest.approx(0.1 * rho)
+    assert steps["1-way marginals"].sigma == pytest.approx(gaussian_sigma(0.1 * rho / 14))
+    assert steps["InDif scores"].sigma == pytest.approx(indif_sigma(14, 0.1 * rho))
+    assert math.fsum(s.rho for s in plan.steps) == pytest.approx(rho)
+    assert "domains" not in steps
+
+
+def test_plan_with_private_domains_reserves_delta_and_five_percent_of_rho():
+    plan = plan_budget(1.0, 1e-9, 15, private_categories=9, private_ranges=6)
+    rho = rho_from_epsilon_delta(1.0, 0.5e-9)  # half of delta reserved for thresholding
+    assert plan.rho == pytest.approx(rho)
+    steps = {s.step: s for s in plan.steps}
+    assert steps["domains"].rho == pytest.approx(0.05 * rho)
+    assert steps["domains"].sigma == pytest.approx(gaussian_sigma(0.05 * rho / 15))
+    assert math.fsum(s.rho for s in plan.steps) == pytest.approx(rho)
+    assert len(plan.as_rows()) == 4
+
+
+def test_smaller_epsilon_means_more_noise_at_every_step():
+    loose, tight = plan_budget(2.0, 1e-9, 10), plan_budget(0.2, 1e-9, 10)
+    for a, b in zip(loose.steps, tight.steps, strict=True):
+        assert b.sigma > a.sigma
+    assert PrivSynConfig().domain_share == 0.05

@@ -16,16 +16,17 @@ if str(ROOT) not in sys.path:
 
 from dashboard import state  # noqa: E402
 
-st.set_page_config(page_title="PrivSyn Studio", page_icon=":material/shield_lock:", layout="wide")
+# no page_icon: Streamlit fetches material-icon favicons from a CDN, and the app stays offline
+st.set_page_config(page_title="PrivSyn Studio", layout="wide")
 state.init()
 
 VIEWS = ROOT / "dashboard" / "views"
 pages = [
-    st.Page(VIEWS / "data.py", title="Data", icon=":material/table:", default=True),
-    st.Page(VIEWS / "privacy.py", title="Privacy", icon=":material/lock:"),
-    st.Page(VIEWS / "run.py", title="Run", icon=":material/play_arrow:"),
-    st.Page(VIEWS / "marginals.py", title="Marginals", icon=":material/hub:"),
-    st.Page(VIEWS / "results.py", title="Results", icon=":material/download:"),
-    st.Page(VIEWS / "learn.py", title="Learn", icon=":material/school:"),
+    st.Page(VIEWS / "data.py", title="Data", default=True),
+    st.Page(VIEWS / "privacy.py", title="Privacy"),
+    st.Page(VIEWS / "run.py", title="Run"),
+    st.Page(VIEWS / "marginals.py", title="Marginals"),
+    st.Page(VIEWS / "results.py", title="Results"),
+    st.Page(VIEWS / "learn.py", title="Learn"),
 ]
 st.navigation(pages).run()

@@ -38,5 +38,7 @@ def current_config() -> PrivSynConfig:
         one_way_share=ss["one_way_share"],
         indif_share=ss["indif_share"],
         domain_share=ss["domain_share"],
-        gum=GumSettings(iterations=int(ss["iterations"])),
+        gum=GumSettings(
+            iterations=int(ss["iterations"]), patience=10 if ss["stop_at_plateau"] else None
+        ),
     )

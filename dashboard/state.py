@@ -31,6 +31,7 @@ DEFAULTS: dict[str, Any] = {
     "indif_share": 0.1,
     "domain_share": 0.05,
     "iterations": 100,
+    "stop_at_plateau": True,
     "seed_text": "",
     "raw_domains": False,
 }

@@ -28,6 +28,11 @@ if ss["run_state"] == "running":  # the previous run was interrupted by a click
     ss["run_state"] = "cancelled"
 
 st.number_input("GUM iterations (at most)", 1, 500, key="iterations", step=10)
+st.checkbox(
+    "stop when the error stops falling (1% over 10 iterations)",
+    key="stop_at_plateau",
+    help="GUM's error against the noisy targets flattens out; stopping there saves time",
+)
 st.text_input("seed (empty: fresh randomness)", key="seed_text")
 try:
     delta = parse_delta(ss["delta_text"])
@@ -82,7 +87,7 @@ if start:
                 f"mean L1 {event.mean_error:.4f}",
             )
             now = time.perf_counter()
-            if now - last_draw[0] > 0.25:
+            if now - last_draw[0] > 0.2:
                 last_draw[0] = now
                 draw(ss["partial_history"], key=f"live-{event.iteration}")
         return True
@@ -136,9 +141,7 @@ if finished is not None:
         )
     for name, why in result.excluded:
         st.info(f"Column {name!r} was left out: {why}")
-    st.page_link("views/marginals.py", label="See the marginals", icon=":material/hub:")
-    st.page_link(
-        "views/results.py", label="Download the synthetic table", icon=":material/download:"
-    )
+    st.page_link("views/marginals.py", label="See the marginals")
+    st.page_link("views/results.py", label="Download the synthetic table")
 elif ss["partial_history"]:
     draw(ss["partial_history"], key="partial")

@@ -1,0 +1,246 @@
+"""End-to-end tests in Debian's Chromium, driven by Playwright, against a real server.
+
+The server runs `streamlit run dashboard/app.py` on a free local port; every request the page
+makes is recorded and must stay on that origin. Set PRIVSYN_SCREENSHOTS to a folder to keep
+screenshots (the README's come from there).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from io import StringIO
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import ROOT
+from playwright.sync_api import Browser, Page, sync_playwright
+
+CHROMIUM = "/usr/bin/chromium"
+SHOTS = os.environ.get("PRIVSYN_SCREENSHOTS")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory) -> Iterator[str]:
+    port = _free_port()
+    log = tmp_path_factory.mktemp("server") / "streamlit.log"
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [
+                sys.executable, "-m", "streamlit", "run", "dashboard/app.py",
+                "--server.headless", "true", "--server.port", str(port),
+                "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+                "--server.fileWatcherType", "none",
+            ],
+            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        process.terminate()
+        raise RuntimeError(f"streamlit did not start: {log.read_text()[-2000:]}")
+    yield url
+    process.terminate()
+    process.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Browser]:
+    assert Path(CHROMIUM).exists(), "Debian's chromium is needed: apt-get install -y chromium"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--no-first-run", "--disable-sync",
+            ],
+        )  # fmt: skip
+        yield browser
+        browser.close()
+
+
+class Session:
+    """One browser context (one user) with every request it makes recorded."""
+
+    def __init__(self, browser: Browser, url: str) -> None:
+        self.url = url
+        self.context = browser.new_context(
+            accept_downloads=True, viewport={"width": 1400, "height": 1000}
+        )
+        self.requests: list[str] = []
+        self.dialogs: list[str] = []
+        self.page: Page = self.context.new_page()
+        self.page.on("request", lambda request: self.requests.append(request.url))
+        self.page.on(
+            "dialog", lambda dialog: (self.dialogs.append(dialog.message), dialog.dismiss())
+        )
+        self.page.goto(url)
+        self.idle()
+
+    def idle(self, timeout: float = 120_000) -> None:
+        self.page.wait_for_timeout(300)
+        self.page.wait_for_selector(
+            "[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout
+        )
+
+    def open(self, title: str) -> None:
+        self.page.get_by_role("link", name=title).first.click()
+        self.idle()
+
+    def upload(self, name: str, data: bytes) -> None:
+        self.page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
+            {"name": name, "mimeType": "text/csv", "buffer": data}
+        )
+        self.idle()
+
+    def shot(self, name: str) -> None:
+        if SHOTS:
+            Path(SHOTS).mkdir(parents=True, exist_ok=True)
+            self.page.screenshot(path=str(Path(SHOTS) / name), full_page=False)
+
+    def assert_offline(self) -> None:
+        foreign = [
+            u for u in self.requests
+            if not u.startswith((self.url, "data:", "blob:", "about:"))
+        ]  # fmt: skip
+        assert not foreign, foreign[:5]
+
+    def close(self) -> None:
+        self.context.close()
+
+
+def test_run_the_sample_watch_it_and_download(server, chromium, capsys):
+    opened = time.perf_counter()
+    user = Session(chromium, server)
+    user.shot("data.png")
+    user.open("Run")
+    # run every iteration so the run lasts long enough to watch the chart grow
+    user.page.get_by_label("GUM iterations (at most)").fill("300")
+    user.page.keyboard.press("Enter")
+    user.idle()
+    user.page.get_by_text("stop when the error stops falling").click()
+    user.idle()
+    points_seen: list[int] = []
+    user.page.get_by_role("button", name="Run synthesis").click()
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        state = user.page.locator("[data-testid='stApp']").get_attribute("data-test-script-state")
+        points = user.page.locator("[data-testid='stPlotlyChart'] .scatterlayer .point").count()
+        points_seen.append(points)
+        if state == "notRunning" and user.page.get_by_text("Synthesised").count():
+            break
+        user.page.wait_for_timeout(150)
+    finished = time.perf_counter() - opened
+    assert user.page.get_by_text("Synthesised").count(), "the run finished"
+    growing = [p for p in points_seen if p > 0]
+    assert len(set(growing)) >= 2, (
+        f"the convergence chart gained points while running: {points_seen}"
+    )
+    user.shot("run.png")
+
+    user.open("Marginals")
+    user.page.wait_for_selector("[data-testid='stPlotlyChart'] .main-svg")
+    frame = user.page.frame_locator("[data-testid='stIFrame']").last
+    frame.locator("#mynetwork canvas").wait_for(timeout=30_000)
+    user.shot("marginals.png")
+
+    user.open("Results")
+    with user.page.expect_download() as download:
+        user.page.get_by_role("button", name="Download the synthetic CSV").click()
+    synthetic = pd.read_csv(StringIO(Path(download.value.path()).read_text()))
+    sample = pd.read_csv(ROOT / "assets" / "adult.csv")
+    assert list(synthetic.columns) == list(sample.columns)
+    assert abs(len(synthetic) - len(sample)) < 500
+    user.assert_offline()
+    user.close()
+    with capsys.disabled():
+        print(f"\n[browser] open -> finished run on the sample at epsilon 1: {finished:.1f} s")
+
+
+def test_upload_penguins_then_a_broken_file(server, chromium):
+    user = Session(chromium, server)
+    user.upload("penguins.csv", (ROOT / "tests" / "data" / "penguins.csv").read_bytes())
+    assert user.page.get_by_text("Loaded penguins.csv").count()
+    assert user.page.get_by_role("heading", name="penguins.csv").count()
+    user.upload("broken.csv", b"\x00\x01\x02 not a table")
+    alert = user.page.locator("[data-testid='stAlert']")
+    assert alert.count() and "broken.csv" in alert.first.inner_text()
+    assert user.page.locator("[data-testid='stException']").count() == 0
+    user.assert_offline()
+    user.close()
+
+
+def test_a_malicious_column_name_stays_inert(server, chromium):
+    name = "<img src=x onerror=alert(1)>"
+    rows = "\n".join(f"{i % 3},{(i * 7) % 5},{'ab'[i % 2]}" for i in range(6000))
+    user = Session(chromium, server)
+    user.upload("evil.csv", f"{name},b,c\n{rows}\n".encode())
+    user.open("Run")
+    user.page.get_by_role("button", name="Run synthesis").click()
+    user.idle()
+    user.open("Marginals")
+    frame = user.page.frame_locator("[data-testid='stIFrame']").last
+    frame.locator("#mynetwork canvas").wait_for(timeout=30_000)
+    user.page.wait_for_timeout(500)
+    assert user.dialogs == []
+    assert user.page.locator("img[src='x']").count() == 0
+    assert frame.locator("img[src='x']").count() == 0
+    assert user.page.get_by_text(name).count() >= 1  # shown as text
+    user.assert_offline()
+    user.close()
+
+
+def test_two_users_at_once_keep_their_tables_apart(server, chromium):
+    first, second = Session(chromium, server), Session(chromium, server)
+    first.upload("penguins.csv", (ROOT / "tests" / "data" / "penguins.csv").read_bytes())
+    second.page.reload()
+    second.idle()
+    assert second.page.get_by_text("UCI Adult sample").count()
+    assert second.page.get_by_text("penguins.csv").count() == 0
+    assert first.page.get_by_text("penguins.csv").count()
+    first.close()
+    second.close()
+
+
+def test_time_to_a_default_run_and_reaction_to_widgets(server, chromium, capsys):
+    opened = time.perf_counter()
+    user = Session(chromium, server)
+    user.open("Run")
+    user.page.get_by_role("button", name="Run synthesis").click()
+    user.page.get_by_text("Synthesised").wait_for(timeout=120_000)
+    to_result = time.perf_counter() - opened
+    user.open("Privacy")
+    reactions = []
+    for value in ("0.5", "2", "1"):
+        field = user.page.get_by_label("epsilon")
+        field.fill(value)
+        started = time.perf_counter()
+        field.press("Enter")
+        user.idle()
+        reactions.append(time.perf_counter() - started - 0.3)  # idle() waits 0.3 s first
+    assert max(reactions) < 5
+    user.assert_offline()
+    user.close()
+    with capsys.disabled():
+        print(
+            f"\n[browser] open -> finished default run at epsilon 1: {to_result:.1f} s; "
+            f"widget reaction while idle: median {sorted(reactions)[1]:.2f} s"
+        )

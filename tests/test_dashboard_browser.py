@@ -244,3 +244,27 @@ def test_time_to_a_default_run_and_reaction_to_widgets(server, chromium, capsys)
             f"\n[browser] open -> finished default run at epsilon 1: {to_result:.1f} s; "
             f"widget reaction while idle: median {sorted(reactions)[1]:.2f} s"
         )
+
+
+def test_cancel_stops_a_run_and_leaves_the_app_usable(server, chromium):
+    user = Session(chromium, server)
+    user.open("Run")
+    user.page.get_by_label("GUM iterations (at most)").fill("500")
+    user.page.keyboard.press("Enter")
+    user.idle()
+    user.page.get_by_text("stop when the error stops falling").click()
+    user.idle()
+    user.page.get_by_role("button", name="Run synthesis").click()
+    user.page.get_by_text("GUM iteration").first.wait_for(timeout=60_000)
+    user.page.get_by_role("button", name="Cancel").click()
+    user.idle()
+    assert user.page.get_by_text("The last run was cancelled").count()
+    assert user.page.get_by_text("Synthesised").count() == 0
+    assert user.page.locator("[data-testid='stException']").count() == 0
+    # still usable: a normal run afterwards finishes
+    user.page.get_by_text("stop when the error stops falling").click()
+    user.idle()
+    user.page.get_by_role("button", name="Run synthesis").click()
+    user.page.get_by_text("Synthesised").wait_for(timeout=120_000)
+    user.assert_offline()
+    user.close()

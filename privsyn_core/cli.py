@@ -26,6 +26,7 @@ from privsyn_core.errors import InputError
 from privsyn_core.gum import GumSettings
 from privsyn_core.io import read_table
 from privsyn_core.pipeline import synthesize
+from privsyn_core.planner import plan_budget
 from privsyn_core.privacy import BudgetExceededError
 from privsyn_core.progress import (
     STAGE_TITLES,
@@ -138,6 +139,7 @@ class _ProgressBar:
 
 def _synthesize(args: argparse.Namespace) -> int:
     target = _check_output(args.output)
+    ledger_target = _check_output(args.ledger) if args.ledger else None
     if args.domain and args.schema:
         raise UsageError("give either --domain (pre-coded tables) or --schema, not both")
     table = _read(args.input, args)
@@ -164,6 +166,8 @@ def _synthesize(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     _write_atomically(result.synthetic, target)
+    if args.ledger:
+        _write_text_atomically(json.dumps(result.ledger.to_json(), indent=2) + "\n", ledger_target)
     if not args.quiet:
         ledger = result.ledger
         print(
@@ -184,19 +188,46 @@ def _synthesize(args: argparse.Namespace) -> int:
     return 0
 
 
+def _write_text_atomically(text: str, target: Path) -> None:
+    handle, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    try:
+        with os.fdopen(handle, "w") as out:
+            out.write(text)
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
 def _schema_infer(args: argparse.Namespace) -> int:
     table = _read(args.input, args)
     text = infer_schema(table).dumps() + "\n"
     print(f"privsyn: note: {DRAFT_WARNING}", file=sys.stderr)
     if args.output:
-        target = _check_output(args.output)
-        handle, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-        with os.fdopen(handle, "w") as out:
-            out.write(text)
-        os.replace(tmp, target)
+        _write_text_atomically(text, _check_output(args.output))
         print(f"wrote the draft schema to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
+    return 0
+
+
+def _plan(args: argparse.Namespace) -> int:
+    """Noise per step from public inputs only: nothing is read but the arguments."""
+    plan = plan_budget(
+        args.epsilon,
+        args.delta,
+        args.columns,
+        private_categories=args.private_categories,
+        private_ranges=args.private_ranges,
+    )
+    print(f"epsilon {args.epsilon:g}, delta {args.delta:g}: rho = {plan.rho:.6g} (zCDP)")
+    print(f"{'step':<20} {'rho':>10} {'share':>7} {'sigma':>10}  queries")
+    for row in plan.as_rows():
+        sigma = "-" if row["sigma"] is None else f"{row['sigma']:.4g}"
+        print(
+            f"{row['step']:<20} {row['rho']:>10.4g} {row['share']:>7.1%} {sigma:>10}  "
+            f"{row['queries']}"
+        )
     return 0
 
 
@@ -262,6 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
         "end-to-end DP",
     )
     _add_read_options(syn)
+    syn.add_argument("--ledger", help="also write the privacy ledger as JSON here")
     syn.add_argument("--seed", type=_count(0), default=None, help="seed for a reproducible run")
     syn.add_argument(
         "--iterations",
@@ -296,6 +328,22 @@ def build_parser() -> argparse.ArgumentParser:
     infer.add_argument("-o", "--output", help="write the draft here instead of to stdout")
     _add_read_options(infer)
     infer.set_defaults(run=_schema_infer)
+
+    plan = commands.add_parser(
+        "plan", help="noise per step for a budget, from public inputs only (reads no data)"
+    )
+    plan.add_argument("--epsilon", type=float, required=True)
+    plan.add_argument("--delta", type=float, default=1e-9)
+    plan.add_argument("--columns", type=_count(1), required=True, help="number of columns")
+    plan.add_argument(
+        "--private-categories", type=_count(0), default=0,
+        help="columns whose categories will be estimated privately",
+    )  # fmt: skip
+    plan.add_argument(
+        "--private-ranges", type=_count(0), default=0,
+        help="numeric columns whose bounds will be estimated privately",
+    )  # fmt: skip
+    plan.set_defaults(run=_plan)
     return parser
 
 

@@ -75,7 +75,8 @@ def plan_budget(
                 rho_domain,
                 gaussian_sigma(each),
                 f"{estimates} columns",
-                f"categories kept when their noisy count clears a threshold (delta "
+                f"sigma of category counts (bound histograms: x1.41); categories kept when "
+                f"their noisy count clears a threshold (delta "
                 f"{reserved:.2g} reserved); bounds from two noisy histograms",
             )
         )

@@ -217,3 +217,47 @@ class PrivacyLedger:
         for e in self.entries:
             out[e.step] = out.get(e.step, 0.0) + e.rho
         return out
+
+    def to_json(self) -> dict[str, object]:
+        """The ledger as a JSON-ready record: every measurement, the totals, and the
+        (epsilon, delta) <-> rho conversions both ways, so a reader can check the claim."""
+        conversion_delta = None if self.delta is None else self.delta - self.reserved_delta
+        return {
+            "format": "privsyn-ledger",
+            "version": 1,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "conversion": self.conversion,
+            "budget_rho": self.budget_rho,
+            "spent_rho": self.spent_rho,
+            "reserved_delta": self.reserved_delta,
+            "spent_delta": self.spent_delta,
+            "spent_epsilon": self.spent_epsilon(),
+            "conversions": {
+                "rho_from_epsilon_delta": {
+                    "epsilon": self.epsilon,
+                    "delta": conversion_delta,
+                    "rho": self.budget_rho,
+                },
+                "epsilon_from_rho": {
+                    "rho": self.spent_rho,
+                    "delta": conversion_delta,
+                    "epsilon": self.spent_epsilon(),
+                },
+            },
+            "end_to_end_dp": not self.not_private,
+            "not_private": list(self.not_private),
+            "measurements": [
+                {
+                    "step": e.step,
+                    "attributes": list(e.attributes),
+                    "sensitivity": e.sensitivity,
+                    "rho": e.rho,
+                    "sigma": e.sigma,
+                    "queries": e.n_queries,
+                    "mechanism": e.mechanism,
+                    "delta": e.delta,
+                }
+                for e in self.entries
+            ],
+        }

@@ -148,3 +148,20 @@ def test_cli_rejects_domain_and_schema_together(tmp_path, capsys):
     assert main(argv) == 2
     assert "not both" in capsys.readouterr().err
     assert not (tmp_path / "x.csv").exists()
+
+
+def test_cli_writes_the_ledger_as_json(tmp_path, capsys):
+    import json
+
+    from conftest import ROOT
+
+    out, ledger = tmp_path / "syn.csv", tmp_path / "ledger.json"
+    argv = [
+        "synthesize", str(ROOT / "tests" / "data" / "penguins.csv"), "--epsilon", "2",
+        "--seed", "0", "--iterations", "5", "-q", "-o", str(out), "--ledger", str(ledger),
+    ]  # fmt: skip
+    assert main(argv) == 0
+    record = json.loads(ledger.read_text())
+    steps = {m["step"] for m in record["measurements"]}
+    assert {"domain", "one_way", "indif", "marginal"} <= steps
+    assert record["spent_rho"] == pytest.approx(record["budget_rho"])

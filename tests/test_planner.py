@@ -36,3 +36,13 @@ def test_smaller_epsilon_means_more_noise_at_every_step():
     for a, b in zip(loose.steps, tight.steps, strict=True):
         assert b.sigma > a.sigma
     assert PrivSynConfig().domain_share == 0.05
+
+
+def test_cli_plan_prints_every_step_without_reading_data(capsys):
+    from privsyn_core.cli import main
+
+    assert main(["plan", "--epsilon", "1", "--columns", "15", "--private-ranges", "3"]) == 0
+    out = capsys.readouterr().out
+    for step in ("domains", "1-way marginals", "InDif scores", "selected marginals"):
+        assert step in out
+    assert f"{plan_budget(1.0, 1e-9, 15, private_ranges=3).rho:.6g}" in out

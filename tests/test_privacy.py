@@ -83,3 +83,22 @@ def test_splitting_the_budget_in_any_proportions_fits_exactly(budget, weights):
     assert ledger.spent_rho == pytest.approx(budget, rel=1e-9)
     with pytest.raises(BudgetExceededError):
         ledger.charge(_spend(budget * 1e-6))
+
+
+def test_ledger_json_lists_every_measurement_and_both_conversions():
+    import json
+
+    ledger = PrivacyLedger.from_epsilon_delta(1.0, 1e-9, reserved_delta=2e-10)
+    ledger = ledger.charge_all([_spend(ledger.budget_rho / 4) for _ in range(4)])
+    record = json.loads(json.dumps(ledger.to_json()))
+    assert record["format"] == "privsyn-ledger" and record["version"] == 1
+    assert len(record["measurements"]) == 4
+    assert record["spent_rho"] == pytest.approx(record["budget_rho"])
+    back = record["conversions"]["epsilon_from_rho"]
+    assert back["delta"] == pytest.approx(8e-10)
+    assert back["epsilon"] == pytest.approx(1.0, rel=1e-6)  # fully spent: the whole epsilon
+    forward = record["conversions"]["rho_from_epsilon_delta"]
+    assert rho_from_epsilon_delta(forward["epsilon"], forward["delta"]) == pytest.approx(
+        forward["rho"]
+    )
+    assert record["end_to_end_dp"] is True

@@ -174,7 +174,7 @@ def _synthesize(args: argparse.Namespace) -> int:
             f"wrote {result.n_records} synthetic rows to {args.output} in "
             f"{time.perf_counter() - started:.1f} s; epsilon={args.epsilon:g}, "
             f"delta={args.delta:g} (rho={ledger.budget_rho:.5g}, spent {ledger.spent_rho:.5g}); "
-            f"{len(result.marginals)} marginals",
+            f"{len(result.marginals)} marginals; noise: {ledger.randomness}",
             file=sys.stderr,
         )
         for name, why in result.excluded:
@@ -294,7 +294,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_read_options(syn)
     syn.add_argument("--ledger", help="also write the privacy ledger as JSON here")
-    syn.add_argument("--seed", type=_count(0), default=None, help="seed for a reproducible run")
+    syn.add_argument(
+        "--seed",
+        type=_count(0),
+        default=None,
+        help="debug mode: reproducible, seeded noise, marked NOT for release (default: "
+        "release mode, exact discrete Gaussian noise from secure randomness)",
+    )
     syn.add_argument(
         "--iterations",
         type=_count(0),

@@ -25,6 +25,7 @@ import pandas as pd
 
 from privsyn_core.codecs import BinnedCodec, CategoryCodec, ColumnCodec, equal_width_edges
 from privsyn_core.errors import InputError
+from privsyn_core.noise import NoiseSource
 from privsyn_core.privacy import Measurement
 from privsyn_core.private_domain import private_categories, private_range
 from privsyn_core.schema import ColumnSchema, Kind, Provenance, Schema, kind_from_type
@@ -118,7 +119,7 @@ def prepare_columns(
     *,
     rho_per_estimate: float,
     delta_per_category_estimate: float,
-    rng: np.random.Generator,
+    rng: NoiseSource | np.random.Generator,
     raw_domains: bool = False,
 ) -> Preparation:
     """Codecs for every included column, with the measurements that paid for them."""
@@ -172,7 +173,7 @@ def _categorical(
     may_be_missing: bool,
     rho: float,
     delta: float,
-    rng: np.random.Generator,
+    rng: NoiseSource | np.random.Generator,
     raw: bool,
 ) -> tuple[PreparedColumn | None, Measurement | None]:
     if spec.categories is not None:
@@ -195,7 +196,7 @@ def _binned(
     column: pd.Series,
     may_be_missing: bool,
     rho: float,
-    rng: np.random.Generator,
+    rng: NoiseSource | np.random.Generator,
     raw: bool,
 ) -> tuple[PreparedColumn | None, Measurement | None]:
     is_datetime = spec.kind is Kind.DATETIME

@@ -17,6 +17,7 @@ import pandas as pd
 
 from privsyn_core.domain import Domain
 from privsyn_core.marginals import cell_index
+from privsyn_core.noise import NoiseSource, as_noise
 from privsyn_core.privacy import Measurement
 
 INDIF_SENSITIVITY = 4.0
@@ -53,7 +54,7 @@ def indif_sigma(n_attributes: int, rho: float) -> float:
 
 
 def measure_indif(
-    records: np.ndarray, domain: Domain, rho: float, rng: np.random.Generator
+    records: np.ndarray, domain: Domain, rho: float, rng: NoiseSource | np.random.Generator
 ) -> tuple[pd.DataFrame, Measurement | None]:
     """Noisy InDif for all pairs at total cost ``rho`` (None spent when there is no pair)."""
     d = len(domain)
@@ -63,9 +64,9 @@ def measure_indif(
         return exact, None
     sigma = indif_sigma(d, rho)
     upper = np.triu_indices(d, k=1)
-    noise = rng.normal(0.0, sigma, size=m)
+    source = as_noise(rng)
     noisy = exact.to_numpy(copy=True)
-    noisy[upper] += noise
+    noisy[upper] = source.add(noisy[upper], sigma, integer=False)
     noisy.T[upper] = noisy[upper]
     measurement = Measurement(
         step="indif",
@@ -74,5 +75,6 @@ def measure_indif(
         rho=rho,
         sigma=sigma,
         n_queries=m,
+        mechanism=source.mechanism(integer=False),
     )
     return pd.DataFrame(noisy, index=exact.index, columns=exact.columns), measurement

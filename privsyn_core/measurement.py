@@ -13,6 +13,7 @@ import numpy as np
 
 from privsyn_core.domain import Domain
 from privsyn_core.marginals import MarginalTable, count_marginal
+from privsyn_core.noise import NoiseSource, as_noise
 from privsyn_core.privacy import Measurement, gaussian_sigma
 
 
@@ -43,13 +44,15 @@ def measure_marginal(
     domain: Domain,
     attributes: Sequence[str],
     rho: float,
-    rng: np.random.Generator,
+    rng: NoiseSource | np.random.Generator,
     step: str,
 ) -> tuple[NoisyMarginal, Measurement]:
-    """Count the marginal on ``attributes`` and add Gaussian noise calibrated to ``rho``."""
+    """Count the marginal on ``attributes`` and add Gaussian noise calibrated to ``rho``
+    (discrete Gaussian in release mode, see :mod:`privsyn_core.noise`)."""
+    noise = as_noise(rng)
     exact = count_marginal(records, domain, attributes)
     sigma = gaussian_sigma(rho, sensitivity=1.0)
-    noisy = exact.values + rng.normal(0.0, sigma, size=exact.cells)
+    noisy = noise.add(exact.values, sigma, integer=True)
     record = Measurement(
         step=step,
         attributes=exact.attributes,
@@ -57,5 +60,6 @@ def measure_marginal(
         rho=rho,
         sigma=sigma,
         n_queries=exact.cells,
+        mechanism=noise.mechanism(integer=True),
     )
     return NoisyMarginal(exact.with_values(noisy), rho, sigma), record

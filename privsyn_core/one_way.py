@@ -30,6 +30,7 @@ from privsyn_core.consistency import project_nonnegative
 from privsyn_core.domain import Domain
 from privsyn_core.marginals import MarginalTable
 from privsyn_core.measurement import NoisyMarginal, measure_marginal
+from privsyn_core.noise import NoiseSource
 from privsyn_core.privacy import Measurement
 from privsyn_core.sampling import conditional_column
 
@@ -76,7 +77,7 @@ class ValueGrouping:
 
 
 def measure_one_way(
-    records: np.ndarray, domain: Domain, rho: float, rng: np.random.Generator
+    records: np.ndarray, domain: Domain, rho: float, rng: NoiseSource | np.random.Generator
 ) -> tuple[tuple[NoisyMarginal, ...], tuple[Measurement, ...]]:
     """Noisy 1-way marginals of every attribute, ``rho / d`` each (Algorithm 3, line 1)."""
     each = rho / len(domain)

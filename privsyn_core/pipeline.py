@@ -38,6 +38,7 @@ from privsyn_core.indif import measure_indif
 from privsyn_core.marginal_graph import AppendPlan, gum_components, marginal_graph, plan_appending
 from privsyn_core.marginals import MarginalTable
 from privsyn_core.measurement import NoisyMarginal, measure_marginal
+from privsyn_core.noise import NoiseSource, SecureNoise, SeededNoise
 from privsyn_core.one_way import (
     ValueGrouping,
     decode,
@@ -202,9 +203,15 @@ def synthesize(
     column's domain is estimated privately. ``raw_domains=True`` reads the undeclared parts
     off the data instead: a demo shortcut, *not* end-to-end DP, flagged in the result and the
     ledger. ``n_records`` fixes the output size (public choice); by default it is the noisy
-    total. Pass ``rng`` for reproducible runs.
+    total.
+
+    Randomness (:mod:`privsyn_core.noise`): without ``rng`` the run is in release mode, with
+    exact discrete Gaussian noise from secure randomness, never reproducible. Passing a seeded
+    ``rng`` selects debug mode: reproducible, and marked "not for release" in the ledger.
     """
     config = config or PrivSynConfig()
+    noise: NoiseSource = SecureNoise() if rng is None else SeededNoise(rng)
+    # the synthesis itself (GUM, sampling) needs no secure randomness: post-processing
     rng = rng if rng is not None else np.random.default_rng()
     if n_records is not None and n_records < 1:
         raise InputError(f"the number of synthetic rows must be at least 1, got {n_records}")
@@ -226,6 +233,7 @@ def synthesize(
     else:
         ledger = PrivacyLedger.from_epsilon_delta(epsilon, delta, config.conversion)
         rho_domains = 0.0
+    ledger = replace(ledger, randomness=noise.mode)
     report.ledger = ledger
 
     report.start(Stage.ENCODE)
@@ -237,7 +245,7 @@ def synthesize(
             schema,
             rho_per_estimate=rho_domains / max(1, estimates),
             delta_per_category_estimate=reserved / max(1, len(category_estimates)),
-            rng=rng,
+            rng=noise,
             raw_domains=raw_domains,
         )
         ledger = report.ledger = ledger.charge_all(preparation.measurements)
@@ -263,7 +271,7 @@ def synthesize(
     rho_marginals = rho - rho_one_way - rho_indif
 
     report.start(Stage.ONE_WAY)
-    one_way, spends = measure_one_way(records, declared, rho_one_way, rng)
+    one_way, spends = measure_one_way(records, declared, rho_one_way, noise)
     ledger = report.ledger = ledger.charge_all(spends)
     groupings = tuple(
         group_low_counts(m, config.threshold_sigmas * m.sigma)
@@ -278,7 +286,7 @@ def synthesize(
 
     report.start(Stage.INDIF)
     noisy_indif, spend = (
-        measure_indif(engine_records, engine, rho_indif, rng)
+        measure_indif(engine_records, engine, rho_indif, noise)
         if d > 1
         else (
             pd.DataFrame(np.zeros((1, 1)), index=list(engine), columns=list(engine)),
@@ -308,7 +316,7 @@ def synthesize(
     measured: list[NoisyMarginal] = []
     for attributes, rho_i in zip(chosen, budgets, strict=True):
         noisy, spend = measure_marginal(
-            engine_records, engine, attributes, float(rho_i), rng, step="marginal"
+            engine_records, engine, attributes, float(rho_i), noise, step="marginal"
         )
         ledger = report.ledger = ledger.charge(spend)
         measured.append(noisy)

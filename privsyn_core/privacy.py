@@ -144,6 +144,8 @@ class PrivacyLedger:
     reserved_delta: float = 0.0
     #: columns whose domain was read off the raw data: if any, the run is NOT end-to-end DP
     not_private: tuple[str, ...] = ()
+    #: "release" (secure, exact noise) or the debug mode's "not for release" mark
+    randomness: str = "release"
 
     @classmethod
     def from_epsilon_delta(
@@ -245,6 +247,7 @@ class PrivacyLedger:
                     "epsilon": self.spent_epsilon(),
                 },
             },
+            "randomness": self.randomness,
             "end_to_end_dp": not self.not_private,
             "not_private": list(self.not_private),
             "measurements": [

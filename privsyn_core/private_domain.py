@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
+from privsyn_core.noise import NoiseSource, as_noise
 from privsyn_core.privacy import Measurement, gaussian_sigma
 
 #: grid resolution: 4 cells per doubling (cells are 19% wide in relative terms)
@@ -46,7 +47,7 @@ class PrivateCategories:
 
 
 def private_categories(
-    column: pd.Series, rho: float, delta: float, rng: np.random.Generator
+    column: pd.Series, rho: float, delta: float, rng: NoiseSource | np.random.Generator
 ) -> PrivateCategories:
     """Release the values of ``column`` whose noisy count clears the threshold.
 
@@ -54,9 +55,10 @@ def private_categories(
     ``delta`` (the chance a value unique to one record is released).
     """
     counts = column.dropna().value_counts(sort=False)
+    noise = as_noise(rng)
     sigma = gaussian_sigma(rho)
-    threshold = 1.0 + sigma * float(norm.isf(delta))
-    noisy = counts.to_numpy(dtype=float) + rng.normal(0.0, sigma, size=len(counts))
+    threshold = 1.0 + sigma * noise.tail_quantile(delta)
+    noisy = noise.add(counts.to_numpy(dtype=float), sigma, integer=True)
     kept = [value for value, n in zip(counts.index, noisy, strict=True) if n >= threshold]
     kept.sort(key=lambda v: (type(v).__name__, v))
     measurement = Measurement(
@@ -67,7 +69,8 @@ def private_categories(
         sigma=sigma,
         # one histogram query; the number of distinct values it covers is private
         n_queries=1,
-        mechanism=f"gaussian, thresholded at {threshold:.1f} (delta {delta:.2g})",
+        mechanism=f"{noise.mechanism(integer=True)}, thresholded at {threshold:.1f} "
+        f"(delta {delta:.2g})",
         delta=delta,
     )
     return PrivateCategories(tuple(kept), threshold, measurement)
@@ -117,7 +120,7 @@ FALSE_CELL_RATE = 1e-3
 
 
 def _outer_cells(
-    values: np.ndarray, edges: np.ndarray, sigma: float, rng: np.random.Generator, *, clip: bool
+    values: np.ndarray, edges: np.ndarray, sigma: float, noise: NoiseSource, *, clip: bool
 ) -> tuple[int, int, float, np.ndarray] | None:
     """Noisy histogram over the cells cut by ``edges``; the first and last cell whose noisy
     count clears a Bonferroni threshold, and the noisy total. Values beyond the ends fall in
@@ -128,7 +131,7 @@ def _outer_cells(
     else:
         cells = cells[(cells >= 0) & (cells <= edges.size - 2)]
     counts = np.bincount(cells, minlength=edges.size - 1).astype(float)
-    noisy = counts + rng.normal(0.0, sigma, size=counts.size)
+    noisy = noise.add(counts, sigma, integer=True)
     # "1 +": a cell holding one record (an outlier) clears it with probability at most
     # FALSE_CELL_RATE / cells, as an empty cell would without the 1
     threshold = 1.0 + sigma * float(norm.isf(FALSE_CELL_RATE / counts.size))
@@ -139,7 +142,7 @@ def _outer_cells(
 
 
 def private_range(
-    values: np.ndarray, rho: float, rng: np.random.Generator, *, integer: bool
+    values: np.ndarray, rho: float, rng: NoiseSource | np.random.Generator, *, integer: bool
 ) -> PrivateRange:
     """Bounds in two noisy histograms, each costing ``rho / 2`` (sensitivity 1 each).
 
@@ -151,6 +154,7 @@ def private_range(
     only if its noisy count clears a threshold that pure noise passes with probability 1e-3
     over the whole grid, so a lone outlier cannot set a bound.
     """
+    noise = as_noise(rng)
     finite = values[np.isfinite(values)]
     sigma = gaussian_sigma(rho / 2)
     measurement = Measurement(
@@ -160,10 +164,10 @@ def private_range(
         rho=rho,
         sigma=sigma,
         n_queries=int(_grid_edges().size - 1 + FINE_CELLS),
-        mechanism="gaussian histograms: fixed log grid, then 256 cells within its bounds",
+        mechanism=f"{noise.mechanism(integer=True)}: fixed log grid, then up to 256 cells",
     )
     coarse = _grid_edges()
-    found = _outer_cells(finite, coarse, sigma, rng, clip=True)
+    found = _outer_cells(finite, coarse, sigma, noise, clip=True)
     if found is None:
         return PrivateRange(None, None, measurement)
     lower, upper = float(coarse[found[0]]), float(coarse[found[1] + 1])
@@ -172,7 +176,7 @@ def private_range(
     threshold = sigma * float(norm.isf(FALSE_CELL_RATE / FINE_CELLS))
     cells = int(np.clip(found[2] / (4 * threshold), 1, FINE_CELLS))
     fine = np.linspace(lower, upper, cells + 1)
-    refined = _outer_cells(finite, fine, sigma, rng, clip=False) if cells > 1 else None
+    refined = _outer_cells(finite, fine, sigma, noise, clip=False) if cells > 1 else None
     cell_edges: tuple[float, ...] = ()
     cell_counts: tuple[float, ...] = ()
     if refined is not None:

@@ -33,7 +33,10 @@ st.checkbox(
     key="stop_at_plateau",
     help="GUM's error against the noisy targets flattens out; stopping there saves time",
 )
-st.text_input("seed (empty: fresh randomness)", key="seed_text")
+st.text_input(
+    "seed (debug mode, not for release; empty: release mode with secure randomness)",
+    key="seed_text",
+)
 try:
     delta = parse_delta(ss["delta_text"])
     seed = parse_seed(ss["seed_text"])
@@ -133,6 +136,11 @@ if finished is not None:
         f"{finished.epsilon:g} in {finished.seconds:.1f} s: {len(result.marginals)} marginals, "
         f"{len(result.history)} GUM iterations."
     )
+    if result.ledger.randomness != "release":
+        st.warning(
+            "Debug mode (a seed was set): the noise is reproducible and this result is NOT for "
+            "release. Clear the seed for a release run."
+        )
     if not result.end_to_end_dp:
         st.warning(
             "NOT end-to-end DP: the domains of "

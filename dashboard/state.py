@@ -91,6 +91,15 @@ def fingerprint(frame: pd.DataFrame, schema: Schema, settings: dict[str, Any]) -
     return digest.hexdigest()[:16]
 
 
+def finished_or_stop(message: str) -> Finished:
+    """The session's finished run; without one, show ``message`` and end this page's script."""
+    finished = st.session_state.get("finished")
+    if finished is None:
+        st.info(message)
+        st.stop()
+    return finished
+
+
 def dp_badge() -> None:
     st.badge("DP release", icon=":material/verified_user:", color="green")
 

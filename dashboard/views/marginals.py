@@ -9,10 +9,9 @@ from dashboard.charts import indif_heatmap
 from dashboard.graph import graph_html
 
 st.title("Marginals")
-finished = st.session_state.get("finished")
-if finished is None:
-    st.info("Run a synthesis first (Run page); this page shows what it measured.")
-    st.stop()
+finished = state.finished_or_stop(
+    "Run a synthesis first (Run page); this page shows what it measured."
+)
 result = finished.result
 
 st.subheader("Noisy InDif dependency scores")

@@ -11,10 +11,7 @@ from privsyn_core.columns import coded_frame
 from privsyn_core.evaluation import encode_tables, fidelity_report, pairwise_l1
 
 st.title("Results")
-finished = st.session_state.get("finished")
-if finished is None:
-    st.info("Run a synthesis first (Run page).")
-    st.stop()
+finished = state.finished_or_stop("Run a synthesis first (Run page).")
 result = finished.result
 synthetic = result.synthetic
 

@@ -1,0 +1,101 @@
+import multiprocessing
+import os
+import signal
+import sqlite3
+import time
+import warnings
+
+import pandas as pd
+import pytest
+
+from privsyn_core.privacy import BudgetExceededError, Measurement, PrivacyLedger
+from privsyn_core.registry import BudgetWarning, Registry, default_path, fingerprint
+
+
+def spent_ledger(rho: float) -> PrivacyLedger:
+    ledger = PrivacyLedger(budget_rho=rho, epsilon=1.0, delta=1e-9)
+    return ledger.charge(Measurement("marginal", ("a",), 1.0, rho, 1.0))
+
+
+def test_runs_accumulate_per_dataset_and_keep_their_bundles(tmp_path):
+    registry = Registry(tmp_path / "r.sqlite3")
+    first = registry.record("fp-a", "a.csv", spent_ledger(0.01), {"seed": 1}, b"zip-1")
+    registry.record("fp-a", "a.csv", spent_ledger(0.02), {"seed": 2})
+    registry.record("fp-b", "b.csv", spent_ledger(0.5), {})
+    assert registry.budget("fp-a").spent_rho == pytest.approx(0.03)
+    assert registry.budget("fp-b").spent_rho == pytest.approx(0.5)
+    runs = registry.runs("fp-a")
+    assert [r.config for r in runs] == [{"seed": 1}, {"seed": 2}]
+    assert runs[0].has_bundle and not runs[1].has_bundle
+    assert registry.bundle(first) == b"zip-1"
+    assert runs[0].ledger["spent_rho"] == pytest.approx(0.01)
+    # a restart (a new Registry on the same file) sees the same history
+    assert len(Registry(tmp_path / "r.sqlite3").runs()) == 3
+
+
+def test_lifetime_budget_warns_then_refuses(tmp_path):
+    registry = Registry(tmp_path / "r.sqlite3")
+    registry.set_lifetime_budget("fp", "t.csv", 0.1)
+    registry.record("fp", "t.csv", spent_ledger(0.05), {})
+    with pytest.warns(BudgetWarning):
+        registry.record("fp", "t.csv", spent_ledger(0.04), {})
+    with pytest.raises(BudgetExceededError, match="lifetime budget"):
+        registry.check("fp", 0.02)
+    with pytest.raises(BudgetExceededError):
+        registry.record("fp", "t.csv", spent_ledger(0.02), {})
+    assert registry.budget("fp").spent_rho == pytest.approx(0.09)  # the refused run left nothing
+
+
+def _record_many(path: str, start: int) -> None:
+    registry = Registry(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i in range(20):
+            registry.record("fp", "t.csv", spent_ledger(0.001), {"i": start + i})
+
+
+def test_concurrent_writers_lose_nothing(tmp_path):
+    path = str(tmp_path / "r.sqlite3")
+    Registry(path)
+    workers = [multiprocessing.Process(target=_record_many, args=(path, k * 100)) for k in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(timeout=60)
+    registry = Registry(path)
+    assert len(registry.runs()) == 80
+    assert registry.budget("fp").spent_rho == pytest.approx(0.08)
+    assert len({r.id for r in registry.runs()}) == 80
+
+
+def _killed_mid_write(path: str) -> None:
+    registry = Registry(path)
+    with registry._transaction() as db:
+        registry._ensure_dataset(db, "fp", "t.csv")
+        db.execute(
+            "INSERT INTO runs (fingerprint, created, rho, randomness, config, ledger) "
+            "VALUES ('fp', 0, 1.0, 'release', '{}', '{}')"
+        )
+        os.kill(os.getpid(), signal.SIGKILL)  # dies before COMMIT
+
+
+def test_a_process_killed_mid_write_leaves_no_half_record(tmp_path):
+    path = str(tmp_path / "r.sqlite3")
+    registry = Registry(path)
+    registry.record("fp", "t.csv", spent_ledger(0.01), {})
+    process = multiprocessing.Process(target=_killed_mid_write, args=(path,))
+    process.start()
+    process.join(timeout=30)
+    assert process.exitcode == -signal.SIGKILL
+    time.sleep(0.1)
+    after = Registry(path)
+    assert len(after.runs()) == 1 and after.budget("fp").spent_rho == pytest.approx(0.01)
+    assert sqlite3.connect(path).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_fingerprint_and_location(tmp_path, monkeypatch):
+    table = pd.DataFrame({"a": [1, 2], "b": ["x", "y"]})
+    assert fingerprint(table) == fingerprint(table.copy())
+    assert fingerprint(table) != fingerprint(table.assign(a=[1, 3]))
+    monkeypatch.setenv("PRIVSYN_REGISTRY", str(tmp_path / "elsewhere.db"))
+    assert default_path() == tmp_path / "elsewhere.db"

@@ -27,7 +27,7 @@ from privsyn_core.gum import GumSettings
 from privsyn_core.io import read_table
 from privsyn_core.pipeline import synthesize
 from privsyn_core.planner import plan_budget
-from privsyn_core.privacy import BudgetExceededError
+from privsyn_core.privacy import BudgetExceededError, rho_from_epsilon_delta
 from privsyn_core.progress import (
     STAGE_TITLES,
     GumProgress,
@@ -36,6 +36,7 @@ from privsyn_core.progress import (
     StageStarted,
     SynthesisCancelled,
 )
+from privsyn_core.registry import Registry, fingerprint
 from privsyn_core.schema import DRAFT_WARNING, Schema, infer_schema
 
 
@@ -145,9 +146,14 @@ def _synthesize(args: argparse.Namespace) -> int:
     table = _read(args.input, args)
     domain = _read_domain(args.domain)
     schema = Schema.load(args.schema) if args.schema else None
+    registry = None if args.no_registry else Registry()
+    dataset = fingerprint(table)
     gum = GumSettings(iterations=args.iterations)
     config = PrivSynConfig(gum=gum)
-    rng = np.random.default_rng(args.seed)
+    # no seed: release mode (secure, exact noise); a seed: debug mode, marked not for release
+    rng = None if args.seed is None else np.random.default_rng(args.seed)
+    if registry is not None:
+        registry.check(dataset, rho_from_epsilon_delta(args.epsilon, args.delta))
     bar = _ProgressBar(args.iterations, enabled=not args.quiet)
     started = time.perf_counter()
     try:
@@ -166,6 +172,21 @@ def _synthesize(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     _write_atomically(result.synthetic, target)
+    run_id = None
+    if registry is not None:
+        run_id = registry.record(
+            dataset,
+            Path(args.input).name,
+            result.ledger,
+            {
+                "epsilon": args.epsilon,
+                "delta": args.delta,
+                "iterations": args.iterations,
+                "schema": args.schema,
+                "domain": args.domain,
+                "raw_domains": args.raw_domains,
+            },
+        )
     if args.ledger:
         _write_text_atomically(json.dumps(result.ledger.to_json(), indent=2) + "\n", ledger_target)
     if not args.quiet:
@@ -177,6 +198,13 @@ def _synthesize(args: argparse.Namespace) -> int:
             f"{len(result.marginals)} marginals; noise: {ledger.randomness}",
             file=sys.stderr,
         )
+        if registry is not None:
+            total = registry.budget(dataset).spent_rho
+            print(
+                f"recorded as run {run_id} in {registry.path}; this dataset has spent rho "
+                f"{total:.5g} over all its runs",
+                file=sys.stderr,
+            )
         for name, why in result.excluded:
             print(f"left out column {name!r}: {why}", file=sys.stderr)
     if not result.end_to_end_dp:
@@ -208,6 +236,33 @@ def _schema_infer(args: argparse.Namespace) -> int:
         print(f"wrote the draft schema to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
+    return 0
+
+
+def _runs_list(args: argparse.Namespace) -> int:
+    registry = Registry()
+    dataset = fingerprint(_read(args.table, args)) if args.table else None
+    runs = registry.runs(dataset)
+    if not runs:
+        print(f"no runs recorded in {registry.path}")
+        return 0
+    print(f"{'id':>4}  {'created':<19}  {'epsilon':>8}  {'rho':>10}  {'noise':<8}  dataset")
+    for run in runs:
+        created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.created))
+        epsilon = "-" if run.epsilon is None else f"{run.epsilon:g}"
+        print(
+            f"{run.id:>4}  {created:<19}  {epsilon:>8}  {run.rho:>10.4g}  "
+            f"{run.randomness.split()[0]:<8}  {run.fingerprint[:12]}"
+        )
+    return 0
+
+
+def _runs_show(args: argparse.Namespace) -> int:
+    matches = [r for r in Registry().runs() if r.id == args.id]
+    if not matches:
+        raise UsageError(f"no run {args.id} in the registry; see 'privsyn runs list'")
+    run = matches[0]
+    print(json.dumps({"id": run.id, "config": run.config, "ledger": run.ledger}, indent=2))
     return 0
 
 
@@ -295,6 +350,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_read_options(syn)
     syn.add_argument("--ledger", help="also write the privacy ledger as JSON here")
     syn.add_argument(
+        "--no-registry",
+        action="store_true",
+        help="do not record the run in the run registry (PRIVSYN_REGISTRY sets its file)",
+    )
+    syn.add_argument(
         "--seed",
         type=_count(0),
         default=None,
@@ -350,6 +410,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="numeric columns whose bounds will be estimated privately",
     )  # fmt: skip
     plan.set_defaults(run=_plan)
+
+    runs = commands.add_parser("runs", help="finished runs and the budget each dataset spent")
+    runs_commands = runs.add_subparsers(dest="runs_command", required=True)
+    listing = runs_commands.add_parser("list", help="list recorded runs")
+    listing.add_argument("table", nargs="?", help="only the runs on this table")
+    _add_read_options(listing)
+    listing.set_defaults(run=_runs_list)
+    show = runs_commands.add_parser("show", help="one run's configuration and ledger")
+    show.add_argument("id", type=_count(1))
+    show.set_defaults(run=_runs_show)
     return parser
 
 

@@ -34,3 +34,10 @@ def planted_pair(n: int, flip: float, rng: np.random.Generator, extra: int = 2) 
     for k in range(extra):
         data[f"noise{k}"] = rng.integers(0, 3, n)
     return pd.DataFrame(data)
+
+
+@pytest.fixture(autouse=True)
+def _private_registry(tmp_path_factory, monkeypatch):
+    """Every test gets its own run registry (outside its tmp_path), never the user's."""
+    folder = tmp_path_factory.mktemp("registry")
+    monkeypatch.setenv("PRIVSYN_REGISTRY", str(folder / "registry.sqlite3"))

@@ -118,3 +118,14 @@ def test_an_interrupted_run_is_reported_as_cancelled():
     at.run()
     assert at.session_state["run_state"] == "cancelled"
     assert any("cancelled" in w.value for w in at.warning)
+
+
+def test_runs_without_a_seed_are_releases_and_seeded_runs_are_marked():
+    at = go(app(), "run")
+    at.number_input(key="iterations").set_value(5).run()
+    at.button(key="run").click().run()
+    assert at.session_state["finished"].result.ledger.randomness == "release"
+    at.text_input(key="seed_text").set_value("7").run()
+    at.button(key="run").click().run()
+    assert at.session_state["finished"].result.ledger.randomness != "release"
+    assert any("NOT for release" in w.value for w in at.warning)

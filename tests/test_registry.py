@@ -99,3 +99,31 @@ def test_fingerprint_and_location(tmp_path, monkeypatch):
     assert fingerprint(table) != fingerprint(table.assign(a=[1, 3]))
     monkeypatch.setenv("PRIVSYN_REGISTRY", str(tmp_path / "elsewhere.db"))
     assert default_path() == tmp_path / "elsewhere.db"
+
+
+def test_the_cli_records_runs_and_refuses_past_a_lifetime_budget(tmp_path, capsys):
+    from conftest import ROOT
+
+    from privsyn_core.cli import main
+    from privsyn_core.privacy import rho_from_epsilon_delta
+
+    source = ROOT / "tests" / "data" / "penguins.csv"
+    argv = ["synthesize", str(source), "--epsilon", "4", "--iterations", "3", "-q"]
+    assert main([*argv, "-o", str(tmp_path / "one.csv")]) == 0
+    assert main([*argv, "-o", str(tmp_path / "two.csv")]) == 0
+    registry = Registry()
+    dataset = fingerprint(pd.read_csv(source))
+    assert len(registry.runs(dataset)) == 2
+    one_run = registry.runs(dataset)[0].rho
+    # private categories reserve half of delta, so a run costs a little under the rho of
+    # (4, 1e-9); the CLI's up-front check uses the full figure, erring on the safe side
+    assert one_run <= rho_from_epsilon_delta(4.0, 1e-9)
+    assert registry.budget(dataset).spent_rho == pytest.approx(2 * one_run)
+    assert main(["runs", "list", str(source)]) == 0
+    assert len([line for line in capsys.readouterr().out.splitlines() if "release" in line]) == 2
+    registry.set_lifetime_budget(dataset, "penguins.csv", 2.5 * one_run)
+    assert main([*argv, "-o", str(tmp_path / "three.csv")]) == 2
+    assert "lifetime budget" in capsys.readouterr().err
+    assert not (tmp_path / "three.csv").exists()
+    assert main(["runs", "show", "1"]) == 0
+    assert '"ledger"' in capsys.readouterr().out

@@ -103,7 +103,7 @@ if start:
             schema=state.schema(),
             raw_domains=bool(ss["raw_domains"]),
             config=config,
-            rng=np.random.default_rng(seed),
+            rng=None if seed is None else np.random.default_rng(seed),
             on_progress=on_progress,
         )
     except (InputError, BudgetExceededError) as exc:

@@ -178,11 +178,12 @@ def test_run_the_sample_watch_it_and_download(server, chromium, capsys):
 def test_upload_penguins_then_a_broken_file(server, chromium):
     user = Session(chromium, server)
     user.upload("penguins.csv", (ROOT / "tests" / "data" / "penguins.csv").read_bytes())
-    assert user.page.get_by_text("Loaded penguins.csv").count()
-    assert user.page.get_by_role("heading", name="penguins.csv").count()
+    user.page.get_by_text("Loaded penguins.csv").wait_for(timeout=30_000)
+    user.page.get_by_role("heading", name="penguins.csv").wait_for(timeout=30_000)
     user.upload("broken.csv", b"\x00\x01\x02 not a table")
-    alert = user.page.locator("[data-testid='stAlert']")
-    assert alert.count() and "broken.csv" in alert.first.inner_text()
+    alert = user.page.locator("[data-testid='stAlert']").filter(has_text="broken.csv")
+    alert.first.wait_for(timeout=30_000)
+    assert "does not look like text" in alert.first.inner_text()
     assert user.page.locator("[data-testid='stException']").count() == 0
     user.assert_offline()
     user.close()
@@ -193,9 +194,10 @@ def test_a_malicious_column_name_stays_inert(server, chromium):
     rows = "\n".join(f"{i % 3},{(i * 7) % 5},{'ab'[i % 2]}" for i in range(6000))
     user = Session(chromium, server)
     user.upload("evil.csv", f"{name},b,c\n{rows}\n".encode())
+    user.page.get_by_text("Loaded evil.csv").wait_for(timeout=30_000)
     user.open("Run")
     user.page.get_by_role("button", name="Run synthesis").click()
-    user.idle()
+    user.page.get_by_text("Synthesised").wait_for(timeout=120_000)
     user.open("Marginals")
     frame = user.page.frame_locator("[data-testid='stIFrame']").last
     frame.locator("#mynetwork canvas").wait_for(timeout=30_000)
@@ -211,11 +213,11 @@ def test_a_malicious_column_name_stays_inert(server, chromium):
 def test_two_users_at_once_keep_their_tables_apart(server, chromium):
     first, second = Session(chromium, server), Session(chromium, server)
     first.upload("penguins.csv", (ROOT / "tests" / "data" / "penguins.csv").read_bytes())
+    first.page.get_by_role("heading", name="penguins.csv").wait_for(timeout=30_000)
     second.page.reload()
     second.idle()
-    assert second.page.get_by_text("UCI Adult sample").count()
+    second.page.get_by_role("heading", name="UCI Adult sample").wait_for(timeout=30_000)
     assert second.page.get_by_text("penguins.csv").count() == 0
-    assert first.page.get_by_text("penguins.csv").count()
     first.close()
     second.close()
 
@@ -257,8 +259,8 @@ def test_cancel_stops_a_run_and_leaves_the_app_usable(server, chromium):
     user.page.get_by_role("button", name="Run synthesis").click()
     user.page.get_by_text("GUM iteration").first.wait_for(timeout=60_000)
     user.page.get_by_role("button", name="Cancel").click()
+    user.page.get_by_text("The last run was cancelled").wait_for(timeout=60_000)
     user.idle()
-    assert user.page.get_by_text("The last run was cancelled").count()
     assert user.page.get_by_text("Synthesised").count() == 0
     assert user.page.locator("[data-testid='stException']").count() == 0
     # still usable: a normal run afterwards finishes

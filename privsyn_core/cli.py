@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from privsyn_core.bundle import bundle_bytes
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.errors import InputError
 from privsyn_core.gum import GumSettings
@@ -141,6 +142,9 @@ class _ProgressBar:
 def _synthesize(args: argparse.Namespace) -> int:
     target = _check_output(args.output)
     ledger_target = _check_output(args.ledger) if args.ledger else None
+    bundle_target = _check_output(args.bundle) if args.bundle else None
+    if args.bundle and args.raw_domains:
+        raise UsageError("--bundle holds only DP artifacts and cannot go with --raw-domains")
     if args.domain and args.schema:
         raise UsageError("give either --domain (pre-coded tables) or --schema, not both")
     table = _read(args.input, args)
@@ -172,6 +176,9 @@ def _synthesize(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     _write_atomically(result.synthetic, target)
+    bundle = bundle_bytes(result, config) if args.bundle else None
+    if bundle is not None:
+        _write_bytes_atomically(bundle, bundle_target)
     run_id = None
     if registry is not None:
         run_id = registry.record(
@@ -186,6 +193,7 @@ def _synthesize(args: argparse.Namespace) -> int:
                 "domain": args.domain,
                 "raw_domains": args.raw_domains,
             },
+            bundle,
         )
     if args.ledger:
         _write_text_atomically(json.dumps(result.ledger.to_json(), indent=2) + "\n", ledger_target)
@@ -214,6 +222,17 @@ def _synthesize(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def _write_bytes_atomically(data: bytes, target: Path) -> None:
+    handle, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def _write_text_atomically(text: str, target: Path) -> None:
@@ -349,6 +368,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_read_options(syn)
     syn.add_argument("--ledger", help="also write the privacy ledger as JSON here")
+    syn.add_argument(
+        "--bundle",
+        help="also write the release bundle (zip: synthetic table, noisy marginals, schema, "
+        "ledger, configuration, versions, manifest with SHA-256)",
+    )
     syn.add_argument(
         "--no-registry",
         action="store_true",

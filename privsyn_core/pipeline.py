@@ -99,6 +99,9 @@ class SynthesisResult:
     columns: tuple[PreparedColumn, ...] = ()
     #: columns left out, with the reason
     excluded: tuple[tuple[str, str], ...] = ()
+    #: the DP measurements themselves: noisy 1-way marginals (declared codes) and the noisy
+    #: selected marginals (engine codes, see ``groupings``), before consistency
+    noisy_marginals: tuple[NoisyMarginal, ...] = ()
 
     @property
     def end_to_end_dp(self) -> bool:
@@ -412,6 +415,7 @@ def synthesize(
         stage_seconds=dict(report.seconds),
         columns=preparation.columns if preparation else (),
         excluded=preparation.excluded if preparation else (),
+        noisy_marginals=(*one_way, *measured),
     )
 
 

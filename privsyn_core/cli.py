@@ -236,14 +236,7 @@ def _write_bytes_atomically(data: bytes, target: Path) -> None:
 
 
 def _write_text_atomically(text: str, target: Path) -> None:
-    handle, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
-    try:
-        with os.fdopen(handle, "w") as out:
-            out.write(text)
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    _write_bytes_atomically(text.encode(), target)
 
 
 def _schema_infer(args: argparse.Namespace) -> int:

@@ -127,11 +127,3 @@ def _read_parquet(file: Path, names: Sequence[str] | None) -> pd.DataFrame:
     if table.shape[0] == 0:
         raise InputError(f"{file} has no rows: there is nothing to synthesise from")
     return table
-
-
-def write_table(frame: pd.DataFrame, path: Path) -> None:
-    """Write CSV, or Parquet for a .parquet/.pq name."""
-    if path.suffix.lower() in (".parquet", ".pq"):
-        frame.to_parquet(path, index=False)
-    else:
-        frame.to_csv(path, index=False)

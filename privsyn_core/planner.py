@@ -7,7 +7,6 @@ dashboard's Privacy page does so live while the user types).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from privsyn_core.config import PrivSynConfig
@@ -115,10 +114,3 @@ def plan_budget(
         )
     )
     return BudgetPlan(epsilon, delta, rho, tuple(steps))
-
-
-def epsilon_for_noise(sigma: float, delta: float) -> float:
-    """The epsilon at which a single sensitivity-1 count gets noise ``sigma`` (for teaching)."""
-    from privsyn_core.privacy import epsilon_from_rho
-
-    return epsilon_from_rho(1 / (2 * sigma * sigma), delta) if math.isfinite(sigma) else 0.0

@@ -87,3 +87,17 @@ def test_debug_runs_are_marked_and_raw_domain_runs_cannot_be_bundled(planted):
     raw = synthesize(planted, 4.0, 1e-9, raw_domains=True, rng=np.random.default_rng(1))
     with pytest.raises(InputError, match="cannot be bundled"):
         bundle_bytes(raw)
+
+
+def test_excluded_columns_are_named_without_their_reasons(planted):
+    from privsyn_core.schema import ColumnSchema, Kind, infer_schema
+
+    table = planted.assign(id=[f"row-{i}" for i in range(len(planted))])
+    schema = infer_schema(table.drop(index=[17, 42]))  # a draft: its reasons quote counts
+    # keep the planted city value private: estimate city's categories instead of declaring them
+    private_city = schema.with_column(ColumnSchema("city", Kind.CATEGORICAL))
+    result = synthesize(table, 4.0, 1e-9, schema=private_city)
+    released = json.loads(files_of(bundle_bytes(result))["schema.json"])
+    excluded = [c for c in released if "excluded" in c]
+    assert excluded == [{"name": "id", "excluded": True}]
+    assert "distinct" not in json.dumps(released)

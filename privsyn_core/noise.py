@@ -1,10 +1,12 @@
 """Where the privacy noise comes from: release mode or debug mode.
 
-* **Release mode** (the default when no generator is given): OpenDP's Gaussian measurements,
-  which draw from the operating system's secure randomness. Integer counts (every marginal,
-  every domain histogram) get *discrete* Gaussian noise from an exact sampler (Canonne,
-  Kamath and Steinke 2020), immune to the floating-point attacks on sampled Gaussians; the
-  real-valued InDif scores get OpenDP's floating-point-safe Gaussian. Never reproducible.
+* **Release mode** (the default when no generator is given): noise from the operating
+  system's secure randomness. Integer counts (every marginal, every domain histogram) get
+  *discrete* Gaussian noise from an exact sampler (Canonne, Kamath and Steinke 2020), immune
+  to the floating-point attacks on sampled Gaussians: our vectorised implementation
+  (:mod:`privsyn_core.discrete_gaussian`, about 100 times faster than one draw at a time)
+  or, for scales it cannot represent in 64 bits, OpenDP's. The real-valued InDif scores get
+  OpenDP's floating-point-safe Gaussian. Never reproducible.
 * **Debug mode** (a seeded ``numpy.random.Generator`` was given): NumPy's floating-point
   Gaussian, reproducible run to run, and marked "not for release" in the ledger.
 
@@ -21,6 +23,8 @@ from typing import Protocol
 
 import numpy as np
 from scipy.stats import norm
+
+from privsyn_core.discrete_gaussian import exact_plan, sample_discrete_gaussian
 
 RELEASE = "release"
 DEBUG = "debug (seeded; not for release)"
@@ -58,37 +62,29 @@ class SeededNoise:
 
 
 class SecureNoise:
-    """Release mode: OpenDP's exact discrete Gaussian (integers) and Gaussian (reals), drawn
-    from the operating system's secure randomness."""
+    """Release mode: an exact discrete Gaussian (integers) and OpenDP's Gaussian (reals),
+    drawn from the operating system's secure randomness."""
 
     mode = RELEASE
 
-    def __init__(self) -> None:
-        import opendp.prelude as dp
-
-        dp.enable_features("contrib")
-        self._dp = dp
-
     def add(self, values: np.ndarray, sigma: float, *, integer: bool) -> np.ndarray:
-        dp = self._dp
         flat = np.asarray(values, dtype=float).ravel()
         if flat.size == 0:
             return flat.reshape(np.shape(values))
         if integer:
             counts = np.rint(flat).astype(np.int64)
-            space = dp.vector_domain(dp.atom_domain(T=int)), dp.l2_distance(T=int)
-            noisy = np.asarray((space >> dp.m.then_gaussian(scale=float(sigma)))(counts.tolist()))
+            plan = exact_plan(float(sigma))
+            if plan is not None:
+                noisy = counts + sample_discrete_gaussian(plan, counts.size)
+            else:
+                noisy = _opendp_gaussian(counts.tolist(), float(sigma), int)
         else:
-            space = (
-                dp.vector_domain(dp.atom_domain(T=float, nan=False)),
-                dp.l2_distance(T=float),
-            )
-            noisy = np.asarray((space >> dp.m.then_gaussian(scale=float(sigma)))(flat.tolist()))
-        return noisy.astype(float).reshape(np.shape(values))
+            noisy = _opendp_gaussian(flat.tolist(), float(sigma), float)
+        return np.asarray(noisy, dtype=float).reshape(np.shape(values))
 
     def mechanism(self, *, integer: bool) -> str:
         if integer:
-            return "discrete gaussian (OpenDP, exact sampler, OS randomness)"
+            return "discrete gaussian (exact sampler after CKS 2020, OS randomness)"
         return "gaussian (OpenDP, OS randomness)"
 
     def tail_quantile(self, probability: float) -> float:
@@ -102,3 +98,16 @@ def as_noise(source: NoiseSource | np.random.Generator) -> NoiseSource:
     if isinstance(source, np.random.Generator):
         return SeededNoise(source)
     return source
+
+
+def _opendp_gaussian(values: list, sigma: float, kind: type) -> list:
+    """OpenDP's Gaussian measurement on a vector (discrete for ``int``). Imported here, and
+    module by module: ``opendp.prelude`` pulls in scikit-learn extras and takes 2 s."""
+    from opendp import domains, measurements, metrics, mod
+
+    mod.enable_features("contrib")
+    atoms = domains.atom_domain(T=int) if kind is int else domains.atom_domain(T=float, nan=False)
+    measurement = measurements.make_gaussian(
+        domains.vector_domain(atoms), metrics.l2_distance(T=kind), scale=sigma
+    )
+    return measurement(values)

@@ -37,7 +37,7 @@ from privsyn_core.progress import (
     StageStarted,
     SynthesisCancelled,
 )
-from privsyn_core.registry import Registry, fingerprint
+from privsyn_core.registry import Registry, RunRecord, fingerprint
 from privsyn_core.schema import DRAFT_WARNING, Schema, infer_schema
 
 
@@ -176,25 +176,21 @@ def _synthesize(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     _write_atomically(result.synthetic, target)
-    bundle = bundle_bytes(result, config) if args.bundle else None
-    if bundle is not None:
-        _write_bytes_atomically(bundle, bundle_target)
-    run_id = None
+    run_id, bundle = None, None
     if registry is not None:
-        run_id = registry.record(
-            dataset,
-            Path(args.input).name,
-            result.ledger,
-            {
-                "epsilon": args.epsilon,
-                "delta": args.delta,
-                "iterations": args.iterations,
-                "schema": args.schema,
-                "domain": args.domain,
-                "raw_domains": args.raw_domains,
-            },
-            bundle,
+        settings = {
+            "epsilon": args.epsilon,
+            "delta": args.delta,
+            "iterations": args.iterations,
+            "schema": args.schema,
+            "domain": args.domain,
+            "raw_domains": args.raw_domains,
+        }
+        run_id, bundle = registry.record_result(
+            dataset, Path(args.input).name, result, config, settings
         )
+    if args.bundle:
+        _write_bytes_atomically(bundle or bundle_bytes(result, config), bundle_target)
     if args.ledger:
         _write_text_atomically(json.dumps(result.ledger.to_json(), indent=2) + "\n", ledger_target)
     if not args.quiet:
@@ -269,12 +265,31 @@ def _runs_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _recorded_run(registry: Registry, run_id: int) -> RunRecord:
+    try:
+        return registry.run(run_id)
+    except KeyError:
+        raise UsageError(f"no run {run_id} in the registry; see 'privsyn runs list'") from None
+
+
 def _runs_show(args: argparse.Namespace) -> int:
-    matches = [r for r in Registry().runs() if r.id == args.id]
-    if not matches:
-        raise UsageError(f"no run {args.id} in the registry; see 'privsyn runs list'")
-    run = matches[0]
+    run = _recorded_run(Registry(), args.id)
     print(json.dumps({"id": run.id, "config": run.config, "ledger": run.ledger}, indent=2))
+    return 0
+
+
+def _runs_export(args: argparse.Namespace) -> int:
+    """Write a recorded run's release bundle again: no data is read, no budget is spent."""
+    registry = Registry()
+    run = _recorded_run(registry, args.id)
+    if not run.has_bundle:
+        raise UsageError(
+            f"run {run.id} has no release bundle: it read domains off the raw data "
+            "(--raw-domains), so it was never a DP release"
+        )
+    target = _check_output(args.output)
+    _write_bytes_atomically(registry.bundle(run.id), target)
+    print(f"wrote the release bundle of run {run.id} to {args.output}", file=sys.stderr)
     return 0
 
 
@@ -437,6 +452,12 @@ def build_parser() -> argparse.ArgumentParser:
     show = runs_commands.add_parser("show", help="one run's configuration and ledger")
     show.add_argument("id", type=_count(1))
     show.set_defaults(run=_runs_show)
+    export = runs_commands.add_parser(
+        "export", help="write a recorded run's release bundle again (spends nothing)"
+    )
+    export.add_argument("id", type=_count(1))
+    export.add_argument("-o", "--output", required=True, help="the release bundle (.zip)")
+    export.set_defaults(run=_runs_export)
     return parser
 
 

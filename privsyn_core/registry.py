@@ -26,6 +26,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from privsyn_core.bundle import bundle_bytes
+from privsyn_core.config import PrivSynConfig
+from privsyn_core.pipeline import SynthesisResult
 from privsyn_core.privacy import BudgetExceededError, PrivacyLedger
 
 #: share of a lifetime budget after which recording a run warns
@@ -222,6 +225,26 @@ class Registry:
                       json.loads(r[8]), bool(r[9]))
             for r in rows
         ]  # fmt: skip
+
+    def run(self, run_id: int) -> RunRecord:
+        matches = [r for r in self.runs() if r.id == run_id]
+        if not matches:
+            raise KeyError(f"no run {run_id} in {self.path}")
+        return matches[0]
+
+    def record_result(
+        self,
+        fingerprint: str,
+        name: str,
+        result: SynthesisResult,
+        config: PrivSynConfig,
+        settings: dict,
+    ) -> tuple[int, bytes | None]:
+        """Record a finished synthesis with its release bundle, so the release can be
+        downloaded again later without spending anything. Runs that are not end-to-end DP
+        (domains read off the raw data) get no bundle. Returns the run id and the bundle."""
+        bundle = bundle_bytes(result, config) if result.end_to_end_dp else None
+        return self.record(fingerprint, name, result.ledger, settings, bundle), bundle
 
     def bundle(self, run_id: int) -> bytes | None:
         with self._connection() as db:

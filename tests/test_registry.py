@@ -127,3 +127,45 @@ def test_the_cli_records_runs_and_refuses_past_a_lifetime_budget(tmp_path, capsy
     assert not (tmp_path / "three.csv").exists()
     assert main(["runs", "show", "1"]) == 0
     assert '"ledger"' in capsys.readouterr().out
+
+
+def test_every_dp_run_keeps_its_bundle_and_runs_export_writes_it_again(tmp_path, capsys):
+    import hashlib
+    import json
+    import zipfile
+
+    from conftest import ROOT
+
+    from privsyn_core.cli import main
+
+    source = ROOT / "tests" / "data" / "penguins.csv"
+    argv = ["synthesize", str(source), "--epsilon", "4", "--iterations", "3", "-q"]
+    assert main([*argv, "-o", str(tmp_path / "a.csv"), "--bundle", str(tmp_path / "a.zip")]) == 0
+    assert main([*argv, "-o", str(tmp_path / "b.csv")]) == 0  # no --bundle: still stored
+    assert main([*argv, "-o", str(tmp_path / "c.csv"), "--raw-domains"]) == 0
+    first, second, raw = Registry().runs()
+    assert first.has_bundle and second.has_bundle and not raw.has_bundle
+    capsys.readouterr()
+
+    assert main(["runs", "export", str(first.id), "-o", str(tmp_path / "again.zip")]) == 0
+    assert (tmp_path / "again.zip").read_bytes() == (tmp_path / "a.zip").read_bytes()
+    assert main(["runs", "export", str(second.id), "-o", str(tmp_path / "b.zip")]) == 0
+    with zipfile.ZipFile(tmp_path / "b.zip") as bundle:
+        manifest = json.loads(bundle.read("manifest.json"))
+        for name, digest in manifest["files"].items():
+            assert hashlib.sha256(bundle.read(name)).hexdigest() == digest
+        exported = pd.read_csv(bundle.open("synthetic.csv"))
+    assert exported.equals(pd.read_csv(tmp_path / "b.csv"))
+    # exports read the registry only: the dataset's spend is still what its three runs cost
+    assert Registry().budget(first.fingerprint).spent_rho == pytest.approx(
+        first.rho + second.rho + raw.rho
+    )
+
+    capsys.readouterr()
+    assert main(["runs", "export", str(raw.id), "-o", str(tmp_path / "raw.zip")]) == 2
+    message = capsys.readouterr().err.strip()
+    assert "no release bundle" in message and len(message.splitlines()) == 1
+    assert main(["runs", "export", "999", "-o", str(tmp_path / "none.zip")]) == 2
+    assert "no run 999" in capsys.readouterr().err
+    assert not (tmp_path / "raw.zip").exists() and not (tmp_path / "none.zip").exists()
+

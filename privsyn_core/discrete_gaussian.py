@@ -45,6 +45,22 @@ def os_bits(n: int) -> np.ndarray:
     return np.frombuffer(os.urandom(8 * n), dtype=np.uint64)
 
 
+class _Pool:
+    """Serves words from ``bits`` fetched in blocks: one system call per block, not per
+    vector operation (each ``os.urandom`` call costs about 10 µs)."""
+
+    def __init__(self, bits: RandomBits, block: int = 1024) -> None:
+        self._bits, self._block = bits, block
+        self._buffer = np.empty(0, dtype=np.uint64)
+
+    def __call__(self, n: int) -> np.ndarray:
+        if n > self._buffer.size:
+            fresh = self._bits(max(self._block, n - self._buffer.size))
+            self._buffer = np.concatenate([self._buffer, fresh])
+        words, self._buffer = self._buffer[:n], self._buffer[n:]
+        return words
+
+
 @dataclass(frozen=True)
 class ExactPlan:
     """``sigma^2 = p / q`` exactly (``q`` a power of two) and the Laplace scale ``t``."""
@@ -154,6 +170,21 @@ def _bernoulli_exp_minus_one(n: int, bits: RandomBits) -> np.ndarray:
     return _bernoulli_exp_fraction(one, one, bits)
 
 
+def _geometric_exp_minus_one(n: int, bits: RandomBits) -> np.ndarray:
+    """The number of successes of ``Bernoulli(exp(-1))`` before the first failure, ``n``
+    times (Algorithm 2's V). Small vectors draw several trials per pass, as in
+    :func:`_bernoulli_exp_fraction`; trials after the first failure go unused."""
+    v = np.zeros(n, dtype=np.uint64)
+    going = np.arange(n)
+    while going.size:
+        width = 8 if going.size <= 1024 else 1
+        success = _bernoulli_exp_minus_one(going.size * width, bits).reshape(-1, width)
+        run = np.where(success.all(axis=1), width, success.argmin(axis=1)).astype(np.uint64)
+        v[going] += run
+        going = going[run == width]
+    return v
+
+
 def _discrete_laplace(t: int, n: int, bits: RandomBits) -> np.ndarray:
     """``n`` draws with ``P(y) ∝ exp(-|y| / t)`` (CKS Algorithm 2, with s = 1).
 
@@ -167,12 +198,7 @@ def _discrete_laplace(t: int, n: int, bits: RandomBits) -> np.ndarray:
         m = int(1.7 * (n - have)) + 16  # about 0.63 of candidates pass for t >= 2
         u = _uniform_below(np.full(m, t, dtype=np.uint64), bits)
         u = u[bernoulli_exp(u, np.full(m, t, dtype=np.uint64), bits)]
-        v = np.zeros(u.size, dtype=np.uint64)
-        going = np.arange(u.size)
-        while going.size:
-            success = _bernoulli_exp_minus_one(going.size, bits)
-            v[going[success]] += np.uint64(1)
-            going = going[success]
+        v = _geometric_exp_minus_one(u.size, bits)
         x = (u + scale * v).astype(np.int64)
         negative = (bits(x.size) & np.uint64(1)) == 1
         valid = ~(negative & (x == 0))
@@ -181,11 +207,10 @@ def _discrete_laplace(t: int, n: int, bits: RandomBits) -> np.ndarray:
     return np.concatenate(found)[:n]
 
 
-def sample_discrete_gaussian(
-    plan: ExactPlan, n: int, bits: RandomBits = os_bits
-) -> np.ndarray:
+def sample_discrete_gaussian(plan: ExactPlan, n: int, bits: RandomBits = os_bits) -> np.ndarray:
     """``n`` independent draws from ``N_Z(0, p/q)`` (CKS Algorithm 3), candidates in bulk."""
     p, q, t = plan.p, plan.q, plan.t
+    bits = _Pool(bits)
     denominator = 2 * p * q * t * t
     found: list[np.ndarray] = []
     have = 0

@@ -85,6 +85,8 @@ class RunRecord:
     config: dict
     ledger: dict
     has_bundle: bool
+    #: the dataset's name when it was first recorded (a file name; the fingerprint is the key)
+    name: str = ""
 
 
 @dataclass(frozen=True)
@@ -212,7 +214,7 @@ class Registry:
     def runs(self, fingerprint: str | None = None) -> list[RunRecord]:
         query = (
             "SELECT id, fingerprint, created, epsilon, delta, rho, randomness, config, ledger, "
-            "bundle IS NOT NULL FROM runs"
+            "bundle IS NOT NULL, name FROM runs JOIN datasets USING (fingerprint)"
         )
         arguments: tuple = ()
         if fingerprint is not None:
@@ -222,7 +224,7 @@ class Registry:
             rows = db.execute(query + " ORDER BY id", arguments).fetchall()
         return [
             RunRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]),
-                      json.loads(r[8]), bool(r[9]))
+                      json.loads(r[8]), bool(r[9]), r[10])
             for r in rows
         ]  # fmt: skip
 

@@ -27,6 +27,7 @@ pages = [
     st.Page(VIEWS / "run.py", title="Run"),
     st.Page(VIEWS / "marginals.py", title="Marginals"),
     st.Page(VIEWS / "results.py", title="Results"),
+    st.Page(VIEWS / "history.py", title="History"),
     st.Page(VIEWS / "learn.py", title="Learn"),
 ]
 st.navigation(pages).run()

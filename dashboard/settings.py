@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from privsyn_core.config import PrivSynConfig
@@ -42,3 +44,20 @@ def current_config() -> PrivSynConfig:
             iterations=int(ss["iterations"]), patience=10 if ss["stop_at_plateau"] else None
         ),
     )
+
+
+def public_settings(delta: float, seed: int | None) -> dict[str, Any]:
+    """The run's settings as the registry stores them: public choices only. The seed's value
+    stays out (it would let anyone replay a debug run's noise); only whether one was given."""
+    ss = st.session_state
+    return {
+        "epsilon": float(ss["epsilon"]),
+        "delta": delta,
+        "one_way_share": float(ss["one_way_share"]),
+        "indif_share": float(ss["indif_share"]),
+        "domain_share": float(ss["domain_share"]),
+        "iterations": int(ss["iterations"]),
+        "stop_at_plateau": bool(ss["stop_at_plateau"]),
+        "seed_given": seed is not None,
+        "raw_domains": bool(ss["raw_domains"]),
+    }

@@ -18,6 +18,7 @@ import streamlit as st
 from privsyn_core.columns import schema_from_dtypes
 from privsyn_core.io import read_table
 from privsyn_core.pipeline import SynthesisResult
+from privsyn_core.registry import fingerprint as registry_fingerprint
 from privsyn_core.schema import Schema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +40,12 @@ DEFAULTS: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class Finished:
-    """A finished run and what it was run on."""
+    """A finished run, what it was run on, and how the registry recorded it.
+
+    Only recorded runs get here: a run the registry refused is discarded, so every result the
+    dashboard shows or offers is on the record. ``bundle`` is the registry's own copy of the
+    release (None for raw-domain runs), so a download is byte-identical to what it holds.
+    """
 
     result: SynthesisResult
     fingerprint: str
@@ -47,13 +53,21 @@ class Finished:
     epsilon: float
     delta: float
     seconds: float
+    run_id: int
+    bundle: bytes | None
+    #: the registry's lifetime-budget warnings for this run, shown with the result
+    budget_warnings: tuple[str, ...] = ()
 
 
 def init() -> None:
-    """First visit of a session: the sample table, the default settings, no result."""
+    """Every run of the app: defaults on a session's first visit (the sample table, the default
+    settings, no result), and the settings kept across pages."""
     ss = st.session_state
     for key, value in DEFAULTS.items():
-        ss.setdefault(key, value)
+        # re-assigned on every run, not just defaulted: Streamlit deletes a widget's value at
+        # the end of any run that does not draw the widget, i.e. on every other page, and the
+        # Run page would then synthesise at the default epsilon instead of the one set
+        ss[key] = ss.get(key, value)
     if "table" not in ss:
         set_table(load_sample(), SAMPLE_NAME)
     ss.setdefault("run_state", "idle")
@@ -69,6 +83,7 @@ def set_table(table: pd.DataFrame, name: str) -> None:
     ss = st.session_state
     ss["table"] = table
     ss["table_name"] = name
+    ss["dataset_fingerprint"] = None
     ss["schema"] = schema_from_dtypes(table)
     ss["finished"] = None
     ss["run_state"] = "idle"
@@ -81,6 +96,15 @@ def table() -> pd.DataFrame:
 
 def schema() -> Schema:
     return st.session_state["schema"]
+
+
+def dataset_fingerprint() -> str:
+    """The registry's key for the session's table, hashed once per table (it reads every
+    value). Owner-only: it identifies the data and stays on this machine."""
+    ss = st.session_state
+    if ss.get("dataset_fingerprint") is None:
+        ss["dataset_fingerprint"] = registry_fingerprint(table())
+    return ss["dataset_fingerprint"]
 
 
 def fingerprint(frame: pd.DataFrame, schema: Schema, settings: dict[str, Any]) -> str:

@@ -1,11 +1,12 @@
-"""Results: download the synthetic table; compare it with the real one (owner-only)."""
+"""Results: download the synthetic table and its release bundle; compare it with the real
+one (owner-only)."""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from dashboard import state
+from dashboard import records, state
 from dashboard.charts import pair_error_heatmap, side_by_side
 from privsyn_core.columns import coded_frame
 from privsyn_core.evaluation import encode_tables, fidelity_report, pairwise_l1
@@ -27,6 +28,16 @@ st.download_button(
     mime="text/csv",
     key="download",
     on_click="ignore",
+)
+
+st.subheader("Release bundle")
+state.dp_badge()
+records.offer_bundle(
+    finished.run_id,
+    finished.bundle,
+    result.ledger.randomness,
+    result.ledger.not_private,
+    key="download_bundle",
 )
 
 st.subheader("Fidelity against the real table")

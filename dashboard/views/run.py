@@ -4,6 +4,10 @@ The synthesis runs inside the script; the engine's progress callback updates the
 Clicking Cancel (or any widget) interrupts the script at its next Streamlit call, which
 happens inside the callback; the next run of this page sees the stale "running" flag and
 reports the cancellation, keeping the partial convergence history.
+
+Every run goes through the run registry: it must fit the table's lifetime budget before it
+starts, and a finished run is recorded with its release bundle. A result the registry does not
+record is discarded, so nothing off the record is ever offered.
 """
 
 from __future__ import annotations
@@ -13,9 +17,9 @@ import time
 import numpy as np
 import streamlit as st
 
-from dashboard import state
+from dashboard import records, state
 from dashboard.charts import convergence_chart
-from dashboard.settings import current_config, parse_delta, parse_seed
+from dashboard.settings import current_config, parse_delta, parse_seed, public_settings
 from privsyn_core import GumProgress, StageFinished, StageStarted, SynthesisCancelled, synthesize
 from privsyn_core.errors import InputError
 from privsyn_core.privacy import BudgetExceededError
@@ -68,6 +72,10 @@ def draw(history: list, key: str) -> None:
 
 
 if start:
+    refused = records.check(state.dataset_fingerprint(), float(ss["epsilon"]), delta)
+    if refused:
+        ss["run_state"] = "refused"
+        records.stop_with(refused)
     ss["run_state"] = "running"
     ss["partial_history"] = []
     ss["finished"] = None
@@ -115,6 +123,17 @@ if start:
         st.warning(str(exc))
         st.stop()
     seconds = time.perf_counter() - started
+    try:
+        recorded = records.record(
+            state.dataset_fingerprint(),
+            ss["table_name"],
+            result,
+            config,
+            public_settings(delta, seed),
+        )
+    except (BudgetExceededError, *records.REGISTRY_ERRORS) as exc:
+        ss["run_state"] = "failed"
+        records.stop_with(records.not_recorded(exc))
     ss["finished"] = state.Finished(
         result,
         state.fingerprint(state.table(), state.schema(), {"epsilon": ss["epsilon"]}),
@@ -122,6 +141,9 @@ if start:
         float(ss["epsilon"]),
         delta,
         seconds,
+        run_id=recorded.run_id,
+        bundle=recorded.bundle,
+        budget_warnings=recorded.budget_warnings,
     )
     ss["run_state"] = "done"
     progress.progress(1.0, text=f"done in {seconds:.1f} s")
@@ -134,8 +156,11 @@ if finished is not None:
     st.success(
         f"Synthesised {result.n_records:,} rows from {finished.table_name} at epsilon "
         f"{finished.epsilon:g} in {finished.seconds:.1f} s: {len(result.marginals)} marginals, "
-        f"{len(result.history)} GUM iterations."
+        f"{len(result.history)} GUM iterations. Recorded as run {finished.run_id} in the "
+        "run registry (History page)."
     )
+    for note in finished.budget_warnings:
+        st.warning(f"Lifetime budget: {note}. See the History page before running again.")
     if result.ledger.randomness != "release":
         st.warning(
             "Debug mode (a seed was set): the noise is reproducible and this result is NOT for "

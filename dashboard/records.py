@@ -1,0 +1,165 @@
+"""The dashboard's side of the run registry: open it with a readable error, check a run
+against the table's lifetime budget before it starts, record it with its bundle when done.
+
+One ``Registry`` per call: it holds only a path and opens a fresh SQLite connection for each
+operation, so browser sessions (threads) never share a connection. Nothing here is cached: a
+cached registry read would show a stale budget, and the budget check must see every run.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import streamlit as st
+
+from privsyn_core.config import PrivSynConfig
+from privsyn_core.noise import RELEASE
+from privsyn_core.pipeline import SynthesisResult
+from privsyn_core.privacy import BudgetExceededError, epsilon_from_rho, rho_from_epsilon_delta
+from privsyn_core.registry import BudgetStatus, BudgetWarning, Registry, default_path
+
+#: what opening or using the registry file raises (unwritable folder, not a database, locked)
+REGISTRY_ERRORS = (OSError, sqlite3.Error)
+
+
+def unavailable(exc: BaseException) -> str:
+    """What is wrong with the registry file and what to do about it, for ``st.error``."""
+    return (
+        f"The run registry ({default_path()}) cannot be used: {exc}. It keeps every run and the "
+        "privacy budget each table has spent, so the dashboard does not run or list runs "
+        "without it. Point the PRIVSYN_REGISTRY environment variable at a file in a writable "
+        "folder and restart the dashboard."
+    )
+
+
+def stop_with(message: str) -> NoReturn:
+    st.error(message)
+    st.stop()
+
+
+def registry_or_stop() -> Registry:
+    """The registry, or a readable error that ends the page's script."""
+    try:
+        return Registry()
+    except REGISTRY_ERRORS as exc:
+        stop_with(unavailable(exc))
+
+
+def refusal(status: BudgetStatus, rho: float, delta: float) -> str:
+    """Why a run was refused (its rho would pass the lifetime budget) and what to do."""
+    left = max(0.0, status.remaining_rho or 0.0)
+    lower = (
+        f"lower epsilon on the Privacy page (about epsilon {epsilon_from_rho(left, delta):.3g} "
+        f"is left at delta {delta:g}), "
+        if left > 0
+        else ""
+    )
+    return (
+        "**Run refused: it would exceed this table's lifetime privacy budget.** "
+        f"The table has spent rho {status.spent_rho:.4g} of its lifetime budget rho "
+        f"{status.lifetime_rho:.4g}; this run would cost up to rho {rho:.4g}. Nothing was "
+        "measured and no budget was spent.\n\n"
+        "What to do: re-download an earlier release on the History page (free), "
+        f"{lower}or raise the lifetime budget on the History page if that is a deliberate "
+        "decision."
+    )
+
+
+def check(dataset: str, epsilon: float, delta: float) -> str | None:
+    """None if a run at (epsilon, delta) may start on ``dataset``, else why not."""
+    rho = rho_from_epsilon_delta(epsilon, delta)
+    try:
+        registry = Registry()
+        registry.check(dataset, rho)
+    except REGISTRY_ERRORS as exc:
+        return unavailable(exc)
+    except BudgetExceededError:
+        return refusal(registry.budget(dataset), rho, delta)
+    return None
+
+
+@dataclass(frozen=True)
+class Recorded:
+    run_id: int
+    bundle: bytes | None
+    budget_warnings: tuple[str, ...]
+
+
+def record(
+    dataset: str,
+    name: str,
+    result: SynthesisResult,
+    config: PrivSynConfig,
+    settings: dict[str, Any],
+) -> Recorded:
+    """Store a finished run and its bundle, keeping the registry's lifetime-budget warnings
+    for the page (a Python warning would only reach the server log). Raises
+    BudgetExceededError when the registry refuses it, or one of ``REGISTRY_ERRORS``."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", BudgetWarning)
+        run_id, bundle = Registry().record_result(dataset, name, result, config, settings)
+    notes = []
+    for item in caught:
+        if issubclass(item.category, BudgetWarning):
+            notes.append(str(item.message))
+        else:  # not ours to swallow
+            warnings.warn_explicit(item.message, item.category, item.filename, item.lineno)
+    return Recorded(run_id, bundle, tuple(notes))
+
+
+def not_recorded(exc: BaseException) -> str:
+    """Why a finished run's result is thrown away instead of shown."""
+    if isinstance(exc, BudgetExceededError):
+        reason = f"the registry refused it: {exc}"
+    else:
+        reason = f"the registry at {default_path()} could not be written: {exc}"
+    return (
+        f"The run finished but was not recorded ({reason}). A run that is not on the record "
+        "is never offered for release, so its result was discarded: nothing was released. "
+        "The measurements it made have used privacy budget."
+    )
+
+
+def no_bundle_reason(run_id: int, not_private: Sequence[str]) -> str:
+    columns = ", ".join(not_private) or "some columns"
+    return (
+        f"Run {run_id} has no release bundle: it read the domains of {columns} off the raw data "
+        "(the raw-domains switch on the Data page), so it is not end-to-end differentially "
+        "private and was never a release. Declare those domains on the Data page, or turn the "
+        "switch off, and run again to get one."
+    )
+
+
+def offer_bundle(
+    run_id: int, bundle: bytes | None, randomness: str, not_private: Sequence[str], key: str
+) -> None:
+    """A download of a run's stored bundle, labelled for what it is: a release, a debug run
+    that must not be released, or (raw domains) no bundle at all and why."""
+    if bundle is None:
+        st.info(no_bundle_reason(run_id, not_private))
+        return
+    release = randomness == RELEASE
+    if not release:
+        st.warning(
+            f"Run {run_id} is a debug run (a seed was set; noise: {randomness}). Its bundle is "
+            "**NOT for release**: the noise can be replayed. Its manifest says so too."
+        )
+    st.download_button(
+        f"Download the release bundle of run {run_id}"
+        if release
+        else f"Download run {run_id}'s bundle (debug, NOT for release)",
+        data=bundle,
+        file_name=f"privsyn-run-{run_id}.zip" if release else f"privsyn-run-{run_id}-DEBUG.zip",
+        mime="application/zip",
+        key=key,
+        on_click="ignore",
+    )
+    st.caption(
+        "The bundle is the registry's stored copy: downloading it again spends no privacy "
+        "budget. It holds the synthetic table, the noisy marginals, the released schema, the "
+        "ledger, the configuration and a SHA-256 manifest."
+    )

@@ -1,0 +1,113 @@
+"""Tables about recorded runs, built only from what the registry stored for each run.
+
+A run's record holds its public settings, its ledger as JSON (``PrivacyLedger.to_json``) and
+its bundle: DP artifacts and public choices. Nothing here reads the private table, so the
+History page can show all of it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import pandas as pd
+
+from privsyn_core.registry import RunRecord
+
+#: ledger steps in the order the pipeline spends them
+STEP_ORDER = ("domain", "one_way", "indif", "marginal")
+
+
+def when(run: RunRecord) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.created))
+
+
+def selected_marginals(run: RunRecord) -> list[str]:
+    """The marginals PrivSyn selected and measured in this run, as "a x b" labels."""
+    return [
+        " x ".join(m["attributes"]) for m in run.ledger["measurements"] if m["step"] == "marginal"
+    ]
+
+
+def rho_by_step(run: RunRecord) -> dict[str, float]:
+    """rho spent per pipeline step, from the stored ledger's measurements."""
+    spent: dict[str, float] = {}
+    for m in run.ledger["measurements"]:
+        spent[m["step"]] = spent.get(m["step"], 0.0) + m["rho"]
+    known = [s for s in STEP_ORDER if s in spent]
+    return {s: spent[s] for s in known + sorted(set(spent) - set(known))}
+
+
+def label(run: RunRecord) -> str:
+    epsilon = "-" if run.epsilon is None else f"{run.epsilon:g}"
+    return f"run {run.id}: {run.name}, epsilon {epsilon}, {when(run)}"
+
+
+def runs_frame(runs: Sequence[RunRecord]) -> pd.DataFrame:
+    """One row per run, newest first."""
+    return pd.DataFrame(
+        [
+            {
+                "id": run.id,
+                "time": when(run),
+                "table": run.name,
+                "epsilon": run.epsilon,
+                "delta": run.delta,
+                "rho": run.rho,
+                "noise": run.randomness,
+                "marginals": len(selected_marginals(run)),
+                "bundle": run.has_bundle,
+            }
+            for run in reversed(runs)
+        ],
+        columns=["id", "time", "table", "epsilon", "delta", "rho", "noise", "marginals", "bundle"],
+    )
+
+
+def settings_frame(a: RunRecord, b: RunRecord) -> pd.DataFrame:
+    """Both runs' stored settings and budget, one row per setting (as text: they mix types)."""
+
+    def described(run: RunRecord) -> dict[str, str]:
+        return {
+            "table": run.name,
+            "time": when(run),
+            "noise": run.randomness,
+            "rho spent": f"{run.rho:.6g}",
+            **{key: str(value) for key, value in run.config.items()},
+        }
+
+    left, right = described(a), described(b)
+    keys = list(dict.fromkeys([*left, *right]))
+    return pd.DataFrame(
+        {
+            "setting": keys,
+            f"run {a.id}": [left.get(k, "") for k in keys],
+            f"run {b.id}": [right.get(k, "") for k in keys],
+        }
+    )
+
+
+def steps_frame(a: RunRecord, b: RunRecord) -> pd.DataFrame:
+    """rho per step for both runs, with the total."""
+    left, right = rho_by_step(a), rho_by_step(b)
+    steps = list(dict.fromkeys([*left, *right]))
+    return pd.DataFrame(
+        {
+            "step": [*steps, "total"],
+            f"run {a.id}": [left.get(s, 0.0) for s in steps] + [a.rho],
+            f"run {b.id}": [right.get(s, 0.0) for s in steps] + [b.rho],
+        }
+    )
+
+
+def marginals_frame(a: RunRecord, b: RunRecord) -> pd.DataFrame:
+    """Every marginal either run selected, and which run selected it."""
+    left, right = set(selected_marginals(a)), set(selected_marginals(b))
+    names = list(dict.fromkeys([*selected_marginals(a), *selected_marginals(b)]))
+    return pd.DataFrame(
+        {
+            "marginal": names,
+            f"run {a.id}": [n in left for n in names],
+            f"run {b.id}": [n in right for n in names],
+        }
+    )

@@ -7,12 +7,15 @@ screenshots (the README's come from there).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+import zipfile
 from collections.abc import Iterator
 from io import StringIO
 from pathlib import Path
@@ -35,7 +38,10 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory) -> Iterator[str]:
     port = _free_port()
-    log = tmp_path_factory.mktemp("server") / "streamlit.log"
+    folder = tmp_path_factory.mktemp("server")
+    log = folder / "streamlit.log"
+    # the server outlives each test's registry fixture: give it its own, never the user's
+    env = {**os.environ, "PRIVSYN_REGISTRY": str(folder / "registry.sqlite3")}
     with log.open("w") as out:
         process = subprocess.Popen(
             [
@@ -44,7 +50,7 @@ def server(tmp_path_factory) -> Iterator[str]:
                 "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
                 "--server.fileWatcherType", "none",
             ],
-            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env,
         )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
@@ -169,6 +175,16 @@ def test_run_the_sample_watch_it_and_download(server, chromium, capsys):
     sample = pd.read_csv(ROOT / "assets" / "adult.csv")
     assert list(synthetic.columns) == list(sample.columns)
     assert abs(len(synthetic) - len(sample)) < 500
+
+    user.open("History")
+    user.shot("history.png")
+    with user.page.expect_download() as download:
+        user.page.get_by_role("button", name="Download the release bundle of run").click()
+    with zipfile.ZipFile(download.value.path()) as archive:
+        files = {name: archive.read(name) for name in archive.namelist()}
+    manifest = json.loads(files.pop("manifest.json"))
+    assert manifest["for_release"] is True and "synthetic.csv" in files
+    assert manifest["files"] == {n: hashlib.sha256(d).hexdigest() for n, d in files.items()}
     user.assert_offline()
     user.close()
     with capsys.disabled():

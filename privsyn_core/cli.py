@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 from privsyn_core.bundle import bundle_bytes
 from privsyn_core.config import PrivSynConfig
-from privsyn_core.errors import InputError
+from privsyn_core.errors import FailedAfterSpending, InputError
 from privsyn_core.gum import GumSettings
 from privsyn_core.io import read_table
 from privsyn_core.pipeline import synthesize
@@ -158,6 +158,14 @@ def _synthesize(args: argparse.Namespace) -> int:
     rng = None if args.seed is None else np.random.default_rng(args.seed)
     if registry is not None:
         registry.check(dataset, rho_from_epsilon_delta(args.epsilon, args.delta))
+    settings = {
+        "epsilon": args.epsilon,
+        "delta": args.delta,
+        "iterations": args.iterations,
+        "schema": args.schema,
+        "domain": args.domain,
+        "raw_domains": args.raw_domains,
+    }
     bar = _ProgressBar(args.iterations, enabled=not args.quiet)
     started = time.perf_counter()
     try:
@@ -173,19 +181,17 @@ def _synthesize(args: argparse.Namespace) -> int:
             rng=rng,
             on_progress=bar,
         )
+    except FailedAfterSpending as error:
+        if registry is None:
+            raise
+        failed = {**settings, "outcome": f"failed: {error}"}
+        run_id = registry.record(dataset, Path(args.input).name, error.ledger, failed)
+        raise InputError(f"{error}; the spend is recorded as run {run_id}") from None
     finally:
         bar.close()
     _write_atomically(result.synthetic, target)
     run_id, bundle = None, None
     if registry is not None:
-        settings = {
-            "epsilon": args.epsilon,
-            "delta": args.delta,
-            "iterations": args.iterations,
-            "schema": args.schema,
-            "domain": args.domain,
-            "raw_domains": args.raw_domains,
-        }
         run_id, bundle = registry.record_result(
             dataset, Path(args.input).name, result, config, settings
         )

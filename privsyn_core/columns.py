@@ -130,24 +130,19 @@ def prepare_columns(
         (c.name, c.reason or "excluded by the schema") for c in schema.columns if c.exclude
     ]
     for spec in schema.included():
-        column = table[spec.name]
-        may_be_missing = spec.missing is not False and _nullable(column)
-        if spec.kind is Kind.CATEGORICAL:
-            item, spend = _categorical(
+        try:
+            item, spend = _prepare_column(
                 spec,
-                column,
-                may_be_missing,
+                table[spec.name],
                 rho_per_estimate,
                 delta_per_category_estimate,
                 rng,
                 raw_domains,
             )
-        else:
-            item, spend = _binned(spec, column, may_be_missing, rho_per_estimate, rng, raw_domains)
+        except InputError as error:  # the columns measured before this one were paid for
+            raise InputError(str(error), spent=(*measurements, *error.spent)) from None
         if spend is not None:
             measurements.append(spend)
-        if item is not None and spec.reason:
-            item = PreparedColumn(item.codec, item.provenance, _join(spec.reason, item.note))
         if item is None:
             excluded.append(
                 (spec.name, "no value was frequent enough to release privately (an identifier?)")
@@ -158,9 +153,28 @@ def prepare_columns(
         raise InputError(
             "no column is left to synthesise: every column was excluded or had no value "
             "frequent enough to release privately at this budget; use a larger epsilon, or "
-            "declare categories and bounds in a schema"
+            "declare categories and bounds in a schema",
+            spent=tuple(measurements),
         )
     return Preparation(tuple(prepared), tuple(measurements), tuple(excluded), not raw_domains)
+
+
+def _prepare_column(
+    spec: ColumnSchema,
+    column: pd.Series,
+    rho: float,
+    delta: float,
+    rng: NoiseSource | np.random.Generator,
+    raw: bool,
+) -> tuple[PreparedColumn | None, Measurement | None]:
+    may_be_missing = spec.missing is not False and _nullable(column)
+    if spec.kind is Kind.CATEGORICAL:
+        item, spend = _categorical(spec, column, may_be_missing, rho, delta, rng, raw)
+    else:
+        item, spend = _binned(spec, column, may_be_missing, rho, rng, raw)
+    if item is not None and spec.reason:
+        item = PreparedColumn(item.codec, item.provenance, _join(spec.reason, item.note))
+    return item, spend
 
 
 def _join(*parts: str) -> str:
@@ -262,7 +276,8 @@ def _binned(
         if lower > upper:
             raise InputError(
                 f"column {spec.name!r}: the lower bound {lower:g} is above the upper bound "
-                f"{upper:g}; fix the bounds in the schema"
+                f"{upper:g}; fix the bounds in the schema",
+                spent=() if spend is None else (spend,),
             )
         bins = spec.bins or (MAX_INTEGER_BINS if integer else DEFAULT_BINS)
         edges = equal_width_edges(lower, upper, bins, integer=bool(integer))

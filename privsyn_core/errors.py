@@ -4,6 +4,32 @@ Front ends (the CLI, the dashboard) show an ``InputError``'s message as it is: i
 column, value or parameter at fault and says what to do. Anything else is a bug.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from privsyn_core.privacy import Measurement, PrivacyLedger
+
 
 class InputError(ValueError):
-    """A parameter, table or domain the engine cannot work with; the message says why."""
+    """A parameter, table or domain the engine cannot work with; the message says why.
+
+    ``spent`` lists measurements already made on the private table when the problem
+    surfaced (for example, no category survived the private domain estimate): their budget
+    is gone even though the run failed.
+    """
+
+    def __init__(self, message: str, *, spent: tuple[Measurement, ...] = ()) -> None:
+        super().__init__(message)
+        self.spent = spent
+
+
+class FailedAfterSpending(InputError):
+    """An input problem found only after part of the budget was spent. ``ledger`` holds that
+    spend: front ends record it (the run registry), since the message itself was computed
+    from DP measurements and the budget cannot be spent again for free."""
+
+    def __init__(self, message: str, ledger: PrivacyLedger) -> None:
+        super().__init__(message, spent=ledger.entries)
+        self.ledger = ledger

@@ -32,7 +32,7 @@ from privsyn_core.combine import combine_marginals
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.consistency import ConsistencyReport, make_consistent
 from privsyn_core.domain import Domain
-from privsyn_core.errors import InputError
+from privsyn_core.errors import FailedAfterSpending, InputError
 from privsyn_core.gum import GumIterationRecord, GumTarget, record_major, run_gum
 from privsyn_core.indif import measure_indif
 from privsyn_core.marginal_graph import AppendPlan, gum_components, marginal_graph, plan_appending
@@ -243,14 +243,22 @@ def synthesize(
     if domain is not None:
         records, declared, codecs = encode_table(table, domain)
     else:
-        preparation = prepare_columns(
-            table,
-            schema,
-            rho_per_estimate=rho_domains / max(1, estimates),
-            delta_per_category_estimate=reserved / max(1, len(category_estimates)),
-            rng=noise,
-            raw_domains=raw_domains,
-        )
+        try:
+            preparation = prepare_columns(
+                table,
+                schema,
+                rho_per_estimate=rho_domains / max(1, estimates),
+                delta_per_category_estimate=reserved / max(1, len(category_estimates)),
+                rng=noise,
+                raw_domains=raw_domains,
+            )
+        except InputError as error:
+            if not error.spent:
+                raise
+            spent = ledger.charge_all(error.spent)
+            raise FailedAfterSpending(
+                f"{error} (rho {spent.spent_rho:.4g} was spent on the domain estimates)", spent
+            ) from None
         ledger = report.ledger = ledger.charge_all(preparation.measurements)
         if raw_domains:
             ledger = report.ledger = replace(

@@ -1,7 +1,11 @@
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
 from conftest import planted_pair
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from privsyn_core import (
     GumProgress,
@@ -13,7 +17,9 @@ from privsyn_core import (
     SynthesisCancelled,
     synthesize,
 )
+from privsyn_core.errors import FailedAfterSpending
 from privsyn_core.evaluation import fidelity_report
+from privsyn_core.privacy import epsilon_from_rho
 
 FAST = PrivSynConfig(gum=GumSettings(iterations=30, patience=None))
 
@@ -207,3 +213,70 @@ def test_progress_messages_do_not_reveal_the_true_row_count():
     run(table, epsilon=0.5, domain=dict.fromkeys(table.columns, 4), on_progress=events.append)
     texts = [e.summary for e in events if isinstance(e, StageFinished)]
     assert texts and not any("1234" in t for t in texts)
+
+
+@st.composite
+def pipeline_runs(draw):
+    """A random table (pre-coded, or raw with every domain estimated privately) and a random
+    configuration of every budget-relevant knob."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    n = draw(st.integers(50, 1500))
+    d = draw(st.integers(1, 5))
+    raw = draw(st.booleans())
+    sizes = [draw(st.integers(1, 6)) for _ in range(d)]
+    codes = {f"c{i}": rng.integers(0, s, size=n) for i, s in enumerate(sizes)}
+    if raw:
+        table = pd.DataFrame(
+            {
+                name: (values * 3.5 + rng.normal(size=n)) if i % 2 else [f"v{v}" for v in values]
+                for i, (name, values) in enumerate(codes.items())
+            }
+        )
+        domain = None
+    else:
+        table = pd.DataFrame(codes)
+        domain = dict(zip(codes, sizes, strict=True))
+    one_way = draw(st.floats(0.02, 0.5))
+    config = PrivSynConfig(
+        one_way_share=one_way,
+        indif_share=draw(st.floats(0.02, 0.97 - one_way)),
+        conversion=draw(st.sampled_from(["tight", "proposition"])),
+        filter_low_counts=draw(st.booleans()),
+        threshold_sigmas=draw(st.floats(0.0, 5.0)),
+        connect_isolated=draw(st.booleans()),
+        append_attributes=draw(st.booleans()),
+        separate_and_join=draw(st.booleans()),
+        domain_share=draw(st.floats(0.01, 0.5)),
+        threshold_delta_share=draw(st.floats(0.05, 0.95)),
+        gum=GumSettings(iterations=draw(st.integers(0, 3)), patience=None),
+    )
+    epsilon = draw(st.floats(0.05, 8.0))
+    delta = draw(st.sampled_from([1e-12, 1e-9, 1e-6, 1e-3]))
+    return table, domain, config, epsilon, delta
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pipeline_runs(), st.integers(0, 2**32 - 1))
+def test_no_configuration_spends_more_than_the_budget(case, seed):
+    """Composition over random pipelines: the ledger's rho stays within the budget, its
+    (epsilon, delta) guarantee within the request, and no step is charged less than its
+    noise costs."""
+    table, domain, config, epsilon, delta = case
+    try:
+        ledger = synthesize(
+            table, epsilon, delta, domain=domain, config=config, rng=np.random.default_rng(seed)
+        ).ledger
+    except FailedAfterSpending as refusal:  # e.g. no category survived at a tiny budget
+        assert "no column is left" in str(refusal)
+        ledger = refusal.ledger
+        assert ledger.spent_rho > 0 and all(e.step.startswith("domain") for e in ledger.entries)
+    assert ledger.spent_rho <= ledger.budget_rho * (1 + 1e-9)
+    assert sum(e.rho for e in ledger.entries) == pytest.approx(ledger.spent_rho)
+    assert sum(e.delta for e in ledger.entries) <= ledger.reserved_delta * (1 + 1e-9)
+    achieved = epsilon_from_rho(ledger.spent_rho, delta - ledger.reserved_delta, config.conversion)
+    assert achieved <= epsilon * (1 + 1e-9)
+    for entry in ledger.entries:
+        # a vector of scores each moving by `sensitivity` (InDif) moves sqrt(n) times as far;
+        # a count vector moves by `sensitivity` in total (one record, one cell)
+        spread = math.sqrt(entry.n_queries) if entry.step == "indif" else 1.0
+        assert entry.rho >= (entry.sensitivity * spread) ** 2 / (2 * entry.sigma**2) * (1 - 1e-9)

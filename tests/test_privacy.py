@@ -102,3 +102,37 @@ def test_ledger_json_lists_every_measurement_and_both_conversions():
         forward["rho"]
     )
     assert record["end_to_end_dp"] is True
+
+
+def test_conversions_reproduce_opendps_published_reference_values():
+    """OpenDP's own test of its zCDP -> (epsilon, delta) cast (src/combinators/measure_cast/
+    zCDP_to_approxDP/test.rs): a Gaussian of scale 4 on sensitivity 1, rho = 1/32."""
+    rho = (1 / 4) ** 2 / 2
+    assert epsilon_from_rho(rho, 1e-3) == pytest.approx(0.6880024554878086, rel=1e-12)
+    assert delta_for(rho, 0.0) == pytest.approx(0.1508457845622862, rel=1e-12)
+    assert delta_for(rho, 0.6880024554878085) == pytest.approx(1e-3, rel=1e-12)
+    assert rho_from_epsilon_delta(0.6880024554878086, 1e-3) == pytest.approx(rho, rel=1e-12)
+
+
+@pytest.mark.parametrize("rho", [1e-4, 0.01, 0.5, 2.63, 10.0])
+@pytest.mark.parametrize("delta", [1e-10, 1e-6, 1e-3])
+def test_conversions_agree_with_opendp_everywhere(rho, delta):
+    """An independent implementation of the same bound (CKS 2020, Proposition 12)."""
+    from opendp import combinators, domains, measurements, metrics, mod
+
+    mod.enable_features("contrib")
+    gaussian = measurements.make_gaussian(
+        domains.atom_domain(T=float, nan=False),
+        metrics.absolute_distance(T=float),
+        scale=1 / math.sqrt(2 * rho),
+    )
+    profile = combinators.make_zCDP_to_approxDP(gaussian).map(1.0)
+    assert epsilon_from_rho(rho, delta) == pytest.approx(profile.epsilon(delta), rel=1e-9)
+    assert rho_from_epsilon_delta(profile.epsilon(delta), delta) == pytest.approx(rho, rel=1e-9)
+
+
+def test_the_proposition_conversion_is_bun_and_steinkes_closed_form():
+    """Bun and Steinke 2016, Proposition 1.3 (the paper's Proposition C.2)."""
+    assert epsilon_from_rho(0.5, 1e-6, "proposition") == pytest.approx(
+        0.5 + 2 * math.sqrt(0.5 * math.log(1e6)), rel=1e-12
+    )

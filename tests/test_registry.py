@@ -169,3 +169,19 @@ def test_every_dp_run_keeps_its_bundle_and_runs_export_writes_it_again(tmp_path,
     assert "no run 999" in capsys.readouterr().err
     assert not (tmp_path / "raw.zip").exists() and not (tmp_path / "none.zip").exists()
 
+
+
+def test_a_run_that_fails_after_spending_is_recorded_with_its_spend(tmp_path, capsys):
+    from privsyn_core.cli import main
+
+    source = tmp_path / "ids.csv"
+    pd.DataFrame({"id": [f"user-{i}" for i in range(300)]}).to_csv(source, index=False)
+    target = tmp_path / "out.csv"
+    assert main(["synthesize", str(source), "-o", str(target), "--epsilon", "1", "-q"]) == 2
+    message = capsys.readouterr().err.strip()
+    assert "no column is left" in message and "recorded as run 1" in message
+    assert len(message.splitlines()) == 1 and not target.exists()
+    (run,) = Registry().runs()
+    assert run.rho > 0 and not run.has_bundle
+    assert run.config["outcome"].startswith("failed")
+    assert [e["step"] for e in run.ledger["measurements"]] == ["domain"]

@@ -74,11 +74,14 @@ def check(dataset: str, epsilon: float, delta: float) -> str | None:
     rho = rho_from_epsilon_delta(epsilon, delta)
     try:
         registry = Registry()
-        registry.check(dataset, rho)
     except REGISTRY_ERRORS as exc:
         return unavailable(exc)
+    try:
+        registry.check(dataset, rho)
     except BudgetExceededError:
         return refusal(registry.budget(dataset), rho, delta)
+    except REGISTRY_ERRORS as exc:
+        return unavailable(exc)
     return None
 
 

@@ -13,7 +13,7 @@ import streamlit as st
 from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
-from privsyn_core.privacy import rho_from_epsilon_delta
+from privsyn_core.privacy import BudgetExceededError, rho_from_epsilon_delta
 from privsyn_core.registry import Registry, fingerprint
 
 APP = str(ROOT / "dashboard" / "app.py")
@@ -309,3 +309,33 @@ def test_the_epsilon_set_on_privacy_is_the_one_run_after_visiting_other_pages():
     run_once(at)
     assert at.session_state["finished"].result.ledger.epsilon == 0.5
     assert Registry().runs()[0].epsilon == 0.5
+
+
+def test_history_shows_the_current_tables_runs_unless_asked_for_all():
+    at = run_once(app())
+    rows = "\n".join(f"{i % 3},{(i * 7) % 5},{'ab'[i % 2]}" for i in range(6000))
+    data = f"a,b,c\n{rows}\n".encode()
+    go(at, "data").file_uploader(key="upload").set_value(("small.csv", data, "text/csv")).run()
+    run_once(at)
+    go(at, "history")
+    runs = frame(at, "noise")
+    assert list(runs["id"]) == [2] and list(runs["table"]) == ["small.csv"]
+    spent = next(m for m in at.metric if m.label == "rho spent, all runs").value
+    assert spent == f"{at.session_state['finished'].result.ledger.spent_rho:.4g}"
+    at.toggle(key="history_all").set_value(True).run()
+    runs = frame(at, "noise")
+    assert list(runs["id"]) == [2, 1]
+    assert list(runs["table"]) == ["small.csv", "UCI Adult sample (assets/adult.csv)"]
+
+
+def test_a_result_the_registry_refuses_to_record_is_discarded(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise BudgetExceededError("another run on this table was recorded first")
+
+    monkeypatch.setattr(Registry, "record_result", refuse)
+    at = run_once(app())
+    assert at.session_state["finished"] is None
+    assert at.session_state["run_state"] == "failed"
+    message = at.error[0].value
+    assert "not recorded" in message and "another run" in message and "discarded" in message
+    assert not Registry().runs()

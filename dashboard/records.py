@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import sqlite3
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import streamlit as st
 
 from privsyn_core.config import PrivSynConfig
+from privsyn_core.errors import FailedAfterSpending
 from privsyn_core.noise import RELEASE
 from privsyn_core.pipeline import SynthesisResult
 from privsyn_core.privacy import BudgetExceededError, epsilon_from_rho, rho_from_epsilon_delta
@@ -102,16 +104,43 @@ def record(
     """Store a finished run and its bundle, keeping the registry's lifetime-budget warnings
     for the page (a Python warning would only reach the server log). Raises
     BudgetExceededError when the registry refuses it, or one of ``REGISTRY_ERRORS``."""
+    with budget_warnings() as notes:
+        run_id, bundle = Registry().record_result(dataset, name, result, config, settings)
+    return Recorded(run_id, bundle, tuple(notes))
+
+
+@contextmanager
+def budget_warnings() -> Iterator[list[str]]:
+    """Collect the registry's BudgetWarning messages raised inside the block; other warnings
+    go on as usual."""
+    notes: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", BudgetWarning)
-        run_id, bundle = Registry().record_result(dataset, name, result, config, settings)
-    notes = []
+        yield notes
     for item in caught:
         if issubclass(item.category, BudgetWarning):
             notes.append(str(item.message))
         else:  # not ours to swallow
             warnings.warn_explicit(item.message, item.category, item.filename, item.lineno)
-    return Recorded(run_id, bundle, tuple(notes))
+
+
+def record_failure(
+    dataset: str, name: str, error: FailedAfterSpending, settings: dict[str, Any]
+) -> str:
+    """Record what a run spent before it failed (its message was computed from DP
+    measurements, so the spend is real), as the CLI does; return what the page says."""
+    failed = f"The run failed after spending part of its budget: {error}."
+    try:
+        with budget_warnings() as notes:
+            run_id = Registry().record(
+                dataset, name, error.ledger, {**settings, "outcome": f"failed: {error}"}
+            )
+    except (BudgetExceededError, *REGISTRY_ERRORS) as exc:
+        return f"{failed} That spend could not be recorded in the run registry: {exc}."
+    return (
+        f"{failed} Nothing was released; the spend is recorded as run {run_id} (History page)."
+        + "".join(f" Lifetime budget: {note}." for note in notes)
+    )
 
 
 def not_recorded(exc: BaseException) -> str:
@@ -127,23 +156,29 @@ def not_recorded(exc: BaseException) -> str:
     )
 
 
-def no_bundle_reason(run_id: int, not_private: Sequence[str]) -> str:
+def no_bundle_reason(run_id: int, not_private: Sequence[str], outcome: str = "") -> str:
+    """Why a recorded run has no bundle: it failed after spending, or used raw domains."""
+    if outcome.startswith("failed"):
+        return (
+            f"Run {run_id} has no release bundle: it failed after spending part of its budget "
+            f"({outcome}), so nothing was released."
+        )
     columns = ", ".join(not_private) or "some columns"
     return (
         f"Run {run_id} has no release bundle: it read the domains of {columns} off the raw data "
-        "(the raw-domains switch on the Data page), so it is not end-to-end differentially "
-        "private and was never a release. Declare those domains on the Data page, or turn the "
-        "switch off, and run again to get one."
+        "(the raw-domains switch), so it is not end-to-end differentially private and was "
+        "never a release. Declare those domains on the Data page, or turn the switch off, and "
+        "run again to get one."
     )
 
 
 def offer_bundle(
-    run_id: int, bundle: bytes | None, randomness: str, not_private: Sequence[str], key: str
+    run_id: int, bundle: bytes | None, randomness: str, why_none: str, key: str
 ) -> None:
-    """A download of a run's stored bundle, labelled for what it is: a release, a debug run
-    that must not be released, or (raw domains) no bundle at all and why."""
+    """A download of a run's stored bundle, labelled for what it is: a release, or a debug run
+    that must not be released; without a bundle, ``why_none``."""
     if bundle is None:
-        st.info(no_bundle_reason(run_id, not_private))
+        st.info(why_none)
         return
     release = randomness == RELEASE
     if not release:

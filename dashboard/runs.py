@@ -38,6 +38,11 @@ def rho_by_step(run: RunRecord) -> dict[str, float]:
     return {s: spent[s] for s in known + sorted(set(spent) - set(known))}
 
 
+def outcome(run: RunRecord) -> str:
+    """The run's outcome: "finished", or "failed: why" (recorded for what it spent first)."""
+    return str(run.config.get("outcome", "finished"))
+
+
 def label(run: RunRecord) -> str:
     epsilon = "-" if run.epsilon is None else f"{run.epsilon:g}"
     return f"run {run.id}: {run.name}, epsilon {epsilon}, {when(run)}"
@@ -57,11 +62,15 @@ def runs_frame(runs: Sequence[RunRecord]) -> pd.DataFrame:
                 "noise": run.randomness,
                 "marginals": len(selected_marginals(run)),
                 "bundle": run.has_bundle,
+                "outcome": outcome(run).split(":")[0],
             }
             for run in reversed(runs)
         ],
-        columns=["id", "time", "table", "epsilon", "delta", "rho", "noise", "marginals", "bundle"],
-    )
+        columns=[
+            "id", "time", "table", "epsilon", "delta", "rho", "noise", "marginals", "bundle",
+            "outcome",
+        ],
+    )  # fmt: skip
 
 
 def settings_frame(a: RunRecord, b: RunRecord) -> pd.DataFrame:

@@ -339,3 +339,19 @@ def test_a_result_the_registry_refuses_to_record_is_discarded(monkeypatch):
     message = at.error[0].value
     assert "not recorded" in message and "another run" in message and "discarded" in message
     assert not Registry().runs()
+
+
+def test_a_run_that_fails_after_spending_records_its_spend():
+    at = go(app(), "data")
+    data = ("id\n" + "\n".join(f"user-{i}" for i in range(300)) + "\n").encode()
+    at.file_uploader(key="upload").set_value(("ids.csv", data, "text/csv")).run()
+    run_once(at)
+    assert at.session_state["finished"] is None and at.session_state["run_state"] == "failed"
+    message = at.error[0].value
+    assert "no column is left" in message and "recorded as run 1" in message
+    (run,) = Registry().runs()
+    assert run.rho > 0 and not run.has_bundle and run.config["outcome"].startswith("failed")
+    go(at, "history")
+    runs = frame(at, "noise")
+    assert list(runs["outcome"]) == ["failed"] and runs["rho"][0] == pytest.approx(run.rho)
+    assert any("failed after spending" in i.value for i in at.info)

@@ -184,9 +184,10 @@ def redownload(listed: list[RunRecord]) -> None:
         bundle = registry.bundle(run.id) if run.has_bundle else None
     except records.REGISTRY_ERRORS as exc:
         records.stop_with(records.unavailable(exc))
-    records.offer_bundle(
-        run.id, bundle, run.randomness, run.ledger.get("not_private", []), key="history_bundle"
+    why_none = records.no_bundle_reason(
+        run.id, run.ledger.get("not_private", []), runs.outcome(run)
     )
+    records.offer_bundle(run.id, bundle, run.randomness, why_none, key="history_bundle")
 
 
 show_runs(listed)

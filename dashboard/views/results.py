@@ -36,7 +36,7 @@ records.offer_bundle(
     finished.run_id,
     finished.bundle,
     result.ledger.randomness,
-    result.ledger.not_private,
+    records.no_bundle_reason(finished.run_id, result.ledger.not_private),
     key="download_bundle",
 )
 

@@ -21,7 +21,7 @@ from dashboard import records, state
 from dashboard.charts import convergence_chart
 from dashboard.settings import current_config, parse_delta, parse_seed, public_settings
 from privsyn_core import GumProgress, StageFinished, StageStarted, SynthesisCancelled, synthesize
-from privsyn_core.errors import InputError
+from privsyn_core.errors import FailedAfterSpending, InputError
 from privsyn_core.privacy import BudgetExceededError
 from privsyn_core.progress import STAGE_TITLES, Stage
 
@@ -113,6 +113,13 @@ if start:
             config=config,
             rng=None if seed is None else np.random.default_rng(seed),
             on_progress=on_progress,
+        )
+    except FailedAfterSpending as exc:
+        ss["run_state"] = "failed"
+        records.stop_with(
+            records.record_failure(
+                state.dataset_fingerprint(), ss["table_name"], exc, public_settings(delta, seed)
+            )
         )
     except (InputError, BudgetExceededError) as exc:
         ss["run_state"] = "failed"

@@ -21,7 +21,12 @@ from privsyn_core.config import PrivSynConfig
 from privsyn_core.errors import FailedAfterSpending
 from privsyn_core.noise import RELEASE
 from privsyn_core.pipeline import SynthesisResult
-from privsyn_core.privacy import BudgetExceededError, epsilon_from_rho, rho_from_epsilon_delta
+from privsyn_core.privacy import (
+    BudgetExceededError,
+    PrivacyLedger,
+    epsilon_from_rho,
+    rho_from_epsilon_delta,
+)
 from privsyn_core.registry import BudgetStatus, BudgetWarning, Registry, default_path
 
 #: what opening or using the registry file raises (unwritable folder, not a database, locked)
@@ -143,6 +148,20 @@ def record_failure(
     )
 
 
+def record_interrupted(
+    dataset: str, name: str, spent: PrivacyLedger | None, settings: dict[str, Any]
+) -> int | None:
+    """Record what an interrupted (cancelled) run had spent; the run id, or None when nothing
+    was spent or the registry cannot take it (an interruption is under way: never raise)."""
+    if spent is None or spent.spent_rho <= 0:
+        return None
+    try:
+        with budget_warnings():
+            return Registry().record(dataset, name, spent, {**settings, "outcome": "cancelled"})
+    except (BudgetExceededError, *REGISTRY_ERRORS):
+        return None
+
+
 def not_recorded(exc: BaseException) -> str:
     """Why a finished run's result is thrown away instead of shown."""
     if isinstance(exc, BudgetExceededError):
@@ -162,6 +181,11 @@ def no_bundle_reason(run_id: int, not_private: Sequence[str], outcome: str = "")
         return (
             f"Run {run_id} has no release bundle: it failed after spending part of its budget "
             f"({outcome}), so nothing was released."
+        )
+    if outcome == "cancelled":
+        return (
+            f"Run {run_id} has no release bundle: it was cancelled after spending part of its "
+            "budget, so no table was released."
         )
     columns = ", ".join(not_private) or "some columns"
     return (

@@ -39,7 +39,8 @@ def rho_by_step(run: RunRecord) -> dict[str, float]:
 
 
 def outcome(run: RunRecord) -> str:
-    """The run's outcome: "finished", or "failed: why" (recorded for what it spent first)."""
+    """The run's outcome: "finished", "cancelled" or "failed: why" (the last two recorded for
+    what they spent first)."""
     return str(run.config.get("outcome", "finished"))
 
 

@@ -177,7 +177,7 @@ class _Reporter:
         assert self._stage is not None
         seconds = time.perf_counter() - self._started
         self.seconds[self._stage.value] = seconds
-        if not self.send(StageFinished(self._stage, seconds, summary)):
+        if not self.send(StageFinished(self._stage, seconds, summary, self.ledger)):
             self.stop()
 
     def stop(self) -> None:

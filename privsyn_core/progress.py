@@ -53,6 +53,9 @@ class StageFinished:
     stage: Stage
     seconds: float
     summary: str = ""
+    #: everything charged so far: what a front end records if the run is then interrupted
+    #: (anything it showed came from measurements already in this ledger)
+    spent: PrivacyLedger | None = None
 
 
 @dataclass(frozen=True)

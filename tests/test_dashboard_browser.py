@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -25,6 +26,8 @@ import pytest
 from conftest import ROOT
 from playwright.sync_api import Browser, Page, sync_playwright
 
+from privsyn_core.registry import Registry
+
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = os.environ.get("PRIVSYN_SCREENSHOTS")
 
@@ -36,12 +39,17 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory) -> Iterator[str]:
+def server_registry(tmp_path_factory) -> Path:
+    """The server outlives each test's registry fixture: it gets its own, never the user's."""
+    return tmp_path_factory.mktemp("registry") / "registry.sqlite3"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, server_registry) -> Iterator[str]:
     port = _free_port()
     folder = tmp_path_factory.mktemp("server")
     log = folder / "streamlit.log"
-    # the server outlives each test's registry fixture: give it its own, never the user's
-    env = {**os.environ, "PRIVSYN_REGISTRY": str(folder / "registry.sqlite3")}
+    env = {**os.environ, "PRIVSYN_REGISTRY": str(server_registry)}
     with log.open("w") as out:
         process = subprocess.Popen(
             [
@@ -264,7 +272,7 @@ def test_time_to_a_default_run_and_reaction_to_widgets(server, chromium, capsys)
         )
 
 
-def test_cancel_stops_a_run_and_leaves_the_app_usable(server, chromium):
+def test_cancel_stops_a_run_and_leaves_the_app_usable(server, server_registry, chromium):
     user = Session(chromium, server)
     user.open("Run")
     user.page.get_by_label("GUM iterations (at most)").fill("500")
@@ -273,10 +281,16 @@ def test_cancel_stops_a_run_and_leaves_the_app_usable(server, chromium):
     user.page.get_by_text("stop when the error stops falling").click()
     user.idle()
     user.page.get_by_role("button", name="Run synthesis").click()
-    user.page.get_by_text("GUM iteration").first.wait_for(timeout=60_000)
+    # GUM's own progress text (not the "GUM iterations" label): every measurement is made
+    user.page.get_by_text(re.compile(r"GUM iteration \d+ of at most")).wait_for(timeout=60_000)
     user.page.get_by_role("button", name="Cancel").click()
     user.page.get_by_text("The last run was cancelled").wait_for(timeout=60_000)
     user.idle()
+    # the measurements made before the stop are on the record
+    user.page.get_by_text("Its spend is recorded as run").wait_for(timeout=10_000)
+    runs = Registry(server_registry).runs()
+    cancelled = [r for r in runs if r.config.get("outcome") == "cancelled"]
+    assert len(cancelled) == 1 and cancelled[0].rho > 0 and not cancelled[0].has_bundle
     assert user.page.get_by_text("Synthesised").count() == 0
     assert user.page.locator("[data-testid='stException']").count() == 0
     # still usable: a normal run afterwards finishes

@@ -22,11 +22,24 @@ from dashboard.charts import convergence_chart
 from dashboard.settings import current_config, parse_delta, parse_seed, public_settings
 from privsyn_core import GumProgress, StageFinished, StageStarted, SynthesisCancelled, synthesize
 from privsyn_core.errors import FailedAfterSpending, InputError
-from privsyn_core.privacy import BudgetExceededError
+from privsyn_core.privacy import BudgetExceededError, PrivacyLedger
 from privsyn_core.progress import STAGE_TITLES, Stage
 
 st.title("Run PrivSyn")
 ss = st.session_state
+
+
+def _recorded_interruption(interrupted: dict | None) -> int | None:
+    """The run id under which the interrupted run's spend was recorded. The stopped script
+    records it at its next Streamlit call (within one GUM iteration) while this rerun has
+    already started, so wait for it a little."""
+    if interrupted is None:
+        return None
+    deadline = time.monotonic() + 5.0
+    while interrupted["pending"] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return interrupted["run"]
+
 
 if ss["run_state"] == "running":  # the previous run was interrupted by a click
     ss["run_state"] = "cancelled"
@@ -57,9 +70,15 @@ start = st.button("Run synthesis", type="primary", key="run")
 st.button("Cancel", key="cancel", help="stops the run; the budget already spent stays spent")
 
 if ss["run_state"] == "cancelled":
+    recorded = _recorded_interruption(ss.get("interrupted"))
     st.warning(
         "The last run was cancelled. Measurements made before the stop have used privacy "
-        "budget; nothing was released."
+        "budget; no table was released"
+        + (
+            f". Its spend is recorded as run {recorded} (History page)."
+            if recorded is not None
+            else "."
+        )
     )
 
 progress = st.progress(0.0, text="idle")
@@ -79,6 +98,15 @@ if start:
     ss["run_state"] = "running"
     ss["partial_history"] = []
     ss["finished"] = None
+    # what the interruption handler below needs, taken while Streamlit calls still work
+    dataset, name, settings = (
+        state.dataset_fingerprint(),
+        ss["table_name"],
+        public_settings(delta, seed),
+    )
+    spent: list[PrivacyLedger | None] = [None]
+    # "pending" until this script either finishes or records its interruption
+    interrupted = ss["interrupted"] = {"pending": True, "run": None}
     last_draw = [0.0]
     started = time.perf_counter()
 
@@ -87,6 +115,7 @@ if start:
             done = stages.index(event.stage) / len(stages)
             progress.progress(done, text=event.title)
         elif isinstance(event, StageFinished):
+            spent[0] = event.spent
             done = (stages.index(event.stage) + 1) / len(stages)
             progress.progress(done, text=f"{STAGE_TITLES[event.stage]}: {event.summary}")
         elif isinstance(event, GumProgress):
@@ -117,9 +146,7 @@ if start:
     except FailedAfterSpending as exc:
         ss["run_state"] = "failed"
         records.stop_with(
-            records.record_failure(
-                state.dataset_fingerprint(), ss["table_name"], exc, public_settings(delta, seed)
-            )
+            records.record_failure(dataset, name, exc, settings)
         )
     except (InputError, BudgetExceededError) as exc:
         ss["run_state"] = "failed"
@@ -129,15 +156,18 @@ if start:
         ss["run_state"] = "cancelled"
         st.warning(str(exc))
         st.stop()
+    except BaseException:
+        # Cancel (any click) stops the script at its next Streamlit call, inside on_progress,
+        # with Streamlit's own exception; every later st.* call, session_state included,
+        # raises it again. So record what was spent (the page has already shown results of
+        # those measurements) from values taken beforehand, then let the stop go on.
+        interrupted["run"] = records.record_interrupted(dataset, name, spent[0], settings)
+        interrupted["pending"] = False
+        raise
+    interrupted["pending"] = False
     seconds = time.perf_counter() - started
     try:
-        recorded = records.record(
-            state.dataset_fingerprint(),
-            ss["table_name"],
-            result,
-            config,
-            public_settings(delta, seed),
-        )
+        recorded = records.record(dataset, name, result, config, settings)
     except (BudgetExceededError, *records.REGISTRY_ERRORS) as exc:
         ss["run_state"] = "failed"
         records.stop_with(records.not_recorded(exc))

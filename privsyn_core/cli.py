@@ -28,7 +28,7 @@ from privsyn_core.gum import GumSettings
 from privsyn_core.io import read_table
 from privsyn_core.pipeline import synthesize
 from privsyn_core.planner import plan_budget
-from privsyn_core.privacy import BudgetExceededError, rho_from_epsilon_delta
+from privsyn_core.privacy import BudgetExceededError, PrivacyLedger, rho_from_epsilon_delta
 from privsyn_core.progress import (
     STAGE_TITLES,
     GumProgress,
@@ -111,9 +111,12 @@ def _write_atomically(frame: pd.DataFrame, target: Path) -> None:
 
 
 class _ProgressBar:
-    """One tqdm bar over all stages and GUM iterations, on stderr."""
+    """One tqdm bar over all stages and GUM iterations, on stderr. It also keeps the ledger of
+    the last finished stage: what an interrupted run had spent (the bar has shown results of
+    those measurements, such as GUM's error against the noisy marginals)."""
 
     def __init__(self, iterations: int, enabled: bool) -> None:
+        self.spent: PrivacyLedger | None = None
         self.bar = tqdm(
             total=len(STAGE_TITLES) + iterations,
             file=sys.stderr,
@@ -127,6 +130,7 @@ class _ProgressBar:
         if isinstance(event, StageStarted):
             self.bar.set_description_str(event.title)
         elif isinstance(event, StageFinished):
+            self.spent = event.spent
             self.bar.update(1)
         elif isinstance(event, GumProgress):
             self.bar.set_description_str(
@@ -187,6 +191,12 @@ def _synthesize(args: argparse.Namespace) -> int:
         failed = {**settings, "outcome": f"failed: {error}"}
         run_id = registry.record(dataset, Path(args.input).name, error.ledger, failed)
         raise InputError(f"{error}; the spend is recorded as run {run_id}") from None
+    except KeyboardInterrupt:
+        if registry is not None and bar.spent is not None and bar.spent.spent_rho > 0:
+            stopped = {**settings, "outcome": "interrupted"}
+            run_id = registry.record(dataset, Path(args.input).name, bar.spent, stopped)
+            print(f"privsyn: the budget spent so far is recorded as run {run_id}", file=sys.stderr)
+        raise
     finally:
         bar.close()
     _write_atomically(result.synthetic, target)

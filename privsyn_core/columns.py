@@ -144,9 +144,7 @@ def prepare_columns(
         if spend is not None:
             measurements.append(spend)
         if item is None:
-            excluded.append(
-                (spec.name, "no value was frequent enough to release privately (an identifier?)")
-            )
+            excluded.append((spec.name, _why_left_out(spec)))
             continue
         prepared.append(item)
     if not prepared:
@@ -157,6 +155,15 @@ def prepare_columns(
             spent=tuple(measurements),
         )
     return Preparation(tuple(prepared), tuple(measurements), tuple(excluded), not raw_domains)
+
+
+def _why_left_out(spec: ColumnSchema) -> str:
+    if spec.kind is Kind.CATEGORICAL:
+        return "no value was frequent enough to release privately (an identifier?)"
+    return (
+        "its range could not be estimated privately at this budget (too few rows for the "
+        "noise, or no values); declare its bounds in a schema or use a larger epsilon"
+    )
 
 
 def _prepare_column(

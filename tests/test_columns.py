@@ -476,3 +476,17 @@ def test_a_budget_too_small_to_release_anything_says_to_raise_epsilon():
     table = pd.DataFrame({"colour": ["red", "blue"] * 50})
     with pytest.raises(InputError, match="larger epsilon"):
         synthesize(table, 1e-4, 1e-6, rng=np.random.default_rng(0), config=FAST)
+
+
+def test_a_numeric_column_left_out_says_its_range_could_not_be_estimated():
+    rng = np.random.default_rng(0)
+    size = np.full(600, np.nan)
+    size[:15] = rng.normal(50, 10, 15)  # too few values to outweigh the noise
+    table = pd.DataFrame({"size": size, "kind": ["a", "b"] * 300})
+    preparation = prepare_columns(
+        table, schema_from_dtypes(table), rho_per_estimate=1e-3,
+        delta_per_category_estimate=1e-9, rng=rng, raw_domains=False,
+    )  # fmt: skip
+    reasons = dict(preparation.excluded)
+    assert "range could not be estimated privately" in reasons["size"]
+    assert "bounds" in reasons["size"]

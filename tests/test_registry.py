@@ -185,3 +185,27 @@ def test_a_run_that_fails_after_spending_is_recorded_with_its_spend(tmp_path, ca
     assert run.rho > 0 and not run.has_bundle
     assert run.config["outcome"].startswith("failed")
     assert [e["step"] for e in run.ledger["measurements"]] == ["domain"]
+
+
+def test_a_cli_run_interrupted_during_gum_records_what_it_had_spent(tmp_path, capsys, monkeypatch):
+    from conftest import ROOT
+
+    from privsyn_core import GumProgress, cli
+
+    shown = cli._ProgressBar.__call__
+
+    def interrupt_in_gum(bar, event):
+        shown(bar, event)
+        if isinstance(event, GumProgress):  # Ctrl-C once GUM's error has been shown
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli._ProgressBar, "__call__", interrupt_in_gum)
+    target = tmp_path / "out.csv"
+    argv = ["synthesize", str(ROOT / "assets" / "adult-coded.csv"), "-o", str(target),
+            "--domain", str(ROOT / "assets" / "adult-coded-domain.json"), "--epsilon", "1"]  # fmt: skip
+    assert cli.main(argv) == 130
+    assert "recorded as run 1" in capsys.readouterr().err and not target.exists()
+    (run,) = Registry().runs()
+    assert run.config["outcome"] == "interrupted" and not run.has_bundle
+    # every measurement precedes GUM: the whole budget was spent
+    assert run.rho == pytest.approx(run.ledger["budget_rho"])

@@ -82,7 +82,7 @@ def _killed_mid_write(path: str) -> None:
 def test_a_process_killed_mid_write_leaves_no_half_record(tmp_path):
     path = str(tmp_path / "r.sqlite3")
     registry = Registry(path)
-    registry.record("fp", "t.csv", spent_ledger(0.01), {})
+    finished = registry.record("fp", "t.csv", spent_ledger(0.01), {}, b"release-zip-bytes")
     process = multiprocessing.Process(target=_killed_mid_write, args=(path,))
     process.start()
     process.join(timeout=30)
@@ -91,6 +91,7 @@ def test_a_process_killed_mid_write_leaves_no_half_record(tmp_path):
     after = Registry(path)
     assert len(after.runs()) == 1 and after.budget("fp").spent_rho == pytest.approx(0.01)
     assert sqlite3.connect(path).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert after.bundle(finished) == b"release-zip-bytes"  # the finished release is intact
 
 
 def test_fingerprint_and_location(tmp_path, monkeypatch):

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import brentq
@@ -41,7 +41,7 @@ from privsyn_core.marginals import count_marginal
 from privsyn_core.measurement import measure_marginal
 from privsyn_core.noise import NoiseSource
 from privsyn_core.one_way import measure_one_way
-from privsyn_core.privacy import epsilon_from_rho, gaussian_sigma
+from privsyn_core.privacy import epsilon_from_rho, gaussian_sigma, rho_from_epsilon_delta
 
 Mechanism = Callable[[np.ndarray], np.ndarray]
 """One run of a noisy step on a dataset (attribute-major records), flattened to a vector."""
@@ -67,6 +67,9 @@ class AuditResult:
     mu_claimed: float
     #: ``||f(D') - f(D)|| / sigma`` for the neighbours audited (at most ``mu_claimed``)
     mu_of_neighbours: float
+    #: the test statistic of every run on ``D`` and on ``D'`` (for plotting the game)
+    on_d: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
+    on_neighbour: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
 
     @property
     def epsilon_of_neighbours(self) -> float:
@@ -151,6 +154,8 @@ def distinguishing_audit(
         mu_standard_error=mu_se,
         mu_claimed=math.sqrt(2 * claimed_rho),
         mu_of_neighbours=mu_of_neighbours,
+        on_d=null,
+        on_neighbour=alternative,
     )
 
 
@@ -327,3 +332,29 @@ def worst_indif_neighbours(
                 best, best_move = Neighbours(domain, records, extra.copy()), move
     assert best is not None
     return best
+
+
+AUDIT_DOMAIN = Domain.from_mapping({"a": 2, "b": 3, "c": 2})
+
+
+def audit_engine(
+    epsilon: float,
+    delta: float,
+    noise: NoiseSource,
+    trials: int,
+    rng: np.random.Generator,
+    *,
+    indif_candidates: int = 200,
+) -> list[AuditResult]:
+    """Audit the three noisy steps, each at the rho that makes it (epsilon, delta)-DP alone,
+    on small generated neighbours (no real data: the audit checks the code, not a table).
+    InDif runs a third as often: its exact step is the slowest."""
+    rho = rho_from_epsilon_delta(epsilon, delta)
+    records = np.stack([rng.integers(0, s, size=200) for s in AUDIT_DOMAIN.sizes])
+    neighbours = Neighbours(AUDIT_DOMAIN, records, np.array([1, 2, 0]))
+    indif_neighbours = worst_indif_neighbours(AUDIT_DOMAIN, 6, rng, indif_candidates)
+    return [
+        audit_one_way(neighbours, rho, noise, delta, trials),
+        audit_indif(indif_neighbours, rho, noise, delta, max(trials // 3, 100)),
+        audit_marginal(neighbours, ("a", "b"), rho, noise, delta, trials),
+    ]

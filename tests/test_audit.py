@@ -9,6 +9,7 @@ from scipy.stats import norm
 
 from privsyn_core.audit import (
     Neighbours,
+    audit_engine,
     audit_indif,
     audit_marginal,
     audit_one_way,
@@ -123,3 +124,16 @@ def test_release_mode_noise_passes_the_same_audit(neighbours):
     check_audit(result, min_lower_bound=1.3, z=5.0)
     engine = audit_marginal(neighbours, ("a", "c"), rho, secure, DELTA, 1_500)
     check_audit(engine, min_lower_bound=0.0, z=5.0)
+
+
+def test_audit_engine_runs_every_step_and_keeps_the_game_for_plotting():
+    results = audit_engine(4.0, DELTA, seeded(9), 3_000, np.random.default_rng(0),
+                           indif_candidates=20)  # fmt: skip
+    assert [r.mechanism for r in results] == ["1-way marginals", "InDif scores", "marginal a x b"]
+    assert not any(r.violates_claim for r in results)
+    for result in results:
+        assert result.on_d.shape == result.on_neighbour.shape == (result.trials,)
+        # the statistic's shift between the neighbours is the measured separation
+        spread = np.sqrt(0.5 * (result.on_d.var(ddof=1) + result.on_neighbour.var(ddof=1)))
+        shift = (result.on_neighbour.mean() - result.on_d.mean()) / spread
+        assert shift == pytest.approx(result.mu_estimate)

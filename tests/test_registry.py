@@ -202,8 +202,8 @@ def test_a_cli_run_interrupted_during_gum_records_what_it_had_spent(tmp_path, ca
 
     monkeypatch.setattr(cli._ProgressBar, "__call__", interrupt_in_gum)
     target = tmp_path / "out.csv"
-    argv = ["synthesize", str(ROOT / "assets" / "adult-coded.csv"), "-o", str(target),
-            "--domain", str(ROOT / "assets" / "adult-coded-domain.json"), "--epsilon", "1"]  # fmt: skip
+    coded, domain = ROOT / "assets" / "adult-coded.csv", ROOT / "assets" / "adult-coded-domain.json"
+    argv = ["synthesize", str(coded), "-o", str(target), "--domain", str(domain), "--epsilon", "1"]
     assert cli.main(argv) == 130
     assert "recorded as run 1" in capsys.readouterr().err and not target.exists()
     (run,) = Registry().runs()

@@ -43,6 +43,9 @@ from privsyn_core.noise import NoiseSource
 from privsyn_core.one_way import measure_one_way
 from privsyn_core.privacy import epsilon_from_rho, gaussian_sigma, rho_from_epsilon_delta
 
+#: confidence of every epsilon lower bound
+CONFIDENCE = 0.99
+
 Mechanism = Callable[[np.ndarray], np.ndarray]
 """One run of a noisy step on a dataset (attribute-major records), flattened to a vector."""
 
@@ -110,7 +113,7 @@ def distinguishing_audit(
     delta: float,
     *,
     mu_of_neighbours: float,
-    confidence: float = 0.99,
+    confidence: float = CONFIDENCE,
     thresholds: int = 100,
 ) -> AuditResult:
     """Audit from ``trials x outputs`` arrays of runs on ``D`` and on ``D'``.
@@ -191,7 +194,7 @@ def audit_step(
     claimed_rho: float,
     delta: float,
     trials: int,
-    confidence: float = 0.99,
+    confidence: float = CONFIDENCE,
 ) -> AuditResult:
     """Run ``run`` ``trials`` times on each neighbour and audit it against ``claimed_rho``.
 

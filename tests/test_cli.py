@@ -442,3 +442,31 @@ def test_output_path_is_an_existing_folder(inputs, tmp_path, capsys):
     status = main(synthesize_argv(csv, domain, folder))
     line = assert_clean_failure(status, capsys, tmp_path, before)
     assert "results" in line
+
+
+def test_audit_checks_every_step_and_fails_on_a_leak(capsys, monkeypatch):
+    import numpy as np
+
+    from privsyn_core import cli
+    from privsyn_core.audit import AUDIT_DOMAIN, Neighbours, audit_marginal
+    from privsyn_core.noise import SeededNoise
+
+    argv = ["audit", "--epsilon", "4", "--mode", "debug", "--trials", "1000"]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    for step in ("1-way marginals", "InDif scores", "marginal a x b"):
+        assert step in out
+    assert "no step leaks more than it claims" in out and "LEAKS" not in out
+
+    def leaky_engine(epsilon, delta, noise, trials, rng):
+        records = np.stack([rng.integers(0, s, size=200) for s in AUDIT_DOMAIN.sizes])
+        neighbours = Neighbours(AUDIT_DOMAIN, records, np.array([1, 2, 0]))
+        noise = SeededNoise(np.random.default_rng(3))
+        # measured at 25 times the rho it claims: a fifth of the noise
+        return [audit_marginal(neighbours, ("a",), 0.25, noise, delta, trials, claimed_rho=0.01)]
+
+    monkeypatch.setattr(cli, "audit_engine", leaky_engine)
+    assert cli.main(argv) == 1
+    captured = capsys.readouterr()
+    assert "LEAKS BEYOND ITS CLAIM" in captured.out
+    assert "leaks more than its ledger claims" in captured.err

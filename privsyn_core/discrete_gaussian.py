@@ -36,6 +36,8 @@ RandomBits = Callable[[int], np.ndarray]
 """``bits(n)`` returns ``n`` independent uniform ``uint64`` values."""
 
 _PRECISION_BITS = 20
+#: the sampler's sigma^2 is at most this factor above the one asked for (p >= 2^20, rounded up)
+MAX_VARIANCE_ROUNDING = 1 + 2.0**-_PRECISION_BITS
 # every integer the sampler forms stays below this, leaving headroom for the K loop's factor
 _LIMIT = 2**58
 

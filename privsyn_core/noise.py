@@ -24,7 +24,11 @@ from typing import Protocol
 import numpy as np
 from scipy.stats import norm
 
-from privsyn_core.discrete_gaussian import exact_plan, sample_discrete_gaussian
+from privsyn_core.discrete_gaussian import (
+    MAX_VARIANCE_ROUNDING,
+    exact_plan,
+    sample_discrete_gaussian,
+)
 
 RELEASE = "release"
 DEBUG = "debug (seeded; not for release)"
@@ -89,8 +93,9 @@ class SecureNoise:
 
     def tail_quantile(self, probability: float) -> float:
         # the discrete Gaussian is sub-Gaussian with parameter sigma: P(Z >= t) <=
-        # exp(-t^2 / (2 sigma^2)), a bound that also holds for the continuous one
-        return math.sqrt(2.0 * math.log(1.0 / probability))
+        # exp(-t^2 / (2 sigma^2)), a bound that also holds for the continuous one; the exact
+        # sampler's sigma^2 is rounded up by a factor of at most MAX_VARIANCE_ROUNDING
+        return math.sqrt(2.0 * math.log(1.0 / probability) * MAX_VARIANCE_ROUNDING)
 
 
 def as_noise(source: NoiseSource | np.random.Generator) -> NoiseSource:

@@ -11,6 +11,7 @@ import pytest
 from scipy.stats import chisquare
 
 from privsyn_core.discrete_gaussian import (
+    MAX_VARIANCE_ROUNDING,
     _accept_wide,
     _uniform_below,
     bernoulli_exp,
@@ -98,6 +99,7 @@ def test_the_plan_rounds_the_variance_up_by_less_than_a_millionth():
         plan = exact_plan(sigma)
         exact = Fraction(sigma) ** 2
         assert exact <= plan.variance_parameter <= exact * (1 + Fraction(1, 10**6))
+        assert plan.variance_parameter <= exact * Fraction(MAX_VARIANCE_ROUNDING)
         assert plan.t == int(np.floor(np.sqrt(float(plan.variance_parameter)))) + 1
     assert exact_plan(0.01) is None and exact_plan(50_000.0) is None
     with pytest.raises(ValueError):

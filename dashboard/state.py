@@ -130,3 +130,8 @@ def dp_badge() -> None:
 
 def owner_badge() -> None:
     st.badge("owner-only: reads the raw data", icon=":material/visibility_lock:", color="orange")
+
+
+def generated_badge() -> None:
+    """For what is computed on generated tables only: neither a DP release nor owner-only."""
+    st.badge("generated tables, no private data", icon=":material/science:", color="gray")

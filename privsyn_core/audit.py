@@ -348,16 +348,24 @@ def audit_engine(
     rng: np.random.Generator,
     *,
     indif_candidates: int = 200,
+    rho_multiplier: float = 1.0,
 ) -> list[AuditResult]:
     """Audit the three noisy steps, each at the rho that makes it (epsilon, delta)-DP alone,
     on small generated neighbours (no real data: the audit checks the code, not a table).
-    InDif runs a third as often: its exact step is the slowest."""
-    rho = rho_from_epsilon_delta(epsilon, delta)
+    InDif runs a third as often: its exact step is the slowest.
+
+    ``rho_multiplier`` other than 1 runs every step at that multiple of rho while still
+    claiming rho: a deliberately broken engine (4 means half the noise), so a demonstration
+    can show the audit catching a mis-calibration. Leave it at 1 to audit the engine as is.
+    """
+    claimed = rho_from_epsilon_delta(epsilon, delta)
+    rho = rho_multiplier * claimed
     records = np.stack([rng.integers(0, s, size=200) for s in AUDIT_DOMAIN.sizes])
     neighbours = Neighbours(AUDIT_DOMAIN, records, np.array([1, 2, 0]))
     indif_neighbours = worst_indif_neighbours(AUDIT_DOMAIN, 6, rng, indif_candidates)
+    indif_trials = max(trials // 3, 100)
     return [
-        audit_one_way(neighbours, rho, noise, delta, trials),
-        audit_indif(indif_neighbours, rho, noise, delta, max(trials // 3, 100)),
-        audit_marginal(neighbours, ("a", "b"), rho, noise, delta, trials),
+        audit_one_way(neighbours, rho, noise, delta, trials, claimed_rho=claimed),
+        audit_indif(indif_neighbours, rho, noise, delta, indif_trials, claimed_rho=claimed),
+        audit_marginal(neighbours, ("a", "b"), rho, noise, delta, trials, claimed_rho=claimed),
     ]

@@ -137,3 +137,29 @@ def test_audit_engine_runs_every_step_and_keeps_the_game_for_plotting():
         spread = np.sqrt(0.5 * (result.on_d.var(ddof=1) + result.on_neighbour.var(ddof=1)))
         shift = (result.on_neighbour.mean() - result.on_d.mean()) / spread
         assert shift == pytest.approx(result.mu_estimate)
+
+
+def test_audit_engine_with_a_rho_multiplier_runs_a_broken_engine_the_audit_catches():
+    """The Learn page's "break the noise" demo: 4x rho (half the noise), rho still claimed."""
+    honest, broken = (
+        audit_engine(
+            1.0,
+            DELTA,
+            seeded(10),
+            4_000,
+            np.random.default_rng(0),
+            indif_candidates=20,
+            rho_multiplier=multiplier,
+        )
+        for multiplier in (1.0, 4.0)
+    )
+    claimed = rho_from_epsilon_delta(1.0, DELTA)
+    for fair, bad in zip(honest, broken, strict=True):
+        assert fair.claimed_rho == bad.claimed_rho == pytest.approx(claimed)
+        assert fair.claimed_epsilon == pytest.approx(1.0)
+        # the same neighbours, half the noise: twice the attainable separation
+        assert bad.mu_of_neighbours == pytest.approx(2 * fair.mu_of_neighbours)
+        assert not fair.violates_claim
+    # the marginal steps reach the bound, so halving their noise shows at once (InDif's
+    # neighbours stay below it and need more trials: see test_the_audit_catches_...)
+    assert broken[0].violates_claim and broken[2].violates_claim

@@ -8,11 +8,13 @@ import json
 import re
 import zipfile
 
+import numpy as np
 import pytest
 import streamlit as st
 from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
+from dashboard import charts, game
 from privsyn_core.privacy import BudgetExceededError, rho_from_epsilon_delta
 from privsyn_core.registry import Registry, fingerprint
 
@@ -97,6 +99,78 @@ def test_uploading_a_broken_file_shows_a_message_not_a_traceback():
 def test_learn_page_reproduces_the_papers_indif_example():
     at = go(app(), "learn")
     assert any("0.08 n" in m.value for m in at.metric)
+
+
+def game_chart(at: AppTest) -> dict | None:
+    """The distinguishing game's figure (JSON), or None when the page shows none."""
+    charts = [c for c in at.get("plotly_chart") if "learn_game_chart" in c.proto.id]
+    return json.loads(charts[0].proto.spec) if charts else None
+
+
+def play_game(at: AppTest, *, epsilon: float = 1.0, broken: bool = False) -> AppTest:
+    at.slider(key="learn_game_eps").set_value(epsilon)
+    at.slider(key="learn_game_trials").set_value(1000)
+    at.toggle(key="learn_game_broken").set_value(broken)
+    at.button(key="learn_game_play").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_learn_page_plays_the_distinguishing_game_once_and_keeps_it():
+    at = go(app(), "learn")
+    assert game_chart(at) is None and "Play the game" in at.info[0].value
+    play_game(at)
+    played = at.session_state["learn_game"]
+    assert played.inputs == game.GameInputs(1.0, 1000, False, 0)
+    one_way = played.results[0]
+    assert one_way.mechanism == "1-way marginals" and one_way.trials == 1000
+    names = [t["name"] for t in game_chart(at)["data"] if t["type"] == "histogram"]
+    assert names == ["D: without the extra person", "D': with the extra person"]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["claimed epsilon"] == "1.00"
+    assert metrics["measured epsilon ≥"] == f"{one_way.epsilon_lower_bound:.2f}"
+    assert metrics["measured separation"].startswith(f"{one_way.mu_estimate:.2f} ± ")
+    assert "no leak found beyond the claim" in at.success[0].value
+    assert any("generated tables, no private data" in m.value for m in at.markdown)
+
+    # reruns and a change of step reuse the stored play: nothing is run again
+    at.run()
+    at.radio(key="learn_game_step").set_value("InDif scores").run()
+    assert at.session_state["learn_game"] is played
+    assert "InDif scores: 333 runs" in at.subheader[-1].value
+    # a changed setting shows no stale game, and keeps the old one until the next play
+    at.slider(key="learn_game_eps").set_value(2.0).run()
+    assert game_chart(at) is None and "settings changed" in at.info[0].value
+    assert at.session_state["learn_game"] is played
+
+
+def test_breaking_the_noise_in_the_game_is_caught_by_the_audit():
+    at = play_game(go(app(), "learn"), epsilon=4.0, broken=True)
+    result = at.session_state["learn_game"].results[0]
+    assert result.violates_claim
+    assert result.claimed_epsilon == pytest.approx(4.0)
+    assert at.error and "leak beyond the claim, caught by the audit" in at.error[0].value
+    metrics = {m.label: float(m.value.split()[0]) for m in at.metric if "epsilon" in m.label}
+    # the best possible attack on the broken code exceeds what it claims
+    assert metrics["best possible epsilon"] > metrics["claimed epsilon"] == 4.0
+    # InDif's neighbours cannot reach its bound: with 1000 runs (seed 0) the leak goes unseen,
+    # and the page says so instead of reporting a success
+    at.radio(key="learn_game_step").set_value("InDif scores").run()
+    assert not at.session_state["learn_game"].results[1].violates_claim
+    assert not at.success and not at.error
+    assert "this game missed the leak" in at.warning[0].value
+
+
+def test_the_game_chart_overlays_both_sides_on_shared_bins():
+    on_d, on_neighbour = np.array([0.0, 1.0, 1.0, 2.0]), np.array([1.0, 2.0, 3.0, 3.0])
+    figure = charts.distinguishing_game(on_d, on_neighbour, bins=3)
+    assert figure.layout.barmode == "overlay"
+    first, second = figure.data
+    assert list(first.x) == list(on_d) and list(second.x) == list(on_neighbour)
+    assert first.xbins == second.xbins
+    assert (first.xbins.start, first.xbins.size) == (0.0, 1.0)
+    assert first.xbins.end > 3.0  # the largest value gets a bin of its own
+    assert charts.distinguishing_game(np.empty(0), np.empty(0)).data == ()
 
 
 def test_a_malicious_column_name_is_shown_as_text(tmp_path):

@@ -1,4 +1,5 @@
-"""Learn: the paper's worked examples, computed live by the engine, and a noise explorer."""
+"""Learn: the paper's worked examples, computed live by the engine, a noise explorer, and the
+distinguishing game (an empirical privacy audit on generated tables)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from dashboard import charts, game, state
+from privsyn_core.audit import AuditResult
 from privsyn_core.gum import GumTarget, update_towards
 from privsyn_core.indif import indif_pair
 from privsyn_core.privacy import gaussian_sigma, rho_from_epsilon_delta
@@ -102,3 +105,97 @@ chart = go.Figure(
     ]
 ).update_layout(barmode="group", height=320)
 st.plotly_chart(chart, key="learn_noise")
+
+st.header("4. Can you tell who is in the table?")
+st.markdown(
+    "Take a table D, and a table D' that is D plus one extra person. The engine runs one of its "
+    "noisy steps on one of the two, and an attacker who knows both tables sees only the output "
+    "and must guess: is the extra person in? Differential privacy limits every guessing rule "
+    "there is: one that wrongly says *in* a share FPR of the time must miss the person at least "
+    r"a share $\text{FNR} \ge 1 - \delta - e^{\varepsilon}\,\text{FPR}$ of the time. "
+    "Here the real code plays the game thousands of times with the best possible attacker: "
+    "the more the two histograms overlap, the less anyone can tell, and if they sit further "
+    "apart than epsilon allows, the code leaks more than it promises."
+)
+left, middle, right = st.columns(3)
+game_epsilon = left.slider("epsilon", 0.1, 8.0, 1.0, step=0.1, key="learn_game_eps")
+game_trials = middle.slider(
+    "runs on each table", 1000, 20_000, 5000, step=1000, key="learn_game_trials"
+)
+game_seed = right.number_input(
+    "random seed (same seed, same game)", 0, 10**6, 0, key="learn_game_seed"
+)
+game_step = st.radio("noisy step", game.STEPS, horizontal=True, key="learn_game_step")
+game_broken = st.toggle(
+    "break the noise (halve it)",
+    key="learn_game_broken",
+    help="Runs every step with half the noise while still claiming the same epsilon, "
+    "as a bug in the code would: watch whether the audit notices.",
+)
+st.caption(
+    f"delta is fixed at {game.DELTA:g}. Both tables are generated (3 small columns), so the "
+    "noise is seeded debug noise: nothing private is measured."
+)
+game_inputs = game.GameInputs(float(game_epsilon), int(game_trials), game_broken, int(game_seed))
+if st.button("Play the game", key="learn_game_play", type="primary"):
+    with st.spinner(f"Playing {game_inputs.trials:,} rounds on each table, for every step ..."):
+        st.session_state[game.SESSION_KEY] = game.play(game_inputs)
+
+
+def show_metrics(result: AuditResult) -> None:
+    """Claimed vs measured vs best possible, for epsilon and for the separation mu."""
+    claimed, measured, best, allowed, separation = st.columns(5)
+    claimed.metric("claimed epsilon", f"{result.claimed_epsilon:.2f}")
+    measured.metric(
+        "measured epsilon ≥",
+        f"{result.epsilon_lower_bound:.2f}",
+        help=f"Lower bound on the code's true epsilon, at {result.confidence:.0%} confidence, "
+        "from the attacker's error rates.",
+    )
+    best.metric(
+        "best possible epsilon",
+        f"{result.epsilon_of_neighbours:.2f}",
+        help="For these two tables, with infinitely many runs: the most a perfect audit "
+        "could measure.",
+    )
+    allowed.metric(
+        "allowed separation",
+        f"{result.mu_claimed:.2f}",
+        help="mu: how far apart, in noise widths, the two histograms may sit at this epsilon.",
+    )
+    separation.metric(
+        "measured separation",
+        f"{result.mu_estimate:.2f} ± {result.mu_standard_error:.2f}",
+        help="mu measured from the runs, ± one standard error.",
+    )
+
+
+def show_play(play: game.GamePlay, step: str) -> None:
+    """The game of one step from a finished play: histograms, numbers, verdict."""
+    result = play.step(step)
+    state.generated_badge()
+    st.subheader(f"{result.mechanism}: {result.trials:,} runs on each table")
+    figure = charts.distinguishing_game(result.on_d, result.on_neighbour)
+    st.plotly_chart(figure, key="learn_game_chart")
+    show_metrics(result)
+    holds, line = game.verdict(result)
+    if not holds:
+        st.error(line)
+    elif play.inputs.broken:
+        # not a success: the leak is there (best possible epsilon exceeds the claim), unseen
+        st.warning(
+            f"{line} Yet the noise was halved: this game missed the leak. An audit can prove a "
+            "leak, never its absence; try more runs or a larger epsilon."
+        )
+    else:
+        st.success(line)
+    st.caption(f"Played in {play.seconds:.1f} s (all three steps), seed {play.inputs.seed}.")
+
+
+last_play: game.GamePlay | None = st.session_state.get(game.SESSION_KEY)
+if last_play is not None and last_play.inputs == game_inputs:
+    show_play(last_play, game_step)
+elif last_play is not None:
+    st.info("The settings changed since the last game: press **Play the game**.")
+else:
+    st.info("Press **Play the game** (a few seconds).")

@@ -300,3 +300,18 @@ def test_cancel_stops_a_run_and_leaves_the_app_usable(server, server_registry, c
     user.page.get_by_text("Synthesised").wait_for(timeout=120_000)
     user.assert_offline()
     user.close()
+
+
+def test_the_distinguishing_game_plays_in_the_browser(server, chromium):
+    user = Session(chromium, server)
+    user.open("Learn")
+    user.page.get_by_role("button", name="Play the game").click()
+    user.idle()
+    # the overlaid histograms are drawn (plotly SVG bars) and the verdict is green
+    chart = user.page.locator("[data-testid='stPlotlyChart']").last
+    chart.locator(".main-svg").first.wait_for(timeout=60_000)
+    assert chart.locator(".barlayer .point").count() > 10
+    user.page.get_by_text("no leak found beyond the claim").wait_for(timeout=10_000)
+    assert user.page.locator("[data-testid='stException']").count() == 0
+    user.assert_offline()
+    user.close()

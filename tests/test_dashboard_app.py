@@ -288,6 +288,10 @@ def test_history_lists_the_run_and_its_spend_matches_the_ledger():
     labels = [b.label for b in at.get("download_button")]
     assert labels == ["Download the release bundle of run 1"]
     assert any("spends no privacy budget" in c.value for c in at.caption)
+    # one run at the session's (epsilon, delta): the composed guarantee is that same pair
+    delta = float(at.session_state["delta_text"])
+    composed = f"(epsilon {at.session_state['epsilon']:.4g}, delta {delta:g})-DP"
+    assert any(composed in c.value for c in at.caption), [c.value for c in at.caption]
 
 
 def test_a_lifetime_budget_below_the_spend_refuses_the_next_run_readably():

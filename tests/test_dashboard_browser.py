@@ -312,6 +312,8 @@ def test_the_distinguishing_game_plays_in_the_browser(server, chromium):
     chart.locator(".main-svg").first.wait_for(timeout=60_000)
     assert chart.locator(".barlayer .point").count() > 10
     user.page.get_by_text("no leak found beyond the claim").wait_for(timeout=10_000)
+    chart.scroll_into_view_if_needed()
+    user.shot("learn-game.png")
     assert user.page.locator("[data-testid='stException']").count() == 0
     user.assert_offline()
     user.close()

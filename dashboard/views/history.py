@@ -79,13 +79,14 @@ def show_budget(status: BudgetStatus, mine: list[RunRecord]) -> None:
     else:
         share = spent / lifetime if lifetime > 0 else 1.0
         st.progress(min(1.0, share), text=f"{share:.0%} of the lifetime budget spent")
-    if delta is not None and spent > 0:
-        thresholds = sum(r.ledger.get("spent_delta") or 0.0 for r in mine)
+    thresholds = sum(r.ledger.get("spent_delta") or 0.0 for r in mine)
+    if delta is not None and spent > 0 and thresholds < delta:
+        # the thresholded releases' delta adds up outside zCDP: convert rho at the rest
         st.caption(
             f"zCDP composes by adding rho: together the runs on this table are "
-            f"(epsilon {epsilon_from_rho(spent, delta):.4g}, delta {delta:g})-DP at the Privacy "
-            f"page's delta"
-            + (f", plus delta {thresholds:.2g} spent on thresholding" if thresholds else "")
+            f"(epsilon {epsilon_from_rho(spent, delta - thresholds):.4g}, delta {delta:g})-DP "
+            "at the Privacy page's delta"
+            + (f" (of which {thresholds:.2g} went to thresholded releases)" if thresholds else "")
             + "."
         )
 

@@ -237,16 +237,8 @@ def audit_one_way(
 
     sigma = gaussian_sigma(rho / len(domain))
     sigmas = np.full(sum(domain.sizes), sigma)
-    return audit_step(
-        "1-way marginals",
-        run,
-        exact,
-        sigmas,
-        neighbours,
-        rho if claimed_rho is None else claimed_rho,
-        delta,
-        trials,
-    )
+    claimed = rho if claimed_rho is None else claimed_rho
+    return audit_step("1-way marginals", run, exact, sigmas, neighbours, claimed, delta, trials)
 
 
 def audit_indif(
@@ -270,16 +262,8 @@ def audit_indif(
         return indif_scores(records, domain).to_numpy()[upper]
 
     sigmas = np.full(upper[0].size, indif_sigma(len(domain), rho))
-    return audit_step(
-        "InDif scores",
-        run,
-        exact,
-        sigmas,
-        neighbours,
-        rho if claimed_rho is None else claimed_rho,
-        delta,
-        trials,
-    )
+    claimed = rho if claimed_rho is None else claimed_rho
+    return audit_step("InDif scores", run, exact, sigmas, neighbours, claimed, delta, trials)
 
 
 def audit_marginal(
@@ -303,16 +287,9 @@ def audit_marginal(
         return count_marginal(records, domain, attributes).values.ravel()
 
     sigmas = np.full(domain.cells(attributes), gaussian_sigma(rho))
-    return audit_step(
-        f"marginal {' x '.join(attributes)}",
-        run,
-        exact,
-        sigmas,
-        neighbours,
-        rho if claimed_rho is None else claimed_rho,
-        delta,
-        trials,
-    )
+    claimed = rho if claimed_rho is None else claimed_rho
+    name = f"marginal {' x '.join(attributes)}"
+    return audit_step(name, run, exact, sigmas, neighbours, claimed, delta, trials)
 
 
 def worst_indif_neighbours(

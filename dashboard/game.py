@@ -19,7 +19,7 @@ from privsyn_core.noise import SeededNoise
 #: fixed, so the page has one knob that matters (epsilon); stated on the page
 DELTA = 1e-6
 #: the steps in the order :func:`audit_engine` returns them
-STEPS = ("1-way marginals", "InDif scores", "a 2-way marginal")
+STEPS = ("1-way marginals", "InDif scores", "a 2-way marginal", "column kinds")
 #: "break the noise": 4x rho is half the noise standard deviation, while rho is still claimed
 BROKEN_RHO_MULTIPLIER = 4.0
 #: the session-state key of the last play
@@ -49,7 +49,7 @@ class GamePlay:
 
 
 def play(inputs: GameInputs) -> GamePlay:
-    """Play all three steps at once: switching the step shown then needs no new play."""
+    """Play all four steps at once: switching the step shown then needs no new play."""
     tables, noise = (np.random.default_rng(s) for s in np.random.SeedSequence(inputs.seed).spawn(2))
     started = time.perf_counter()
     results = audit_engine(

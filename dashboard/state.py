@@ -15,7 +15,6 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from privsyn_core.columns import schema_from_dtypes
 from privsyn_core.io import read_table
 from privsyn_core.pipeline import SynthesisResult
 from privsyn_core.registry import fingerprint as registry_fingerprint
@@ -84,7 +83,8 @@ def set_table(table: pd.DataFrame, name: str) -> None:
     ss["table"] = table
     ss["table_name"] = name
     ss["dataset_fingerprint"] = None
-    ss["schema"] = schema_from_dtypes(table)
+    # nothing declared: kinds, whole numbers, date formats and domains are decided privately
+    ss["schema"] = Schema.undeclared(table.columns)
     ss["finished"] = None
     ss["run_state"] = "idle"
     ss["partial_history"] = []

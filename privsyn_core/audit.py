@@ -30,8 +30,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+import pandas as pd
 from scipy.optimize import brentq
 from scipy.stats import beta, norm
 
@@ -42,6 +44,8 @@ from privsyn_core.measurement import measure_marginal
 from privsyn_core.noise import NoiseSource
 from privsyn_core.one_way import measure_one_way
 from privsyn_core.privacy import epsilon_from_rho, gaussian_sigma, rho_from_epsilon_delta
+from privsyn_core.structure import noisy_structure
+from privsyn_core.values import ValueClass, canonical_text, class_counts
 
 #: confidence of every epsilon lower bound
 CONFIDENCE = 0.99
@@ -168,7 +172,7 @@ def _upper_bound(events: np.ndarray, trials: int, alpha: float) -> np.ndarray:
     return np.where(events >= trials, 1.0, upper)
 
 
-def _run(mechanism: Mechanism, records: np.ndarray, trials: int) -> np.ndarray:
+def _run(mechanism: Callable[[Any], np.ndarray], records: Any, trials: int) -> np.ndarray:
     return np.stack([mechanism(records) for _ in range(trials)])
 
 
@@ -184,29 +188,49 @@ class Neighbours:
     def with_extra(self) -> np.ndarray:
         return np.concatenate([self.records, self.extra[:, None]], axis=1)
 
+    @property
+    def pair(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.records, self.with_extra
+
+
+@dataclass(frozen=True)
+class TableNeighbours:
+    """A raw table ``D`` (text, as read from a file) and ``D' = D`` plus the row ``extra``."""
+
+    table: pd.DataFrame
+    extra: dict[str, object]
+
+    @property
+    def pair(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        row = pd.DataFrame([self.extra], columns=self.table.columns, dtype=object)
+        return self.table, pd.concat([self.table, row], ignore_index=True)
+
 
 def audit_step(
     mechanism: str,
-    run: Mechanism,
-    exact: Callable[[np.ndarray], np.ndarray],
+    run: Callable[[Any], np.ndarray],
+    exact: Callable[[Any], np.ndarray],
     sigmas: np.ndarray,
-    neighbours: Neighbours,
+    on_d: Any,
+    on_neighbour: Any,
     claimed_rho: float,
     delta: float,
     trials: int,
     confidence: float = CONFIDENCE,
 ) -> AuditResult:
-    """Run ``run`` ``trials`` times on each neighbour and audit it against ``claimed_rho``.
+    """Run ``run`` ``trials`` times on each of two neighbouring datasets and audit it against
+    ``claimed_rho``. The datasets may be coded records or raw tables: ``run`` and ``exact``
+    take either.
 
     ``exact`` is the step without noise (to build the optimal test), ``sigmas`` the noise
     standard deviation of each output.
     """
-    difference = exact(neighbours.with_extra) - exact(neighbours.records)
+    difference = exact(on_neighbour) - exact(on_d)
     weights = difference / sigmas**2
     return distinguishing_audit(
         mechanism,
-        _run(run, neighbours.records, trials),
-        _run(run, neighbours.with_extra, trials),
+        _run(run, on_d, trials),
+        _run(run, on_neighbour, trials),
         weights,
         claimed_rho,
         delta,
@@ -238,7 +262,9 @@ def audit_one_way(
     sigma = gaussian_sigma(rho / len(domain))
     sigmas = np.full(sum(domain.sizes), sigma)
     claimed = rho if claimed_rho is None else claimed_rho
-    return audit_step("1-way marginals", run, exact, sigmas, neighbours, claimed, delta, trials)
+    return audit_step(
+        "1-way marginals", run, exact, sigmas, *neighbours.pair, claimed, delta, trials
+    )
 
 
 def audit_indif(
@@ -263,7 +289,7 @@ def audit_indif(
 
     sigmas = np.full(upper[0].size, indif_sigma(len(domain), rho))
     claimed = rho if claimed_rho is None else claimed_rho
-    return audit_step("InDif scores", run, exact, sigmas, neighbours, claimed, delta, trials)
+    return audit_step("InDif scores", run, exact, sigmas, *neighbours.pair, claimed, delta, trials)
 
 
 def audit_marginal(
@@ -289,7 +315,63 @@ def audit_marginal(
     sigmas = np.full(domain.cells(attributes), gaussian_sigma(rho))
     claimed = rho if claimed_rho is None else claimed_rho
     name = f"marginal {' x '.join(attributes)}"
-    return audit_step(name, run, exact, sigmas, neighbours, claimed, delta, trials)
+    return audit_step(name, run, exact, sigmas, *neighbours.pair, claimed, delta, trials)
+
+
+def audit_structure(
+    neighbours: TableNeighbours,
+    rho: float,
+    noise: NoiseSource,
+    delta: float,
+    trials: int,
+    *,
+    claimed_rho: float | None = None,
+) -> AuditResult:
+    """Audit :func:`~privsyn_core.structure.measure_structure` (every column's value-class
+    counts at ``rho / d`` each, as the pipeline spends the structure share): the step that
+    decides kinds, whole numbers and date formats."""
+    columns = list(neighbours.table.columns)
+    each = rho / len(columns)
+    on_d, on_neighbour = neighbours.pair
+    # reading and classifying the values is deterministic: done once per table, while every
+    # run draws fresh noise through the mechanism itself
+    exact_counts = {
+        id(table): [class_counts(canonical_text(table[c])) for c in columns]
+        for table in (on_d, on_neighbour)
+    }
+
+    def run(table: pd.DataFrame) -> np.ndarray:
+        return np.concatenate(
+            [
+                noisy_structure(c, counts, each, noise).noisy_counts
+                for c, counts in zip(columns, exact_counts[id(table)], strict=True)
+            ]
+        )
+
+    def exact(table: pd.DataFrame) -> np.ndarray:
+        return np.concatenate(exact_counts[id(table)])
+
+    sigmas = np.full(len(columns) * len(ValueClass), gaussian_sigma(each))
+    claimed = rho if claimed_rho is None else claimed_rho
+    return audit_step(
+        "column kinds", run, exact, sigmas, on_d, on_neighbour, claimed, delta, trials
+    )
+
+
+def structure_neighbours(rng: np.random.Generator, n: int = 200) -> TableNeighbours:
+    """A generated text table (whole numbers, ISO dates, letters) and the record that, read
+    by pandas, would flip every column's type: a word among the numbers, a day-first date
+    among the ISO dates, a blank among the letters. It moves one class count per column."""
+    days = pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 365, n), unit="D")
+    table = pd.DataFrame(
+        {
+            "age": rng.integers(18, 90, n).astype(str),
+            "visit": days.strftime("%Y-%m-%d"),
+            "group": rng.choice(["a", "b", "c"], n),
+        },
+        dtype=object,
+    )
+    return TableNeighbours(table, {"age": "unknown", "visit": "13/01/2020", "group": None})
 
 
 def worst_indif_neighbours(
@@ -327,9 +409,11 @@ def audit_engine(
     indif_candidates: int = 200,
     rho_multiplier: float = 1.0,
 ) -> list[AuditResult]:
-    """Audit the three noisy steps, each at the rho that makes it (epsilon, delta)-DP alone,
-    on small generated neighbours (no real data: the audit checks the code, not a table).
-    InDif runs a third as often: its exact step is the slowest.
+    """Audit the four noisy steps (1-way marginals, InDif, a 2-way marginal, and the
+    structure step that decides column kinds), each at the rho that makes it (epsilon,
+    delta)-DP alone, on small generated neighbours (no real data: the audit checks the code,
+    not a table). InDif and the structure step run a third as often: their exact steps are
+    the slowest.
 
     ``rho_multiplier`` other than 1 runs every step at that multiple of rho while still
     claiming rho: a deliberately broken engine (4 means half the noise), so a demonstration
@@ -341,8 +425,11 @@ def audit_engine(
     neighbours = Neighbours(AUDIT_DOMAIN, records, np.array([1, 2, 0]))
     indif_neighbours = worst_indif_neighbours(AUDIT_DOMAIN, 6, rng, indif_candidates)
     indif_trials = max(trials // 3, 100)
+    tables = structure_neighbours(rng)
+    structure_trials = max(trials // 3, 100)
     return [
         audit_one_way(neighbours, rho, noise, delta, trials, claimed_rho=claimed),
         audit_indif(indif_neighbours, rho, noise, delta, indif_trials, claimed_rho=claimed),
         audit_marginal(neighbours, ("a", "b"), rho, noise, delta, trials, claimed_rho=claimed),
+        audit_structure(tables, rho, noise, delta, structure_trials, claimed_rho=claimed),
     ]

@@ -45,6 +45,12 @@ def _released_schema(result: SynthesisResult) -> list[dict[str, Any]]:
             "name": codec.name,
             "provenance": item.provenance.value,
             "missing_code": codec.missing,
+            # every structural choice (kind, whole numbers, date format, missing values,
+            # domain) with where it came from: declared, or a DP estimate
+            "choices": [
+                {"choice": c.name, "value": c.value, "provenance": c.provenance.value}
+                for c in item.choices
+            ],
         }
         if isinstance(codec, BinnedCodec):
             entry.update(
@@ -52,6 +58,8 @@ def _released_schema(result: SynthesisResult) -> list[dict[str, Any]]:
                 edges=list(codec.edges),
                 integer=codec.integer,
             )
+            if codec.datetime:
+                entry["datetime_format"] = codec.datetime_format
         else:
             entry.update(
                 kind="categorical",

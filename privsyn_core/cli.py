@@ -28,7 +28,7 @@ from privsyn_core.errors import FailedAfterSpending, InputError
 from privsyn_core.gum import GumSettings
 from privsyn_core.io import read_table
 from privsyn_core.noise import SecureNoise, SeededNoise
-from privsyn_core.pipeline import synthesize
+from privsyn_core.pipeline import SynthesisResult, synthesize
 from privsyn_core.planner import plan_budget
 from privsyn_core.privacy import BudgetExceededError, PrivacyLedger, rho_from_epsilon_delta
 from privsyn_core.progress import (
@@ -40,14 +40,14 @@ from privsyn_core.progress import (
     SynthesisCancelled,
 )
 from privsyn_core.registry import Registry, RunRecord, fingerprint
-from privsyn_core.schema import DRAFT_WARNING, Schema, infer_schema
+from privsyn_core.schema import DRAFT_WARNING, Provenance, Schema, infer_schema
 
 
 class UsageError(Exception):
     """A problem with the command's input, reported as one line."""
 
 
-def _read(path: str, args: argparse.Namespace) -> pd.DataFrame:
+def _read(path: str, args: argparse.Namespace, *, infer_types: bool = False) -> pd.DataFrame:
     names = [n.strip() for n in args.names.split(",")] if getattr(args, "names", None) else None
     return read_table(
         path,
@@ -56,6 +56,7 @@ def _read(path: str, args: argparse.Namespace) -> pd.DataFrame:
         header=not getattr(args, "no_header", False),
         names=names,
         na_values=getattr(args, "na", None),
+        infer_types=infer_types,
     )
 
 
@@ -227,15 +228,32 @@ def _synthesize(args: argparse.Namespace) -> int:
                 f"{total:.5g} over all its runs",
                 file=sys.stderr,
             )
+        decided = _decided_structure(result)
+        if decided:
+            print(f"decided privately: {decided}", file=sys.stderr)
         for name, why in result.excluded:
             print(f"left out column {name!r}: {why}", file=sys.stderr)
     if not result.end_to_end_dp:
         print(
-            "privsyn: warning: NOT end-to-end DP: the domains of "
+            "privsyn: warning: NOT end-to-end DP: the structure or domains of "
             f"{', '.join(result.ledger.not_private)} were read off the raw data (--raw-domains)",
             file=sys.stderr,
         )
     return 0
+
+
+def _decided_structure(result: SynthesisResult) -> str:
+    """The kinds (and whole numbers, date formats) the structure step decided, in one line:
+    DP outputs, which the user should check before trusting the release's layout."""
+    parts = []
+    for column in result.columns:
+        estimated = [c for c in column.choices if c.provenance is Provenance.PRIVATE]
+        shown = [c.value for c in estimated if c.name == "kind"]
+        shown += ["whole" for c in estimated if c.name == "whole numbers" and c.value == "yes"]
+        shown += [c.value for c in estimated if c.name == "date format"]
+        if shown:
+            parts.append(f"{column.codec.name} {' '.join(shown)}")
+    return ", ".join(parts)
 
 
 def _write_bytes_atomically(data: bytes, target: Path) -> None:
@@ -353,8 +371,10 @@ def _plan(args: argparse.Namespace) -> int:
         args.epsilon,
         args.delta,
         args.columns,
+        private_structure=args.private_structure + args.undeclared,
         private_categories=args.private_categories,
         private_ranges=args.private_ranges,
+        private_undecided=args.undeclared,
     )
     print(f"epsilon {args.epsilon:g}, delta {args.delta:g}: rho = {plan.rho:.6g} (zCDP)")
     print(f"{'step':<20} {'rho':>10} {'share':>7} {'sigma':>10}  queries")
@@ -370,8 +390,9 @@ def _plan(args: argparse.Namespace) -> int:
 def _evaluate(args: argparse.Namespace) -> int:
     from privsyn_core.evaluation import fidelity_report
 
-    real = _read(args.real, args)
-    synthetic = _read(args.synthetic, argparse.Namespace())
+    # owner-only: numbers are read as numbers so range queries order them as numbers
+    real = _read(args.real, args, infer_types=True)
+    synthetic = _read(args.synthetic, argparse.Namespace(), infer_types=True)
     report = fidelity_report(real, synthetic, label=args.label, seed=args.seed)
     print(report.format())
     return 0
@@ -511,6 +532,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--private-ranges", type=_count(0), default=0,
         help="numeric columns whose bounds will be estimated privately",
     )  # fmt: skip
+    plan.add_argument(
+        "--private-structure", type=_count(0), default=0,
+        help="declared columns whose whole-number flag or date format is decided privately",
+    )  # fmt: skip
+    plan.add_argument(
+        "--undeclared", type=_count(0), default=0,
+        help="columns with nothing declared (no schema): kind and domain decided privately",
+    )  # fmt: skip
     plan.set_defaults(run=_plan)
 
     runs = commands.add_parser("runs", help="finished runs and the budget each dataset spent")
@@ -533,8 +562,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_read_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("reading CSV files")
-    group.add_argument("--delimiter", help="column separator (default: detected)")
-    group.add_argument("--encoding", help="text encoding (default: detected)")
+    group.add_argument(
+        "--delimiter",
+        help="column separator (default: the one the header row uses most; comma without a header)",
+    )
+    group.add_argument(
+        "--encoding",
+        help="text encoding of the whole file (default: UTF-8, each value that is not valid "
+        "UTF-8 read as Windows-1252)",
+    )
     group.add_argument(
         "--no-header", action="store_true", help="the file has no header row (give --names)"
     )

@@ -18,25 +18,41 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from privsyn_core.table import TableError
+from privsyn_core.values import (
+    NATIVE_DATETIME,
+    canonical_text,
+    categories_as_text,
+    day_first_format,
+    parse_datetimes,
+    parse_numbers,
+    seconds_since_epoch,
+)
 
 OTHER_LABEL = "other"
 
 
 @dataclass(frozen=True)
 class CategoryCodec:
-    """Categories in a fixed order; optional "other" and "missing" codes after them."""
+    """Categories in a fixed order; optional "other" and "missing" codes after them.
+
+    Values are matched to categories by their canonical text
+    (:func:`~privsyn_core.values.canonical_text`), one value at a time, so a column that reads
+    as numbers, as floats with blanks, or as text maps to the same codes. Decoding gives the
+    categories themselves: the output's type follows the schema, never the input's dtype
+    (which pandas infers from the values).
+    """
 
     name: str
     categories: tuple[Any, ...]
     other: bool = False
     missing: bool = False
-    dtype: Any = object
 
     @property
     def size(self) -> int:
@@ -58,23 +74,21 @@ class CategoryCodec:
     def missing_code(self) -> int | None:
         return self.size - 1 if self.missing else None
 
+    @cached_property
+    def _keys(self) -> pd.Index:
+        return pd.Index(categories_as_text(self.categories))
+
     def encode(self, column: pd.Series) -> np.ndarray:
-        absent = column.isna().to_numpy()
+        values = canonical_text(column)
+        absent = values.isna().to_numpy()
         if absent.any() and not self.missing:
             raise TableError(
                 f"column {self.name!r} has a missing value (first at row "
                 f"{int(np.flatnonzero(absent)[0])}, counting from 0) but its schema says it "
                 f'has none; set "missing": true for it or fill the values'
             )
-        as_text = all(isinstance(c, str) for c in self.categories)
-        if as_text and pd.api.types.is_float_dtype(column.dtype):
-            values = column.map(_as_text)  # a column with blanks reads as floats: 2.0 -> "2"
-        elif as_text:
-            values = column.astype(str).where(~absent, None)
-        else:
-            values = column.astype(object)
         # one vectorised hash lookup (-1: not a category)
-        codes = pd.Index(list(self.categories)).get_indexer(values).astype(np.int64)
+        codes = self._keys.get_indexer(values).astype(np.int64)
         unknown = (codes < 0) & ~absent
         if unknown.any():
             if not self.other:
@@ -95,24 +109,29 @@ class CategoryCodec:
             labels[self.other_code] = self.other_label
         if self.missing:
             labels[self.missing_code] = None
-        series = pd.Series(labels[codes], name=self.name)
-        return _restore_dtype(series, self.dtype)
+        series = pd.Series(labels[codes], name=self.name, dtype=object)
+        return series if self.other else _typed(series, self.categories, self.missing)
 
 
 @dataclass(frozen=True)
 class BinnedCodec:
     """Numbers cut at ``edges`` (bins ``[e_k, e_k+1)``; values beyond the outer edges fall in
-    the end bins); optional
-    "missing" code after the bins. ``datetime_format`` marks a datetime column stored as
-    seconds since 1970: None keeps datetime64 values, a format string writes text."""
+    the end bins); optional "missing" code after the bins. ``datetime_format`` marks a
+    datetime column stored as seconds since 1970: a strftime format writes text,
+    ``"datetime64"`` (or None) keeps pandas datetimes.
+
+    ``unparsed`` says what a value that is not a number (not a date) becomes: an error naming
+    it (a declared kind: the data contradicts the schema) or a missing value (a kind decided
+    from DP counts: the minority of values that do not fit are read as missing).
+    """
 
     name: str
     edges: tuple[float, ...]
     integer: bool = False
     missing: bool = False
-    dtype: Any = float
     datetime: bool = False
     datetime_format: str | None = None
+    unparsed: Literal["error", "missing"] = "error"
 
     def __post_init__(self) -> None:
         if len(self.edges) < 2:
@@ -127,26 +146,38 @@ class BinnedCodec:
         return self.bins + int(self.missing)
 
     def numbers(self, column: pd.Series) -> np.ndarray:
-        """The column as float numbers (seconds for datetimes), NaN where missing."""
-        if self.datetime:
-            stamps = pd.to_datetime(column, errors="coerce", format="mixed")
-            unparsed = stamps.isna() & column.notna()
-            if unparsed.any():
-                bad = column[unparsed].iloc[0]
-                raise TableError(
-                    f"column {self.name!r} is declared datetime but {bad!r} is not a date; "
-                    f"fix the value or declare the column categorical"
-                )
-            return seconds_since_epoch(stamps)
-        numbers = pd.to_numeric(column, errors="coerce")
-        unparsed = numbers.isna() & column.notna()
-        if unparsed.any():
-            bad = column[unparsed].iloc[0]
-            raise TableError(
-                f"column {self.name!r} is declared numeric but holds {bad!r}; fix the value "
-                f"or declare the column categorical"
+        """The column as float numbers (seconds for datetimes), NaN where missing. Each value
+        is read on its own (:mod:`privsyn_core.values`)."""
+        what = "a date" if self.datetime else "a finite number"
+        if self.datetime and pd.api.types.is_datetime64_any_dtype(column.dtype):
+            return seconds_since_epoch(column)
+        if (
+            not self.datetime
+            and pd.api.types.is_numeric_dtype(column.dtype)
+            and not pd.api.types.is_bool_dtype(column.dtype)
+        ):
+            numbers = column.to_numpy(dtype=float, na_value=np.nan)
+            unparsed = ~np.isfinite(numbers) & ~np.isnan(numbers)
+            numbers = np.where(unparsed, np.nan, numbers)
+            bad = column[unparsed]
+        else:
+            text = canonical_text(column)
+            numbers = (
+                parse_datetimes(text, day_first_format(self.datetime_format))
+                if self.datetime
+                else parse_numbers(text)
             )
-        return numbers.to_numpy(dtype=float)
+            bad = text[np.isnan(numbers) & text.notna().to_numpy()]
+        if len(bad) and self.unparsed == "error":
+            kind = "datetime" if self.datetime else "numeric"
+            value = bad.iloc[0]
+            value = value.item() if isinstance(value, np.generic) else value
+            raise TableError(
+                f"column {self.name!r} is declared {kind} but holds {value!r}, not "
+                f"{what}; fix the value, declare the column categorical, or leave its kind "
+                f"undeclared so values that do not fit are read as missing"
+            )
+        return numbers
 
     def encode(self, column: pd.Series) -> np.ndarray:
         numbers = self.numbers(column)
@@ -176,23 +207,17 @@ class BinnedCodec:
         if self.datetime:
             stamps = pd.to_datetime(values * 1e9, unit="ns").round("s")
             series = pd.Series(stamps, name=self.name)
-            if self.datetime_format is not None:
+            if self.datetime_format not in (None, NATIVE_DATETIME):
                 text = series.dt.strftime(self.datetime_format)
                 return text.where(series.notna(), None).astype(object)
             return series
         series = pd.Series(values, name=self.name)
-        if self.integer:
-            return series.astype("Int64" if not present.all() else "int64")
+        if self.integer:  # the type follows the codec, not whether a value came out missing
+            return series.astype("Int64" if self.missing else "int64")
         return series
 
 
 ColumnCodec = CategoryCodec | BinnedCodec
-
-
-def seconds_since_epoch(stamps: pd.Series) -> np.ndarray:
-    """Datetimes as float seconds since 1970 (NaN for NaT), whatever their resolution."""
-    epoch = pd.Timestamp("1970-01-01", tz=getattr(stamps.dt, "tz", None))
-    return ((stamps - epoch) / pd.Timedelta(seconds=1)).to_numpy(dtype=float, na_value=np.nan)
 
 
 def equal_width_edges(lower: float, upper: float, bins: int, *, integer: bool) -> tuple[float, ...]:
@@ -209,19 +234,14 @@ def equal_width_edges(lower: float, upper: float, bins: int, *, integer: bool) -
     return tuple(float(e) for e in np.linspace(lower, upper, bins + 1))
 
 
-def _as_text(value: Any) -> Any:
-    """A value as the text a CSV would hold: 2.0 -> "2" (a column with blanks reads as floats)."""
-    if isinstance(value, float | np.floating) and float(value).is_integer():
-        return str(int(value))
-    return value if pd.isna(value) else str(value)
-
-
-def _restore_dtype(series: pd.Series, dtype: Any) -> pd.Series:
-    if isinstance(dtype, pd.CategoricalDtype):
-        return series.astype("category")
-    try:
-        if series.isna().any() and pd.api.types.is_integer_dtype(dtype):
-            return series.astype("Int64")
-        return series.astype(dtype)
-    except (TypeError, ValueError):
-        return series
+def _typed(series: pd.Series, categories: tuple[Any, ...], missing: bool) -> pd.Series:
+    """Categories that are all booleans, whole numbers or numbers come back as such (pandas'
+    nullable types when the codec has a missing code); anything else stays as objects. The
+    type depends on the codec alone, never on which values the synthetic sample holds."""
+    if all(isinstance(v, bool | np.bool_) for v in categories):
+        return series.astype("boolean" if missing else bool)
+    if all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in categories):
+        return series.astype("Int64" if missing else "int64")
+    if all(isinstance(v, int | float | np.number) and not isinstance(v, bool) for v in categories):
+        return series.astype("Float64" if missing else float)
+    return series

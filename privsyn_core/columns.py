@@ -1,24 +1,28 @@
 """From a raw table and its (possibly partial) schema to codecs, paying for what is private.
 
 :func:`prepare_columns` decides each column's codec. What the schema declares is used as is
-and costs nothing. What it leaves open is estimated with :mod:`privsyn_core.private_domain`,
-each estimate charged to the ledger:
+and costs nothing. What it leaves open is measured privately, each measurement charged to the
+ledger:
 
+* an undeclared kind, whole-number flag or date format: noisy counts of how the column's
+  values read (:mod:`privsyn_core.structure`);
 * a categorical column without categories: thresholded noisy counts (costs rho and part of
   the delta reserved for thresholding);
 * a numeric or datetime column without bounds or edges: a noisy log-grid histogram.
 
-With ``raw_domains=True`` the open parts are read off the data instead: a shortcut for demos
-that is *not* end-to-end DP, and every result produced that way says so.
+An undeclared ``missing`` costs nothing: the column gets a missing code and PrivSyn's noisy
+1-way marginal measures its rate. Nothing here branches on the values outside those
+measurements; in particular no pandas dtype decides anything (pandas infers dtypes from the
+values, so one record could change them).
 
-Without a schema, each column's kind follows its dtype only (strings, booleans and
-categoricals are categorical; numbers numeric; datetime64 and date-like text datetime), so
-that no decision about the synthesis depends on the private values themselves.
+With ``raw_domains=True`` the open parts are read off the data instead (the same rules on exact
+counts): a shortcut for demos that is *not* end-to-end DP, and every result produced that way
+says so.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -29,6 +33,8 @@ from privsyn_core.noise import NoiseSource
 from privsyn_core.privacy import Measurement
 from privsyn_core.private_domain import private_categories, private_range
 from privsyn_core.schema import ColumnSchema, Kind, Provenance, Schema, kind_from_type
+from privsyn_core.structure import StructureDecision, measure_structure, read_structure
+from privsyn_core.values import canonical_text
 
 #: numeric columns of whole numbers get one bin per value up to this many values
 MAX_INTEGER_BINS = 100
@@ -36,12 +42,24 @@ DEFAULT_BINS = 32
 
 
 @dataclass(frozen=True)
+class StructureChoice:
+    """One structural choice about a column (its kind, whole numbers, date format, missing
+    values, domain), what was chosen, and where the choice came from."""
+
+    name: str
+    value: str
+    provenance: Provenance
+
+
+@dataclass(frozen=True)
 class PreparedColumn:
-    """A column's codec, where its domain came from, and a note for the user."""
+    """A column's codec, where its domain came from, a note for the user, and every
+    structural choice with its provenance."""
 
     codec: ColumnCodec
     provenance: Provenance
     note: str = ""
+    choices: tuple[StructureChoice, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -52,8 +70,62 @@ class Preparation:
     end_to_end_dp: bool
 
 
+@dataclass(frozen=True)
+class OpenParts:
+    """What a schema leaves open, by the measurement that will settle it."""
+
+    #: columns whose kind, whole-number flag or date format is undeclared
+    structure: tuple[str, ...]
+    #: categorical columns without categories
+    categories: tuple[str, ...]
+    #: numeric or datetime columns without bounds or edges
+    ranges: tuple[str, ...]
+    #: columns of undeclared kind: one domain estimate each, of a kind decided privately
+    undecided: tuple[str, ...]
+
+    @property
+    def domain_estimates(self) -> int:
+        return len(self.categories) + len(self.ranges) + len(self.undecided)
+
+    @property
+    def possible_category_estimates(self) -> int:
+        """Estimates that may release categories by thresholding (and so spend delta)."""
+        return len(self.categories) + len(self.undecided)
+
+
+def open_parts(schema: Schema) -> OpenParts:
+    """The open parts of ``schema``'s included columns (see :class:`OpenParts`)."""
+    included = schema.included()
+    return OpenParts(
+        structure=tuple(c.name for c in included if needs_structure(c)),
+        categories=tuple(
+            c.name for c in included if c.kind is Kind.CATEGORICAL and not c.has_domain
+        ),
+        ranges=tuple(
+            c.name for c in included if c.kind in (Kind.NUMERIC, Kind.DATETIME) and not c.has_domain
+        ),
+        undecided=tuple(c.name for c in included if c.kind is None),
+    )
+
+
+def needs_structure(spec: ColumnSchema) -> bool:
+    """Whether a structural choice of ``spec`` is left open (and must be measured)."""
+    if spec.kind is None:
+        return True
+    if spec.kind is Kind.NUMERIC:
+        return spec.integer is None
+    if spec.kind is Kind.DATETIME:
+        return spec.datetime_format is None
+    return False
+
+
 def schema_from_dtypes(table: pd.DataFrame) -> Schema:
-    """A schema that declares kinds only, each read from the column's type (with the reason)."""
+    """A schema that *declares* each column's kind from its pandas type, with the reason.
+
+    Only for types that are public: set by the data owner, or a typed file's declared
+    types the owner confirms as public. Types pandas inferred from the values are not: one
+    record can change them. Without a schema the engine decides kinds privately instead.
+    """
     columns = []
     for name in table.columns:
         kind, reason = _kind_of_dtype(table[name])
@@ -76,27 +148,6 @@ def _kind_of_dtype(column: pd.Series) -> tuple[Kind, str]:
     return Kind.CATEGORICAL, "text column type -> categorical"
 
 
-def _nullable(column: pd.Series) -> bool:
-    """Whether the column's type can hold missing values at all (numpy integers and booleans
-    cannot; readers give those types only to columns without blanks). A type, not a count:
-    it decides the missing code without looking at the values."""
-    dtype = column.dtype
-    return not (
-        isinstance(dtype, np.dtype) and (np.issubdtype(dtype, np.integer) or dtype == np.bool_)
-    )
-
-
-def columns_needing_estimates(schema: Schema) -> tuple[list[str], list[str]]:
-    """(categorical columns without categories, numeric/datetime columns without bounds)."""
-    categories = [
-        c.name for c in schema.included() if c.kind is Kind.CATEGORICAL and not c.has_domain
-    ]
-    ranges = [
-        c.name for c in schema.included() if c.kind is not Kind.CATEGORICAL and not c.has_domain
-    ]
-    return categories, ranges
-
-
 def check_schema_matches(table: pd.DataFrame, schema: Schema) -> None:
     names = [str(c) for c in table.columns]
     missing = [n for n in schema.names() if n not in names]
@@ -117,29 +168,47 @@ def prepare_columns(
     table: pd.DataFrame,
     schema: Schema,
     *,
+    rho_per_structure: float = 0.0,
     rho_per_estimate: float,
-    delta_per_category_estimate: float,
+    delta_for_thresholds: float,
     rng: NoiseSource | np.random.Generator,
     raw_domains: bool = False,
 ) -> Preparation:
-    """Codecs for every included column, with the measurements that paid for them."""
+    """Codecs for every included column, with the measurements that paid for them.
+
+    First the structure step settles every open kind, whole-number flag and date format;
+    then each open domain is estimated. ``delta_for_thresholds`` is split equally over the
+    category estimates, whose number is known only once the kinds are (a DP output), so the
+    whole reservation is used and every threshold is as low as it can be.
+    """
     check_schema_matches(table, schema)
-    prepared: list[PreparedColumn] = []
     measurements: list[Measurement] = []
     excluded: list[tuple[str, str]] = [
         (c.name, c.reason or "excluded by the schema") for c in schema.columns if c.exclude
     ]
+    texts = {spec.name: canonical_text(table[spec.name]) for spec in schema.included()}
+    settled: list[tuple[ColumnSchema, list[StructureChoice]]] = []
     for spec in schema.included():
+        if not needs_structure(spec):
+            settled.append((spec, _declared_choices(spec)))
+        elif raw_domains:
+            settled.append(_resolve(spec, read_structure(texts[spec.name]), Provenance.RAW))
+        else:
+            estimate = measure_structure(texts[spec.name], rho_per_structure, rng)
+            measurements.append(estimate.measurement)
+            settled.append(_resolve(spec, estimate.decision, Provenance.PRIVATE))
+    thresholded = sum(
+        spec.kind is Kind.CATEGORICAL and spec.categories is None for spec, _ in settled
+    )
+    delta = delta_for_thresholds / max(1, thresholded)
+    prepared: list[PreparedColumn] = []
+    for spec, choices in settled:
         try:
-            item, spend = _prepare_column(
-                spec,
-                table[spec.name],
-                rho_per_estimate,
-                delta_per_category_estimate,
-                rng,
+            item, spend = _prepare_domain(
+                spec, choices, table[spec.name], texts[spec.name], rho_per_estimate, delta, rng,
                 raw_domains,
-            )
-        except InputError as error:  # the columns measured before this one were paid for
+            )  # fmt: skip
+        except InputError as error:  # the measurements made before this one were paid for
             raise InputError(str(error), spent=(*measurements, *error.spent)) from None
         if spend is not None:
             measurements.append(spend)
@@ -166,22 +235,82 @@ def _why_left_out(spec: ColumnSchema) -> str:
     )
 
 
-def _prepare_column(
+def _prepare_domain(
     spec: ColumnSchema,
+    choices: list[StructureChoice],
     column: pd.Series,
+    text: pd.Series,
     rho: float,
     delta: float,
     rng: NoiseSource | np.random.Generator,
     raw: bool,
 ) -> tuple[PreparedColumn | None, Measurement | None]:
-    may_be_missing = spec.missing is not False and _nullable(column)
+    """The codec of a column whose structure is settled, and the domain estimate it paid
+    (None when declared); no codec when the estimate released nothing (left out)."""
+    # missing values: declared, or a missing code whose rate the 1-way marginal measures
+    may_be_missing = spec.missing is not False
+    choices = [
+        *choices,
+        StructureChoice(
+            "missing values",
+            "allowed (rate measured privately)" if may_be_missing else "none",
+            Provenance.DECLARED if spec.missing is not None else Provenance.PRIVATE,
+        ),
+    ]
+    lenient = any(c.name == "kind" and c.provenance is not Provenance.DECLARED for c in choices)
     if spec.kind is Kind.CATEGORICAL:
-        item, spend = _categorical(spec, column, may_be_missing, rho, delta, rng, raw)
+        item, spend = _categorical(spec, text, may_be_missing, rho, delta, rng, raw)
     else:
-        item, spend = _binned(spec, column, may_be_missing, rho, rng, raw)
-    if item is not None and spec.reason:
-        item = PreparedColumn(item.codec, item.provenance, _join(spec.reason, item.note))
+        item, spend = _binned(spec, column, may_be_missing, lenient, rho, rng, raw)
+    if item is None:
+        return None, spend
+    item = replace(
+        item,
+        note=_join(spec.reason, item.note),
+        choices=(*choices, StructureChoice("domain", item.note or "declared", item.provenance)),
+    )
     return item, spend
+
+
+def _resolve(
+    spec: ColumnSchema, decision: StructureDecision, source: Provenance
+) -> tuple[ColumnSchema, list[StructureChoice]]:
+    """``spec`` with its open structural choices filled in from ``decision``."""
+    kind = spec.kind if spec.kind is not None else decision.kind
+    kind_source = Provenance.DECLARED if spec.kind is not None else source
+    integer, fmt = spec.integer, spec.datetime_format
+    choices = [StructureChoice("kind", kind.value, kind_source)]
+    if kind is Kind.NUMERIC:
+        if integer is None:
+            integer = decision.integer
+            choices.append(StructureChoice("whole numbers", _yes(integer), source))
+        else:
+            choices.append(StructureChoice("whole numbers", _yes(integer), Provenance.DECLARED))
+    elif kind is Kind.DATETIME:
+        if fmt is None:
+            fmt = decision.datetime_format
+            choices.append(StructureChoice("date format", fmt, source))
+        else:
+            choices.append(StructureChoice("date format", fmt, Provenance.DECLARED))
+    reason = _join(spec.reason, decision.reason if source is not Provenance.DECLARED else "")
+    resolved = replace(spec, kind=kind, integer=integer, datetime_format=fmt, reason=reason)
+    return resolved, choices
+
+
+def _declared_choices(spec: ColumnSchema) -> list[StructureChoice]:
+    assert spec.kind is not None
+    choices = [StructureChoice("kind", spec.kind.value, Provenance.DECLARED)]
+    if spec.kind is Kind.NUMERIC:
+        choices.append(StructureChoice("whole numbers", _yes(spec.integer), Provenance.DECLARED))
+    elif spec.kind is Kind.DATETIME:
+        choices.append(
+            StructureChoice("date format", str(spec.datetime_format), Provenance.DECLARED)
+        )
+    return choices
+
+
+def _yes(flag: bool | None) -> str:
+    return "yes" if flag else "no"
 
 
 def _join(*parts: str) -> str:
@@ -190,7 +319,7 @@ def _join(*parts: str) -> str:
 
 def _categorical(
     spec: ColumnSchema,
-    column: pd.Series,
+    text: pd.Series,
     may_be_missing: bool,
     rho: float,
     delta: float,
@@ -198,16 +327,16 @@ def _categorical(
     raw: bool,
 ) -> tuple[PreparedColumn | None, Measurement | None]:
     if spec.categories is not None:
-        codec = CategoryCodec(spec.name, spec.categories, False, may_be_missing, column.dtype)
+        codec = CategoryCodec(spec.name, spec.categories, False, may_be_missing)
         return PreparedColumn(codec, Provenance.DECLARED), None
     if raw:
-        values = sorted(column.dropna().unique().tolist(), key=lambda v: (type(v).__name__, v))
-        codec = CategoryCodec(spec.name, tuple(values), False, may_be_missing, column.dtype)
+        values = sorted(text.dropna().unique().tolist())
+        codec = CategoryCodec(spec.name, tuple(values), False, may_be_missing)
         return PreparedColumn(codec, Provenance.RAW, "categories read off the data"), None
-    estimate = private_categories(column.rename(spec.name), rho, delta, rng)
+    estimate = private_categories(text.rename(spec.name), rho, delta, rng)
     if not estimate.categories:
         return None, estimate.measurement
-    codec = CategoryCodec(spec.name, estimate.categories, True, may_be_missing, column.dtype)
+    codec = CategoryCodec(spec.name, estimate.categories, True, may_be_missing)
     note = f"{len(estimate.categories)} categories released; rarer values become 'other'"
     return PreparedColumn(codec, Provenance.PRIVATE, note), estimate.measurement
 
@@ -216,25 +345,16 @@ def _binned(
     spec: ColumnSchema,
     column: pd.Series,
     may_be_missing: bool,
+    lenient: bool,
     rho: float,
     rng: NoiseSource | np.random.Generator,
     raw: bool,
 ) -> tuple[PreparedColumn | None, Measurement | None]:
     is_datetime = spec.kind is Kind.DATETIME
-    probe = BinnedCodec(spec.name, (0.0, 1.0), datetime=is_datetime)
+    integer = True if is_datetime else bool(spec.integer)
+    probe = _binned_codec(spec, (0.0, 1.0), integer, may_be_missing, lenient)
     numbers = probe.numbers(column)
     present = numbers[~np.isnan(numbers)]
-    integer = spec.integer
-    if integer is None:
-        integer = (
-            is_datetime
-            or pd.api.types.is_integer_dtype(column.dtype)
-            or (
-                column.dtype == object
-                and len(present) > 0
-                and bool(np.all(np.mod(present, 1) == 0))
-            )
-        )
     spend = None
     provenance = Provenance.DECLARED
     note = ""
@@ -256,16 +376,8 @@ def _binned(
                 upper = float(present.max()) if upper is None else upper
                 provenance, note = Provenance.RAW, "bounds read off the data"
             else:
-                estimate = private_range(present, rho, rng, integer=bool(integer))
-                spend = Measurement(
-                    estimate.measurement.step,
-                    (spec.name,),
-                    estimate.measurement.sensitivity,
-                    estimate.measurement.rho,
-                    estimate.measurement.sigma,
-                    estimate.measurement.n_queries,
-                    estimate.measurement.mechanism,
-                )
+                estimate = private_range(present, rho, rng, integer=integer)
+                spend = replace(estimate.measurement, attributes=(spec.name,))
                 if estimate.lower is None or estimate.upper is None:
                     return None, spend
                 lower = estimate.lower if lower is None else lower
@@ -274,12 +386,11 @@ def _binned(
                 note = f"bounds [{lower:g}, {upper:g}] estimated privately"
                 short = integer and upper - lower + 1 <= (spec.bins or MAX_INTEGER_BINS)
                 if spec.bins is None and not short and spec.lower is None and spec.upper is None:
-                    quantiles = estimate.quantile_edges(DEFAULT_BINS, integer=bool(integer))
+                    quantiles = estimate.quantile_edges(DEFAULT_BINS, integer=integer)
                     if quantiles is not None:
                         note += "; bin edges at DP quantiles"
-                        return _binned_codec(
-                            spec, column, quantiles, integer, may_be_missing
-                        ), spend
+                        codec = _binned_codec(spec, quantiles, integer, may_be_missing, lenient)
+                        return PreparedColumn(codec, provenance, note), spend
         if lower > upper:
             raise InputError(
                 f"column {spec.name!r}: the lower bound {lower:g} is above the upper bound "
@@ -287,29 +398,26 @@ def _binned(
                 spent=() if spend is None else (spend,),
             )
         bins = spec.bins or (MAX_INTEGER_BINS if integer else DEFAULT_BINS)
-        edges = equal_width_edges(lower, upper, bins, integer=bool(integer))
-    codec = _binned_codec(spec, column, edges, integer, may_be_missing)
+        edges = equal_width_edges(lower, upper, bins, integer=integer)
+    codec = _binned_codec(spec, edges, integer, may_be_missing, lenient)
     return PreparedColumn(codec, provenance, note), spend
 
 
 def _binned_codec(
     spec: ColumnSchema,
-    column: pd.Series,
     edges: tuple[float, ...],
-    integer: bool | None,
+    integer: bool,
     may_be_missing: bool,
+    lenient: bool,
 ) -> BinnedCodec:
-    is_datetime = spec.kind is Kind.DATETIME
     return BinnedCodec(
         spec.name,
         tuple(edges),
-        integer=bool(integer),
+        integer=integer,
         missing=may_be_missing,
-        dtype=column.dtype,
-        datetime=is_datetime,
-        datetime_format=spec.datetime_format
-        if is_datetime and not pd.api.types.is_datetime64_any_dtype(column.dtype)
-        else None,
+        datetime=spec.kind is Kind.DATETIME,
+        datetime_format=spec.datetime_format,
+        unparsed="missing" if lenient else "error",
     )
 
 

@@ -30,6 +30,10 @@ class PrivSynConfig:
     gum: GumSettings = field(default_factory=GumSettings)
     #: share of rho spent estimating domains the schema leaves open (0 when none are)
     domain_share: float = 0.05
+    #: share of rho spent on the noisy value-class counts that decide the kinds, whole
+    #: numbers and date formats the schema leaves open (0 when none are; see
+    #: :mod:`privsyn_core.structure`)
+    structure_share: float = 0.02
     #: share of delta reserved for releasing categories by thresholded noisy counts
     threshold_delta_share: float = 0.5
 
@@ -44,6 +48,11 @@ class PrivSynConfig:
             raise InputError("threshold_sigmas must be >= 0")
         if not 0 < self.domain_share < 1 or not 0 < self.threshold_delta_share < 1:
             raise InputError("domain_share and threshold_delta_share must lie in (0, 1)")
+        if not 0 < self.structure_share < 1 or self.structure_share + self.domain_share >= 0.9:
+            raise InputError(
+                "structure_share must lie in (0, 1) and, with domain_share, leave at least a "
+                "tenth of the budget to PrivSyn's own steps"
+            )
         if self.gamma < 1 or self.consistency_rounds < 1:
             raise InputError("gamma and consistency_rounds must be >= 1")
 

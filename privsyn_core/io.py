@@ -1,4 +1,21 @@
-"""Reading tables from files: CSV (delimiter and encoding detected or given) and Parquet.
+"""Reading tables from files: CSV (every value as text) and Parquet.
+
+Nothing here decides how to read the data by looking at its records, since one record could
+then change how the whole table is read and so the released structure (:mod:`privsyn_core.
+values` says why). So:
+
+* **Values stay text.** A CSV cell is read as the text it holds; pandas' dtype inference,
+  which one ``unknown`` or one blank changes for the whole column, is off. Blank cells, the
+  spellings pandas treats as missing (``NA``, ``N/A``, ``null``, ``NaN``, ...) and the
+  ``na_values`` given are missing: a fixed rule applied to each cell on its own.
+* **The delimiter comes from the header**, which holds the column names (public: they are in
+  the output): the candidate among ``, ; tab |`` that occurs most often in it, comma when none
+  does. A file without a header is read with commas unless the delimiter is given.
+* **The encoding is decided per value.** A byte-order mark says UTF-8 or UTF-16 for the whole
+  file (it precedes the header, no record sets it). Otherwise each value is read as UTF-8,
+  and a value that is not valid UTF-8 is read as Windows-1252 (the usual encoding of
+  spreadsheets saved in Western Europe and the Americas), so one record's bytes never change
+  how another record reads. Pass the encoding to read the whole file one way.
 
 Every failure says what is wrong with the file and what to try, as an :class:`InputError`.
 The UCI Adult files as distributed (no header, ", " between values, "?" for missing) read
@@ -7,55 +24,66 @@ with ``header=False``, ``names=[...]`` and ``na_values=["?"]``.
 
 from __future__ import annotations
 
+import codecs
 import csv
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
-from charset_normalizer import from_bytes
 
 from privsyn_core.errors import InputError
+from privsyn_core.values import parse_numbers
 
-_SAMPLE_BYTES = 64 * 1024
+_HEADER_BYTES = 64 * 1024
 _DELIMITERS = ",;\t|"
+_FALLBACK = "cp1252"
+_BOMS = (
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
 
 
-def detect_encoding(sample: bytes) -> str:
-    """The text encoding of ``sample``: UTF-8 if it decodes, else Windows-1252 (the usual
-    encoding of spreadsheets saved in Western Europe and the Americas) if it decodes, else
-    charset-normalizer's guess. Pass the encoding when the guess is wrong."""
-    if b"\x00" in sample:
-        raise InputError(
-            "the file does not look like text (it contains NUL bytes); give a CSV or a Parquet file"
-        )
-    try:
-        sample.decode("utf-8")
-        return "utf-8-sig" if sample.startswith(b"\xef\xbb\xbf") else "utf-8"
-    except UnicodeDecodeError as exc:
-        if exc.start >= len(sample) - 3:  # a multi-byte character cut by the sample's end
-            return "utf-8"
-    try:
-        sample.decode("cp1252")
-        return "cp1252"
-    except UnicodeDecodeError:
-        pass
-    best = from_bytes(sample).best()
-    if best is None:
-        raise InputError(
-            "cannot tell the file's text encoding; save it as UTF-8 or pass the encoding"
-        )
-    return best.encoding
+def header_delimiter(header: str) -> str:
+    """The delimiter of a CSV file from its header line alone: the candidate that occurs most
+    often outside quotes (comma on a tie or when none occurs)."""
+    counts = dict.fromkeys(_DELIMITERS, 0)
+    quoted = False
+    for char in header:
+        if char == '"':
+            quoted = not quoted
+        elif not quoted and char in counts:
+            counts[char] += 1
+    best = max(_DELIMITERS, key=lambda d: counts[d])  # max keeps the first on a tie: comma
+    return best if counts[best] else ","
 
 
-def detect_delimiter(text: str) -> str:
-    """The delimiter of a CSV sample (comma when the sample has a single column)."""
-    lines = [line for line in text.splitlines() if line.strip()][:50]
-    if not lines:
-        return ","
-    try:
-        return csv.Sniffer().sniff("\n".join(lines), delimiters=_DELIMITERS).delimiter
-    except csv.Error:
-        return ","
+def _bom_encoding(head: bytes) -> str | None:
+    for bom, encoding in _BOMS:
+        if head.startswith(bom):
+            return encoding
+    return None
+
+
+def _first_line(head: bytes, encoding: str) -> str:
+    text = head.decode(encoding, errors="replace")
+    in_quotes = False
+    for i, char in enumerate(text):  # the header may hold a quoted line break
+        if char == '"':
+            in_quotes = not in_quotes
+        elif char in "\r\n" and not in_quotes:
+            return text[:i]
+    return text
+
+
+def _fix_undecodable(text: object) -> object:
+    """A value read as UTF-8 with its bad bytes kept as surrogates, read again as cp1252 when
+    it holds any (one value at a time)."""
+    if isinstance(text, str) and any("\udc80" <= ch <= "\udcff" for ch in text):
+        raw = text.encode("utf-8", errors="surrogateescape")
+        return raw.decode(_FALLBACK, errors="replace")
+    return text
 
 
 def read_table(
@@ -66,8 +94,14 @@ def read_table(
     header: bool = True,
     names: Sequence[str] | None = None,
     na_values: Sequence[str] | None = None,
+    infer_types: bool = False,
 ) -> pd.DataFrame:
-    """Read a CSV or Parquet file (by extension) into a DataFrame."""
+    """Read a CSV or Parquet file (by extension) into a DataFrame.
+
+    CSV values come back as text (object columns, None or NaN where missing). With
+    ``infer_types`` (owner-only uses such as :mod:`privsyn_core.evaluation`), columns whose
+    values are all numbers become numeric; never use it on data headed for synthesis.
+    """
     file = Path(path)
     if file.is_dir():
         raise InputError(f"cannot read {path}: it is a folder, not a table file")
@@ -76,43 +110,89 @@ def read_table(
     if file.stat().st_size == 0:
         raise InputError(f"{path} is empty: give a table with a header row and data")
     if file.suffix.lower() in (".parquet", ".pq"):
-        return _read_parquet(file, names)
-    sample = file.open("rb").read(_SAMPLE_BYTES)
-    encoding = encoding or detect_encoding(sample)
+        table = _read_parquet(file, names)
+    else:
+        table = _read_csv(file, delimiter, encoding, header, names, na_values)
+    return _numbers_inferred(table) if infer_types else table
+
+
+def _read_csv(
+    file: Path,
+    delimiter: str | None,
+    encoding: str | None,
+    header: bool,
+    names: Sequence[str] | None,
+    na_values: Sequence[str] | None,
+) -> pd.DataFrame:
+    with file.open("rb") as handle:
+        head = handle.read(_HEADER_BYTES)
+    per_value = encoding is None
+    encoding = encoding or _bom_encoding(head) or "utf-8"
     try:
-        text = sample.decode(encoding, errors="ignore")
+        codecs.lookup(encoding)
     except LookupError:
         raise InputError(f"unknown text encoding {encoding!r}") from None
-    delimiter = delimiter or detect_delimiter(text)
+    if b"\x00" in head and not encoding.startswith("utf-16"):
+        raise InputError(
+            f"{file} does not look like text (it contains NUL bytes); give a CSV or a Parquet "
+            "file, or its encoding if it is UTF-16 without a byte-order mark"
+        )
+    if delimiter is None:
+        delimiter = header_delimiter(_first_line(head, encoding)) if header else ","
     try:
         table = pd.read_csv(
             file,
             sep=delimiter,
             encoding=encoding,
+            encoding_errors="surrogateescape" if per_value else "strict",
+            dtype=object,
             header=0 if header else None,
             names=list(names) if names is not None else None,
             na_values=list(na_values) if na_values else None,
             skipinitialspace=True,
         )
-    except UnicodeDecodeError:
+    except UnicodeError:
         raise InputError(
-            f"{path} is not readable as {encoding}; pass its encoding (for example latin-1)"
+            f"{file} is not readable as {encoding}; pass its encoding (for example latin-1)"
         ) from None
     except pd.errors.EmptyDataError:
-        raise InputError(f"{path} has no data: give a table with a header row and rows") from None
+        raise InputError(f"{file} has no data: give a table with a header row and rows") from None
     except pd.errors.ParserError as exc:
-        raise InputError(f"{path} is not a well-formed table ({exc})") from None
+        raise InputError(f"{file} is not a well-formed table ({exc})") from None
+    except csv.Error as exc:
+        raise InputError(f"{file} is not a well-formed table ({exc})") from None
+    if per_value:
+        table.columns = [_fix_undecodable(c) for c in table.columns]
+        for name in table.columns:
+            table[name] = table[name].map(_fix_undecodable)
     if names is None and not header:
         table.columns = [f"column_{i + 1}" for i in range(table.shape[1])]
     if table.shape[0] == 0:
-        raise InputError(f"{path} has a header but no rows: there is nothing to synthesise from")
+        raise InputError(f"{file} has a header but no rows: there is nothing to synthesise from")
     unnamed = [c for c in table.columns if str(c).startswith("Unnamed: ")]
     if unnamed and header:
         raise InputError(
-            f"{path}: column {table.columns.get_loc(unnamed[0]) + 1} has no name in the header; "
+            f"{file}: column {table.columns.get_loc(unnamed[0]) + 1} has no name in the header; "
             f"name every column (or read the file without a header and give the names)"
         )
     return table
+
+
+def _numbers_inferred(table: pd.DataFrame) -> pd.DataFrame:
+    """Columns of text whose present values all read as numbers, as numbers (whole numbers
+    without blanks as int64). Reads every value: owner-only."""
+    out = table.copy()
+    for name in out.columns:
+        column = out[name]
+        if not (column.dtype == object or pd.api.types.is_string_dtype(column.dtype)):
+            continue
+        numbers = parse_numbers(column)
+        present = column.notna().to_numpy()
+        if not present.any() or np.isnan(numbers[present]).any():
+            continue
+        whole = bool(np.all(np.mod(numbers[present], 1) == 0))
+        out[name] = numbers.astype(np.int64) if whole and present.all() else numbers
+    return out
 
 
 def _read_parquet(file: Path, names: Sequence[str] | None) -> pd.DataFrame:

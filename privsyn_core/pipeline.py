@@ -1,10 +1,11 @@
 """PrivSyn end to end (paper Algorithm 3): one call from a private table to a synthetic one.
 
-Privacy: the private table is touched only by the three Gaussian measurements (1-way
-marginals, InDif, selected marginals), each charged to the ledger; everything after them
+Privacy: the private table is touched only by Gaussian measurements, each charged to the
+ledger: the structure and domain estimates a schema leaves open (:mod:`privsyn_core.columns`),
+then PrivSyn's three (1-way marginals, InDif, selected marginals). Everything after them
 (selection, combining, consistency, GUM, appending, decoding) is post-processing of their
-output. Domains are declared by the caller. The number of synthetic records defaults to the
-consistent noisy total, never the true ``n``.
+output. The number of synthetic records defaults to the consistent noisy total, never the
+true ``n``.
 """
 
 from __future__ import annotations
@@ -22,11 +23,10 @@ from privsyn_core.columns import (
     Preparation,
     PreparedColumn,
     check_schema_matches,
-    columns_needing_estimates,
     decode_columns,
     encode_columns,
+    open_parts,
     prepare_columns,
-    schema_from_dtypes,
 )
 from privsyn_core.combine import combine_marginals
 from privsyn_core.config import PrivSynConfig
@@ -223,19 +223,28 @@ def synthesize(
     report = _Reporter(on_progress)
 
     preparation: Preparation | None = None
+    rho_private = 0.0  # spent on structure and domains, before PrivSyn's own steps
     if domain is None:
         table = require_frame(table)
-        schema = schema or schema_from_dtypes(table)
+        schema = schema or Schema.undeclared(table.columns)
         check_schema_matches(table, schema)
-        category_estimates, range_estimates = columns_needing_estimates(schema)
-        estimates = len(category_estimates) + len(range_estimates)
-        private = estimates > 0 and not raw_domains
-        reserved = config.threshold_delta_share * delta if private and category_estimates else 0.0
+        parts = open_parts(schema)
+        private = not raw_domains
+        reserved = (
+            config.threshold_delta_share * delta
+            if private and parts.possible_category_estimates
+            else 0.0
+        )
         ledger = PrivacyLedger.from_epsilon_delta(epsilon, delta, config.conversion, reserved)
-        rho_domains = config.domain_share * ledger.budget_rho if private else 0.0
+        rho_structure = (
+            config.structure_share * ledger.budget_rho if private and parts.structure else 0.0
+        )
+        rho_domains = (
+            config.domain_share * ledger.budget_rho if private and parts.domain_estimates else 0.0
+        )
+        rho_private = rho_structure + rho_domains
     else:
         ledger = PrivacyLedger.from_epsilon_delta(epsilon, delta, config.conversion)
-        rho_domains = 0.0
     ledger = replace(ledger, randomness=noise.mode)
     report.ledger = ledger
 
@@ -247,8 +256,9 @@ def synthesize(
             preparation = prepare_columns(
                 table,
                 schema,
-                rho_per_estimate=rho_domains / max(1, estimates),
-                delta_per_category_estimate=reserved / max(1, len(category_estimates)),
+                rho_per_structure=rho_structure / max(1, len(parts.structure)),
+                rho_per_estimate=rho_domains / max(1, parts.domain_estimates),
+                delta_for_thresholds=reserved,
                 rng=noise,
                 raw_domains=raw_domains,
             )
@@ -257,14 +267,18 @@ def synthesize(
                 raise
             spent = ledger.charge_all(error.spent)
             raise FailedAfterSpending(
-                f"{error} (rho {spent.spent_rho:.4g} was spent on the domain estimates)", spent
+                f"{error} (rho {spent.spent_rho:.4g} was spent on the structure and domain "
+                "estimates)",
+                spent,
             ) from None
         ledger = report.ledger = ledger.charge_all(preparation.measurements)
         if raw_domains:
             ledger = report.ledger = replace(
                 ledger,
                 not_private=tuple(
-                    c.codec.name for c in preparation.columns if c.provenance is Provenance.RAW
+                    c.codec.name
+                    for c in preparation.columns
+                    if any(choice.provenance is Provenance.RAW for choice in c.choices)
                 ),
             )
         records = encode_columns(table, preparation)
@@ -275,7 +289,7 @@ def synthesize(
     # the true row count is private: progress messages may be shown to anyone
     report.finish(f"{records.shape[0]} columns checked against their domains")
 
-    rho = ledger.budget_rho - rho_domains
+    rho = ledger.budget_rho - rho_private
     d = len(declared)
     rho_one_way = config.one_way_share * rho
     rho_indif = config.indif_share * rho if d > 1 else 0.0

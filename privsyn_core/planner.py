@@ -52,19 +52,36 @@ def plan_budget(
     n_columns: int,
     *,
     config: PrivSynConfig | None = None,
+    private_structure: int = 0,
     private_categories: int = 0,
     private_ranges: int = 0,
+    private_undecided: int = 0,
 ) -> BudgetPlan:
     """The split of rho over PrivSyn's steps (Algorithm 3) and each step's noise.
 
-    ``private_categories`` / ``private_ranges``: how many columns will have their categories
-    or bounds estimated privately (the schema leaves them open).
+    How many columns the schema leaves open: ``private_structure`` have their kind, whole
+    numbers or date format decided privately; ``private_categories`` / ``private_ranges``
+    their categories or bounds estimated; ``private_undecided`` are of undeclared kind, so
+    they get one estimate of either sort (and may release categories).
     """
     config = config or PrivSynConfig()
-    estimates = private_categories + private_ranges
-    reserved = config.threshold_delta_share * delta if private_categories else 0.0
+    estimates = private_categories + private_ranges + private_undecided
+    may_threshold = private_categories + private_undecided
+    reserved = config.threshold_delta_share * delta if may_threshold else 0.0
     rho = rho_from_epsilon_delta(epsilon, delta - reserved, config.conversion)
     steps: list[StepPlan] = []
+    rho_structure = config.structure_share * rho if private_structure else 0.0
+    if private_structure:
+        steps.append(
+            StepPlan(
+                "column kinds",
+                rho_structure,
+                gaussian_sigma(rho_structure / private_structure),
+                f"{private_structure} columns",
+                "sigma of the counts of numbers, decimals, dates and text per column; kinds, "
+                "whole numbers and date formats are decided from their noisy shares",
+            )
+        )
     rho_domain = config.domain_share * rho if estimates else 0.0
     if estimates:
         each = rho_domain / estimates
@@ -79,7 +96,7 @@ def plan_budget(
                 f"{reserved:.2g} reserved); bounds from two noisy histograms",
             )
         )
-    rest = rho - rho_domain
+    rest = rho - rho_structure - rho_domain
     one_way = config.one_way_share * rest
     steps.append(
         StepPlan(

@@ -30,6 +30,7 @@ from privsyn_core.bundle import bundle_bytes
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.pipeline import SynthesisResult
 from privsyn_core.privacy import BudgetExceededError, PrivacyLedger
+from privsyn_core.values import canonical_text
 
 #: share of a lifetime budget after which recording a run warns
 WARN_SHARE = 0.8
@@ -66,10 +67,15 @@ def default_path() -> Path:
 
 
 def fingerprint(table: pd.DataFrame) -> str:
-    """A stable hash of a table's columns and values (owner-only: it identifies the data)."""
+    """A stable hash of a table's columns and values (owner-only: it identifies the data).
+
+    Values are hashed as their canonical text, so the same table has the same fingerprint
+    whether it was read from CSV (text), from Parquet or built with pandas' inferred types.
+    """
     digest = hashlib.sha256()
     digest.update(json.dumps([str(c) for c in table.columns]).encode())
-    digest.update(pd.util.hash_pandas_object(table, index=False).to_numpy().tobytes())
+    text = pd.DataFrame({i: canonical_text(table.iloc[:, i]) for i in range(table.shape[1])})
+    digest.update(pd.util.hash_pandas_object(text, index=False).to_numpy().tobytes())
     return digest.hexdigest()
 
 

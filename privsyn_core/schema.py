@@ -15,16 +15,22 @@ The JSON form (``version`` 1)::
         {"name": "workclass", "kind": "categorical", "categories": ["Private", "State-gov"],
          "missing": true},
         {"name": "visit", "kind": "datetime", "datetime_format": "%Y-%m-%d"},
-        {"name": "id", "kind": "categorical", "exclude": true}
+        {"name": "id", "exclude": true},
+        {"name": "income"}
     ]}
 
-Every key but ``name`` and ``kind`` is optional; absent means "not declared".
+Every key but ``name`` is optional; absent means "not declared". An undeclared ``kind`` (and
+``integer``, and ``datetime_format``) is decided from DP counts of how the values read
+(:mod:`privsyn_core.structure`); an undeclared ``missing`` gives the column a missing code
+whose rate PrivSyn measures. ``"datetime_format": "datetime64"`` keeps pandas datetimes in
+the output instead of text.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from itertools import pairwise
@@ -65,7 +71,8 @@ class ColumnSchema:
     """One column's declaration. ``None`` means "not declared" for every optional field."""
 
     name: str
-    kind: Kind
+    #: None: not declared, decided privately from DP counts (:mod:`privsyn_core.structure`)
+    kind: Kind | None = None
     categories: tuple[Any, ...] | None = None
     lower: float | None = None
     upper: float | None = None
@@ -79,7 +86,19 @@ class ColumnSchema:
 
     def __post_init__(self) -> None:
         self._check_types()
-        if not isinstance(self.kind, Kind):
+        if self.kind is None:
+            declared = [
+                key
+                for key in ("categories", "lower", "upper", "edges", "bins", "integer",
+                            "datetime_format")
+                if getattr(self, key) is not None
+            ]  # fmt: skip
+            if declared:
+                raise InputError(
+                    f"column {self.name!r} declares {declared[0]!r} but not its kind; "
+                    f'add "kind": one of {", ".join(k.value for k in Kind)}'
+                )
+        elif not isinstance(self.kind, Kind):
             try:
                 object.__setattr__(self, "kind", Kind(self.kind))
             except ValueError:
@@ -150,6 +169,8 @@ class ColumnSchema:
     @property
     def has_domain(self) -> bool:
         """Whether the declaration fixes the column's values without looking at the data."""
+        if self.kind is None:
+            return False
         if self.kind is Kind.CATEGORICAL:
             return self.categories is not None
         if self.edges is not None:
@@ -158,7 +179,8 @@ class ColumnSchema:
 
     def to_json(self) -> dict[str, Any]:
         out = {k: v for k, v in asdict(self).items() if v is not None and k != "reason"}
-        out["kind"] = self.kind.value
+        if self.kind is not None:
+            out["kind"] = self.kind.value
         if not self.exclude:
             out.pop("exclude")
         for key in ("categories", "edges"):
@@ -187,6 +209,11 @@ class Schema:
             if column.name == name:
                 return column
         raise KeyError(name)
+
+    @classmethod
+    def undeclared(cls, names: Sequence[object]) -> Schema:
+        """Every column with nothing declared: its structure and domain are decided privately."""
+        return cls(tuple(ColumnSchema(str(name)) for name in names))
 
     def names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)
@@ -218,8 +245,8 @@ class Schema:
         known = set(ColumnSchema.__dataclass_fields__)
         columns = []
         for i, entry in enumerate(data["columns"]):
-            if not isinstance(entry, dict) or "name" not in entry or "kind" not in entry:
-                raise InputError(f'schema column {i} needs at least a "name" and a "kind"')
+            if not isinstance(entry, dict) or "name" not in entry:
+                raise InputError(f'schema column {i} needs at least a "name"')
             unknown = sorted(set(entry) - known)
             if unknown:
                 raise InputError(

@@ -17,6 +17,7 @@ import pandas as pd
 
 from privsyn_core.domain import Domain
 from privsyn_core.errors import InputError
+from privsyn_core.values import canonical_text, categories_as_text
 
 DomainSpec = Mapping[str, int | Sequence[object]]
 
@@ -121,15 +122,10 @@ def _encode_column(column: pd.Series, codec: ColumnCodec) -> np.ndarray:
                 f"declared range 0..{codec.size - 1}; fix the value or declare a larger domain"
             )
         return codes
-    lookup = {value: code for code, value in enumerate(codec.categories)}
-    if all(isinstance(c, str) for c in codec.categories):
-        # a CSV reader turns "1" into 1: match declared strings by their text
-        as_objects = column.astype(str).to_numpy(dtype=object)
-    else:
-        as_objects = column.astype(object).to_numpy()
-    codes = np.fromiter(
-        (lookup.get(v, -1) for v in as_objects), dtype=np.int64, count=len(as_objects)
-    )
+    # matched by canonical text, one value at a time: "1", 1 and 1.0 are the same category
+    as_objects = canonical_text(column).to_numpy(dtype=object)
+    codes = pd.Index(categories_as_text(codec.categories)).get_indexer(as_objects)
+    codes = codes.astype(np.int64)
     if (codes < 0).any():
         unknown = sorted({str(v) for v in as_objects[codes < 0]})[:5]
         raise TableError(

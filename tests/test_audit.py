@@ -129,7 +129,9 @@ def test_release_mode_noise_passes_the_same_audit(neighbours):
 def test_audit_engine_runs_every_step_and_keeps_the_game_for_plotting():
     results = audit_engine(4.0, DELTA, seeded(9), 3_000, np.random.default_rng(0),
                            indif_candidates=20)  # fmt: skip
-    assert [r.mechanism for r in results] == ["1-way marginals", "InDif scores", "marginal a x b"]
+    assert [r.mechanism for r in results] == [
+        "1-way marginals", "InDif scores", "marginal a x b", "column kinds",
+    ]  # fmt: skip
     assert not any(r.violates_claim for r in results)
     for result in results:
         assert result.on_d.shape == result.on_neighbour.shape == (result.trials,)
@@ -162,4 +164,4 @@ def test_audit_engine_with_a_rho_multiplier_runs_a_broken_engine_the_audit_catch
         assert not fair.violates_claim
     # the marginal steps reach the bound, so halving their noise shows at once (InDif's
     # neighbours stay below it and need more trials: see test_the_audit_catches_...)
-    assert broken[0].violates_claim and broken[2].violates_claim
+    assert broken[0].violates_claim and broken[2].violates_claim and broken[3].violates_claim

@@ -3,7 +3,7 @@ import pytest
 
 from privsyn_core.cli import main
 from privsyn_core.errors import InputError
-from privsyn_core.io import detect_delimiter, detect_encoding, read_table
+from privsyn_core.io import header_delimiter, read_table
 from privsyn_core.schema import DRAFT_WARNING, Schema
 
 ADULT_NAMES = (
@@ -12,14 +12,33 @@ ADULT_NAMES = (
 )
 
 
-def test_delimiter_and_encoding_are_detected(tmp_path):
+def test_delimiter_comes_from_the_header_and_encoding_from_each_value(tmp_path):
     path = tmp_path / "semi.csv"
     path.write_bytes("ville;prix\nZürich;3\nGenève;4\n".encode("cp1252"))
     table = read_table(path)
     assert list(table.columns) == ["ville", "prix"]
     assert table["ville"].tolist() == ["Zürich", "Genève"]
-    assert detect_delimiter("a\tb\n1\t2\n") == "\t"
-    assert detect_encoding("é".encode()) == "utf-8"
+    assert table["prix"].tolist() == ["3", "4"]  # text: no dtype is inferred
+    assert header_delimiter("a\tb") == "\t"
+    assert header_delimiter('"x;y",b,c') == ","  # delimiters inside quotes do not count
+    assert header_delimiter("single") == ","
+
+
+def test_one_record_in_another_encoding_changes_only_its_own_reading(tmp_path):
+    """Deciding one encoding for the whole file from its bytes would let one cp1252 record
+    turn every other record's UTF-8 "é" into mojibake."""
+    utf8 = "name,city\nJosé,München\nAnn,Paris\n".encode()
+    path = tmp_path / "mixed.csv"
+    path.write_bytes(utf8 + "Zoë,Genève\n".encode("cp1252"))
+    table = read_table(path)
+    assert table["name"].tolist() == ["José", "Ann", "Zoë"]
+    assert table["city"].tolist() == ["München", "Paris", "Genève"]
+
+
+def test_a_record_full_of_semicolons_does_not_change_the_delimiter(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text('a,b\n1,x\n2,"y;z;w;v;u"\n')
+    assert list(read_table(path).columns) == ["a", "b"]
 
 
 def test_uci_adult_as_distributed_reads_with_names_and_question_marks(tmp_path):
@@ -33,7 +52,17 @@ def test_uci_adult_as_distributed_reads_with_names_and_question_marks(tmp_path):
     )
     assert table.shape == (32561, 15)
     assert table["workclass"].isna().sum() > 1000  # '?' became missing
-    assert table["age"].dtype.kind == "i"
+    assert table["age"].iloc[0] == "39"  # values stay text
+    assert (
+        read_table(
+            ROOT / "tests" / "data" / "adult.data",
+            header=False,
+            names=ADULT_NAMES.split(","),
+            na_values=["?"],
+            infer_types=True,
+        )["age"].dtype.kind
+        == "i"
+    )
     assert table["workclass"].iloc[0] == "State-gov"  # the space after the comma is gone
 
 
@@ -101,6 +130,9 @@ def test_cli_synthesizes_raw_adult_with_private_domains(tmp_path, capsys):
     assert main(argv) == 0
     err = capsys.readouterr().err
     assert "NOT end-to-end DP" not in err
+    # the kinds the structure step decided, listed for the user to check
+    decided = next(line for line in err.splitlines() if line.startswith("decided privately"))
+    assert "age numeric whole" in decided and "workclass categorical" in decided
     synthetic = pd.read_parquet(out)
     assert list(synthetic.columns) == ADULT_NAMES.split(",")
     assert abs(len(synthetic) - 32561) < 500
@@ -157,11 +189,11 @@ def test_cli_writes_the_ledger_as_json(tmp_path, capsys):
 
     out, ledger = tmp_path / "syn.csv", tmp_path / "ledger.json"
     argv = [
-        "synthesize", str(ROOT / "tests" / "data" / "penguins.csv"), "--epsilon", "2",
+        "synthesize", str(ROOT / "tests" / "data" / "penguins.csv"), "--epsilon", "8",
         "--seed", "0", "--iterations", "5", "-q", "-o", str(out), "--ledger", str(ledger),
     ]  # fmt: skip
     assert main(argv) == 0
     record = json.loads(ledger.read_text())
     steps = {m["step"] for m in record["measurements"]}
-    assert {"domain", "one_way", "indif", "marginal"} <= steps
+    assert {"structure", "domain", "one_way", "indif", "marginal"} <= steps
     assert record["spent_rho"] == pytest.approx(record["budget_rho"])

@@ -46,3 +46,17 @@ def test_cli_plan_prints_every_step_without_reading_data(capsys):
     for step in ("domains", "1-way marginals", "InDif scores", "selected marginals"):
         assert step in out
     assert f"{plan_budget(1.0, 1e-9, 15, private_ranges=3).rho:.6g}" in out
+
+
+def test_undeclared_columns_plan_a_structure_step_and_an_estimate_each():
+    plan = plan_budget(1.0, 1e-9, 15, private_structure=15, private_undecided=15)
+    rows = {row["step"]: row for row in plan.as_rows()}
+    config = PrivSynConfig()
+    assert rows["column kinds"]["share"] == pytest.approx(config.structure_share)
+    assert rows["domains"]["share"] == pytest.approx(config.domain_share)
+    assert rows["column kinds"]["sigma"] == pytest.approx(
+        gaussian_sigma(config.structure_share * plan.rho / 15)
+    )
+    # undecided columns may release categories: half of delta is reserved for thresholding
+    assert plan.rho == pytest.approx(rho_from_epsilon_delta(1.0, 0.5e-9))
+    assert sum(row["rho"] for row in plan.as_rows()) == pytest.approx(plan.rho)

@@ -171,7 +171,6 @@ def test_every_dp_run_keeps_its_bundle_and_runs_export_writes_it_again(tmp_path,
     assert not (tmp_path / "raw.zip").exists() and not (tmp_path / "none.zip").exists()
 
 
-
 def test_a_run_that_fails_after_spending_is_recorded_with_its_spend(tmp_path, capsys):
     from privsyn_core.cli import main
 
@@ -185,7 +184,7 @@ def test_a_run_that_fails_after_spending_is_recorded_with_its_spend(tmp_path, ca
     (run,) = Registry().runs()
     assert run.rho > 0 and not run.has_bundle
     assert run.config["outcome"].startswith("failed")
-    assert [e["step"] for e in run.ledger["measurements"]] == ["domain"]
+    assert [e["step"] for e in run.ledger["measurements"]] == ["structure", "domain"]
 
 
 def test_a_cli_run_interrupted_during_gum_records_what_it_had_spent(tmp_path, capsys, monkeypatch):

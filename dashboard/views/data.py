@@ -9,9 +9,10 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state
+from dashboard.structure_tables import structure_frame, structure_plan_frame
 from privsyn_core.errors import InputError
 from privsyn_core.io import read_table
-from privsyn_core.schema import ColumnSchema, Kind, Provenance, Schema
+from privsyn_core.schema import ColumnSchema, Kind, Schema
 
 st.title("Data")
 st.write(
@@ -49,32 +50,44 @@ st.dataframe(table.head(200), key="preview", width="stretch")
 
 st.subheader("Columns")
 st.write(
-    "Each column's domain is either **declared** by you (public, free), a **private "
-    "estimate** (paid from the budget), or read from the **raw data** (not private: only with "
-    "the demo switch below). Declare categories (comma-separated) or bounds to make them public."
+    "Everything about a column is either **declared** by you (public, free), **estimated "
+    "privately** when you run (paid from the budget), or **read off the data** (not private: "
+    "only with the demo switch below). Left open, a column's kind, whether its numbers are "
+    "whole and its date format are decided from noisy counts of how its values read (numbers, "
+    "decimals, dates, text), so one record cannot change them; its categories or bounds are "
+    "estimated privately. Declare what you would publish anyway: it costs nothing."
 )
 
+PRIVATE = "decide privately"
+FLAG_OPTIONS = [PRIVATE, "yes", "no"]
 
-def _rows(schema: Schema, raw: bool) -> pd.DataFrame:
+
+def _flag(value: bool | None) -> str:
+    return PRIVATE if value is None else "yes" if value else "no"
+
+
+def _rows(schema: Schema) -> pd.DataFrame:
     rows = []
     for column in schema.columns:
-        if column.has_domain:
-            source = Provenance.DECLARED.value
-        else:
-            source = Provenance.RAW.value if raw else Provenance.PRIVATE.value
         rows.append(
             {
                 "column": column.name,
                 "include": not column.exclude,
-                "kind": column.kind.value,
+                "kind": column.kind.value if column.kind is not None else PRIVATE,
+                "whole numbers": _flag(column.integer),
+                "date format": column.datetime_format or "",
+                "may be missing": _flag(column.missing),
                 "categories": ", ".join(str(c) for c in column.categories or ()),
                 "lower": column.lower,
                 "upper": column.upper,
                 "bins": column.bins,
-                "domain source": source,
             }
         )
     return pd.DataFrame(rows)
+
+
+def _declared_flag(text: object) -> bool | None:
+    return None if text in (None, PRIVATE) or pd.isna(text) else text == "yes"
 
 
 def _schema_from(rows: pd.DataFrame) -> Schema:
@@ -85,15 +98,19 @@ def _schema_from(rows: pd.DataFrame) -> Schema:
         lower = None if pd.isna(row["lower"]) else float(row["lower"])
         upper = None if pd.isna(row["upper"]) else float(row["upper"])
         bins = None if pd.isna(row["bins"]) else int(row["bins"])
-        kind = Kind(row["kind"])
+        kind = None if row["kind"] in (None, PRIVATE) else Kind(row["kind"])
+        fmt = str(row["date format"] or "").strip() or None
         columns.append(
             ColumnSchema(
                 row["column"],
                 kind,
                 categories=categories if kind is Kind.CATEGORICAL else None,
-                lower=lower if kind is not Kind.CATEGORICAL else None,
-                upper=upper if kind is not Kind.CATEGORICAL else None,
-                bins=bins if kind is not Kind.CATEGORICAL else None,
+                lower=lower if kind in (Kind.NUMERIC, Kind.DATETIME) else None,
+                upper=upper if kind in (Kind.NUMERIC, Kind.DATETIME) else None,
+                bins=bins if kind in (Kind.NUMERIC, Kind.DATETIME) else None,
+                integer=_declared_flag(row["whole numbers"]) if kind is Kind.NUMERIC else None,
+                datetime_format=fmt if kind is Kind.DATETIME else None,
+                missing=_declared_flag(row["may be missing"]),
                 exclude=not bool(row["include"]),
             )
         )
@@ -101,17 +118,30 @@ def _schema_from(rows: pd.DataFrame) -> Schema:
 
 
 raw = st.toggle(
-    "Read undeclared domains off the raw data (demo shortcut: NOT end-to-end DP)",
+    "Read undeclared structure and domains off the raw data (demo shortcut: NOT end-to-end DP)",
     key="raw_domains",
 )
 edited = st.data_editor(
-    _rows(state.schema(), raw),
+    _rows(state.schema()),
     key="schema_editor",
     hide_index=True,
     width="stretch",
-    disabled=["column", "domain source"],
+    disabled=["column"],
     column_config={
-        "kind": st.column_config.SelectboxColumn(options=[k.value for k in Kind], required=True),
+        "kind": st.column_config.SelectboxColumn(
+            options=[PRIVATE, *(k.value for k in Kind)], required=True
+        ),
+        "whole numbers": st.column_config.SelectboxColumn(
+            options=FLAG_OPTIONS, required=True, help="numeric columns only"
+        ),
+        "may be missing": st.column_config.SelectboxColumn(
+            options=FLAG_OPTIONS,
+            required=True,
+            help="left open, the column gets a missing code and its rate is measured privately",
+        ),
+        "date format": st.column_config.TextColumn(
+            help="datetime columns only, e.g. %Y-%m-%d; empty: decided privately"
+        ),
         "include": st.column_config.CheckboxColumn(),
         "bins": st.column_config.NumberColumn(min_value=1, step=1),
     },
@@ -127,6 +157,32 @@ else:
         st.rerun()
 if raw:
     st.warning(
-        "Undeclared categories and bounds will be read off the data: the result is **not "
-        "end-to-end differentially private** and will say so."
+        "Undeclared kinds, formats, categories and bounds will be read off the data: the "
+        "result is **not end-to-end differentially private** and will say so."
+    )
+
+st.subheader("Where each structural choice comes from")
+finished = st.session_state.get("finished")
+if finished is not None and finished.result.columns:
+    if finished.result.end_to_end_dp:
+        state.dp_badge()
+    else:
+        state.owner_badge()
+    st.caption(
+        "As decided by the last run on this table. Estimated choices come from that run's DP "
+        "measurements (the ledger's structure and domain steps)."
+    )
+    st.dataframe(
+        structure_frame(finished.result.columns, finished.result.excluded),
+        key="structure_decided",
+        hide_index=True,
+        width="stretch",
+    )
+else:
+    st.caption("Before a run: what is declared, and what the run will estimate or read.")
+    st.dataframe(
+        structure_plan_frame(state.schema(), raw=raw),
+        key="structure_plan",
+        hide_index=True,
+        width="stretch",
     )

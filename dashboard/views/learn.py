@@ -189,7 +189,7 @@ def show_play(play: game.GamePlay, step: str) -> None:
         )
     else:
         st.success(line)
-    st.caption(f"Played in {play.seconds:.1f} s (all three steps), seed {play.inputs.seed}.")
+    st.caption(f"Played in {play.seconds:.1f} s (all four steps), seed {play.inputs.seed}.")
 
 
 last_play: game.GamePlay | None = st.session_state.get(game.SESSION_KEY)

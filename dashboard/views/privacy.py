@@ -11,7 +11,7 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.settings import current_config, parse_delta
-from privsyn_core.columns import columns_needing_estimates
+from privsyn_core.columns import open_parts
 from privsyn_core.errors import InputError
 from privsyn_core.planner import plan_budget
 
@@ -41,15 +41,17 @@ except InputError as exc:
 
 schema = state.schema()
 raw = st.session_state["raw_domains"]
-categories, ranges = columns_needing_estimates(schema)
+parts = open_parts(schema)
 included = len(schema.included())
 plan = plan_budget(
     st.session_state["epsilon"],
     delta,
     included,
     config=config,
-    private_categories=0 if raw else len(categories),
-    private_ranges=0 if raw else len(ranges),
+    private_structure=0 if raw else len(parts.structure),
+    private_categories=0 if raw else len(parts.categories),
+    private_ranges=0 if raw else len(parts.ranges),
+    private_undecided=0 if raw else len(parts.undecided),
 )
 st.subheader("Noise per step")
 st.caption("Computed from your settings alone: no data is read.")

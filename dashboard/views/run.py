@@ -145,9 +145,7 @@ if start:
         )
     except FailedAfterSpending as exc:
         ss["run_state"] = "failed"
-        records.stop_with(
-            records.record_failure(dataset, name, exc, settings)
-        )
+        records.stop_with(records.record_failure(dataset, name, exc, settings))
     except (InputError, BudgetExceededError) as exc:
         ss["run_state"] = "failed"
         st.error(f"The run could not start or finish: {exc}")

@@ -1,0 +1,236 @@
+"""How single values are read: as canonical text, as numbers, as dates, one value at a time.
+
+Why one value at a time: differential privacy compares neighbouring tables, ``D`` and ``D``
+plus one record. A rule that decides how to read a value by looking at *other* values lets one
+record change how every record is read. pandas' type inference is such a rule: one ``unknown``
+in a column of ages turns the whole column into text, one blank turns it into floats, and the
+released table then shows it. Every function here maps each value on its own, with fixed public
+rules, so adding a record changes the reading of that record only. The structure of the table
+(kinds, whole numbers, date formats) is then decided from DP counts of these readings
+(:mod:`privsyn_core.structure`).
+
+The rules:
+
+* **Canonical text** (:func:`canonical_text`): a value as the text a CSV file would hold, so a
+  typed table (Parquet, a DataFrame) and the same table read from CSV give the same text.
+  Whole floats print as integers (``21.0`` -> ``"21"``: a column read as float only because it
+  has blanks), datetimes in ISO form, surrounding spaces removed; blanks and NaN are missing.
+* **Numbers** (:func:`parse_numbers`): plain decimal notation with an optional exponent
+  (``-12``, ``3.5``, ``.5``, ``1e6``). ``inf``, ``nan``, ``1,000``, ``12%`` are not numbers.
+* **Dates** (:data:`DATE_FORMATS`): ISO dates and date-times, ``Y/m/d``, and ``d/m/Y`` or
+  ``m/d/Y`` (a slashed date whose first two fields are both at most 12 is ambiguous).
+* **Value classes** (:func:`classify`): each value falls in exactly one class, so a record
+  moves one count per column: the sensitivity of the structure measurement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date, datetime
+from enum import IntEnum
+
+import numpy as np
+import pandas as pd
+
+#: plain decimal numbers, optional sign and exponent; no thousands separators, no inf or nan
+NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
+_ISO_DATE = r"\d{4}-\d{1,2}-\d{1,2}"
+_ISO_DATETIME = r"\d{4}-\d{1,2}-\d{1,2}[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
+_SLASH = r"(\d{1,2})/(\d{1,2})/\d{4}"
+_YMD_SLASH = r"\d{4}/\d{1,2}/\d{1,2}"
+
+#: how date-times are written back when their column's values carry a time of day
+ISO_DATETIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+#: a declared ``datetime_format`` that keeps pandas datetimes instead of writing text
+NATIVE_DATETIME = "datetime64"
+
+
+class ValueClass(IntEnum):
+    """The reading of one value. Every value is in exactly one class."""
+
+    MISSING = 0
+    INTEGER = 1
+    DECIMAL = 2
+    DATE_ISO = 3
+    DATETIME_ISO = 4
+    DATE_YMD_SLASH = 5
+    DATE_DMY = 6
+    DATE_MDY = 7
+    DATE_SLASH_AMBIGUOUS = 8
+    TEXT = 9
+
+
+#: the format each date class is written in (the ambiguous class takes d/m or m/d by vote)
+DATE_FORMATS: dict[ValueClass, str] = {
+    ValueClass.DATE_ISO: "%Y-%m-%d",
+    ValueClass.DATETIME_ISO: ISO_DATETIME_FORMAT,
+    ValueClass.DATE_YMD_SLASH: "%Y/%m/%d",
+    ValueClass.DATE_DMY: "%d/%m/%Y",
+    ValueClass.DATE_MDY: "%m/%d/%Y",
+}
+NUMBER_CLASSES = (ValueClass.INTEGER, ValueClass.DECIMAL)
+DATE_CLASSES = (
+    ValueClass.DATE_ISO,
+    ValueClass.DATETIME_ISO,
+    ValueClass.DATE_YMD_SLASH,
+    ValueClass.DATE_DMY,
+    ValueClass.DATE_MDY,
+    ValueClass.DATE_SLASH_AMBIGUOUS,
+)
+
+
+def canonical_text(column: pd.Series) -> pd.Series:
+    """Each value as text (object dtype), None where missing; see the module docstring."""
+    dtype = column.dtype
+    present = column.notna().to_numpy()
+    out = np.full(len(column), None, dtype=object)
+    if pd.api.types.is_bool_dtype(dtype):
+        out[present] = np.where(column[present].to_numpy(dtype=bool), "True", "False")
+    elif pd.api.types.is_integer_dtype(dtype):
+        out[present] = column[present].to_numpy(dtype=np.int64).astype(str)
+    elif pd.api.types.is_float_dtype(dtype):
+        out[present] = [_number_text(v) for v in column[present].to_numpy(dtype=float)]
+    elif pd.api.types.is_datetime64_any_dtype(dtype):
+        out[present] = [_datetime_text(v) for v in column[present]]
+    else:
+        out[present] = [_text(v) for v in column[present].to_numpy(dtype=object)]
+    text = pd.Series(out, index=column.index, name=column.name, dtype=object)
+    return text.where(text != "", None)
+
+
+def _number_text(value: float) -> str:
+    if np.isfinite(value) and value.is_integer() and abs(value) < 2**53:
+        return str(int(value))
+    return repr(float(value))
+
+
+def _datetime_text(value: datetime) -> str:
+    if isinstance(value, datetime):
+        if (value.hour, value.minute, value.second, value.microsecond) == (0, 0, 0, 0):
+            return value.strftime("%Y-%m-%d")
+        return value.isoformat(sep=" ")
+    return value.isoformat()
+
+
+def _text(value: object) -> str:
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, bool | np.bool_):
+        return "True" if value else "False"
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating):
+        return _number_text(float(value))
+    if isinstance(value, datetime | date | np.datetime64):
+        return _datetime_text(pd.Timestamp(value).to_pydatetime())
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace").strip()
+    return str(value).strip()
+
+
+def _matches(text: pd.Series, pattern: str) -> np.ndarray:
+    return text.str.fullmatch(pattern).fillna(False).to_numpy(dtype=bool)
+
+
+def parse_numbers(text: pd.Series) -> np.ndarray:
+    """Floats for values in plain decimal notation, NaN for everything else (missing values,
+    text, and non-finite numbers such as ``1e999``)."""
+    out = np.full(len(text), np.nan)
+    is_number = _matches(text.astype(object), NUMBER)
+    if is_number.any():
+        with np.errstate(over="ignore"):
+            numbers = text[is_number].astype(float).to_numpy()
+        out[is_number] = np.where(np.isfinite(numbers), numbers, np.nan)
+    return out
+
+
+def classify(text: pd.Series) -> np.ndarray:
+    """The :class:`ValueClass` of each value of a canonical-text column (int8 codes)."""
+    text = text.astype(object)
+    classes = np.full(len(text), ValueClass.TEXT, dtype=np.int8)
+    missing = text.isna().to_numpy()
+    classes[missing] = ValueClass.MISSING
+    numbers = parse_numbers(text)
+    is_number = ~np.isnan(numbers)
+    whole = np.zeros(len(text), dtype=bool)
+    whole[is_number] = np.mod(numbers[is_number], 1) == 0
+    classes[is_number & whole] = ValueClass.INTEGER
+    classes[is_number & ~whole] = ValueClass.DECIMAL
+    rest = ~missing & ~is_number
+    if not rest.any():
+        return classes
+    candidates = text[rest]
+    where = np.flatnonzero(rest)
+    for klass, pattern, fmt in (
+        (ValueClass.DATE_ISO, _ISO_DATE, "%Y-%m-%d"),
+        (ValueClass.DATETIME_ISO, _ISO_DATETIME, "ISO8601"),
+        (ValueClass.DATE_YMD_SLASH, _YMD_SLASH, "%Y/%m/%d"),
+    ):
+        hit = _matches(candidates, pattern)
+        if hit.any():
+            valid = _parses(candidates[hit], fmt)
+            classes[where[hit][valid]] = klass
+    slash = candidates.str.extract(f"^{_SLASH}$")
+    is_slash = slash[0].notna().to_numpy()
+    if is_slash.any():
+        first = slash[0][is_slash].astype(int).to_numpy()
+        second = slash[1][is_slash].astype(int).to_numpy()
+        rows = where[is_slash]
+        day_first = _parses(candidates[is_slash], "%d/%m/%Y")
+        month_first = _parses(candidates[is_slash], "%m/%d/%Y")
+        classes[rows[day_first & month_first & (first <= 12) & (second <= 12)]] = (
+            ValueClass.DATE_SLASH_AMBIGUOUS
+        )
+        classes[rows[day_first & ~month_first]] = ValueClass.DATE_DMY
+        classes[rows[month_first & ~day_first]] = ValueClass.DATE_MDY
+    return classes
+
+
+def _parses(text: pd.Series, fmt: str) -> np.ndarray:
+    parsed = pd.to_datetime(text, format=fmt, errors="coerce")
+    return parsed.notna().to_numpy(dtype=bool)
+
+
+def class_counts(text: pd.Series) -> np.ndarray:
+    """How many values of the column fall in each :class:`ValueClass` (exact; private)."""
+    return np.bincount(classify(text), minlength=len(ValueClass)).astype(float)
+
+
+def parse_datetimes(text: pd.Series, day_first: bool) -> np.ndarray:
+    """Seconds since 1970 for each value in a recognised date format (NaN otherwise).
+
+    Every recognised format is tried on every value, so one value's reading never depends on
+    the others; ``day_first`` (a decision made for the whole column, from DP counts) settles
+    only slashed dates that read both ways.
+    """
+    text = text.astype(object)
+    seconds = np.full(len(text), np.nan)
+    slashed = ("%d/%m/%Y", "%m/%d/%Y") if day_first else ("%m/%d/%Y", "%d/%m/%Y")
+    for fmt, pattern in (
+        ("%Y-%m-%d", _ISO_DATE),
+        ("ISO8601", _ISO_DATETIME),
+        ("%Y/%m/%d", _YMD_SLASH),
+        (slashed[0], _SLASH),
+        (slashed[1], _SLASH),
+    ):
+        todo = np.isnan(seconds) & _matches(text, pattern)
+        if todo.any():
+            stamps = pd.to_datetime(text[todo], format=fmt, errors="coerce")
+            seconds[todo] = seconds_since_epoch(stamps)
+    return seconds
+
+
+def seconds_since_epoch(stamps: pd.Series) -> np.ndarray:
+    """Datetimes as float seconds since 1970 (NaN for NaT), whatever their resolution."""
+    epoch = pd.Timestamp("1970-01-01", tz=getattr(stamps.dt, "tz", None))
+    return ((stamps - epoch) / pd.Timedelta(seconds=1)).to_numpy(dtype=float, na_value=np.nan)
+
+
+def day_first_format(fmt: str | None) -> bool:
+    """Whether slashed dates read day first under a column's chosen format."""
+    return fmt == "%d/%m/%Y"
+
+
+def categories_as_text(categories: Sequence[object]) -> list[str]:
+    """Declared categories in the same canonical text the values are matched in."""
+    return [str(c) for c in canonical_text(pd.Series(list(categories), dtype=object))]

@@ -4,7 +4,8 @@ Reads the files as distributed (no header, ", " separated, "?" for missing; the 
 labels end with "."), lets the engine estimate every domain privately, and prints the median
 over seeds of wall seconds, the domain step's share of time and of rho, and the three
 fidelity measures computed on the binned table (real and synthetic rows coded by the same
-codecs, the DP ones the run produced). Run: ``python benchmarks/adult_raw.py [--seeds 3]``.
+codecs, the DP ones the run produced), and the kinds the structure step decided.
+Run: ``python benchmarks/adult_raw.py [--seeds 3] [--epsilon 1]``.
 """
 
 from __future__ import annotations
@@ -81,6 +82,10 @@ def main() -> None:
                 "seconds": seconds,
                 "domain_s": result.stage_seconds["encode"],
                 "domain_rho_share": spent.get("domain", 0.0) / result.ledger.budget_rho,
+                "structure_rho_share": spent.get("structure", 0.0) / result.ledger.budget_rho,
+                "kinds": "".join(
+                    c.choices[0].value[0] for c in result.columns
+                ),  # n(umeric) c(ategorical) d(atetime), in column order
                 "excluded": len(result.excluded),
                 "2way_L1": report.two_way_l1,
                 "range": report.range_query_error,
@@ -88,7 +93,7 @@ def main() -> None:
             }
         )
         print(rows[-1], flush=True)
-    summary = {k: median([r[k] for r in rows]) for k in rows[0] if k != "seed"}
+    summary = {k: median([r[k] for r in rows]) for k in rows[0] if k not in ("seed", "kinds")}
     summary["domain_time_share"] = summary["domain_s"] / summary["seconds"]
     print()
     print_table([{"epsilon": args.epsilon, "seeds": args.seeds, **summary}])

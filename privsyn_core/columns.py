@@ -205,9 +205,8 @@ def prepare_columns(
     for spec, choices in settled:
         try:
             item, spend = _prepare_domain(
-                spec, choices, table[spec.name], texts[spec.name], rho_per_estimate, delta, rng,
-                raw_domains,
-            )  # fmt: skip
+                spec, choices, texts[spec.name], rho_per_estimate, delta, rng, raw_domains
+            )
         except InputError as error:  # the measurements made before this one were paid for
             raise InputError(str(error), spent=(*measurements, *error.spent)) from None
         if spend is not None:
@@ -238,7 +237,6 @@ def _why_left_out(spec: ColumnSchema) -> str:
 def _prepare_domain(
     spec: ColumnSchema,
     choices: list[StructureChoice],
-    column: pd.Series,
     text: pd.Series,
     rho: float,
     delta: float,
@@ -261,7 +259,7 @@ def _prepare_domain(
     if spec.kind is Kind.CATEGORICAL:
         item, spend = _categorical(spec, text, may_be_missing, rho, delta, rng, raw)
     else:
-        item, spend = _binned(spec, column, may_be_missing, lenient, rho, rng, raw)
+        item, spend = _binned(spec, text, may_be_missing, lenient, rho, rng, raw)
     if item is None:
         return None, spend
     item = replace(

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -38,6 +39,7 @@ from privsyn_core.values import parse_numbers
 _HEADER_BYTES = 64 * 1024
 _DELIMITERS = ",;\t|"
 _FALLBACK = "cp1252"
+_SURROGATES = re.compile("[\udc80-\udcff]")
 _BOMS = (
     (codecs.BOM_UTF8, "utf-8-sig"),
     (codecs.BOM_UTF16_LE, "utf-16"),
@@ -84,6 +86,14 @@ def _fix_undecodable(text: object) -> object:
         raw = text.encode("utf-8", errors="surrogateescape")
         return raw.decode(_FALLBACK, errors="replace")
     return text
+
+
+def _has_undecodable(column: pd.Series) -> bool:
+    """Whether any value of a text column kept bad bytes (one scan of the joined text)."""
+    values = column.dropna()
+    if values.empty or not isinstance(values.iloc[0], str):
+        return False
+    return _SURROGATES.search("\n".join(map(str, values.tolist()))) is not None
 
 
 def read_table(
@@ -164,7 +174,8 @@ def _read_csv(
     if per_value:
         table.columns = [_fix_undecodable(c) for c in table.columns]
         for name in table.columns:
-            table[name] = table[name].map(_fix_undecodable)
+            if _has_undecodable(table[name]):
+                table[name] = table[name].map(_fix_undecodable)
     if names is None and not header:
         table.columns = [f"column_{i + 1}" for i in range(table.shape[1])]
     if table.shape[0] == 0:

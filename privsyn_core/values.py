@@ -25,7 +25,7 @@ The rules:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from enum import IntEnum
 
@@ -35,7 +35,9 @@ import pandas as pd
 #: plain decimal numbers, optional sign and exponent; no thousands separators, no inf or nan
 NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
 _ISO_DATE = r"\d{4}-\d{1,2}-\d{1,2}"
-_ISO_DATETIME = r"\d{4}-\d{1,2}-\d{1,2}[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
+_ISO_DATETIME = (
+    r"\d{4}-\d{1,2}-\d{1,2}[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"
+)
 _SLASH = r"(\d{1,2})/(\d{1,2})/\d{4}"
 _YMD_SLASH = r"\d{4}/\d{1,2}/\d{1,2}"
 
@@ -92,10 +94,28 @@ def canonical_text(column: pd.Series) -> pd.Series:
         out[present] = [_number_text(v) for v in column[present].to_numpy(dtype=float)]
     elif pd.api.types.is_datetime64_any_dtype(dtype):
         out[present] = [_datetime_text(v) for v in column[present]]
+    elif pd.api.types.infer_dtype(column, skipna=True) in ("string", "empty"):
+        # text (every CSV column): strip each distinct value once
+        out = _by_unique(column, lambda unique: unique.str.strip().to_numpy(dtype=object), None)
     else:
         out[present] = [_text(v) for v in column[present].to_numpy(dtype=object)]
     text = pd.Series(out, index=column.index, name=column.name, dtype=object)
     return text.where(text != "", None)
+
+
+def _by_unique(text: pd.Series, read: Callable[[pd.Series], np.ndarray], missing: object):
+    """``read`` applied to each distinct value once and spread back to every row (``missing``
+    where the value is missing): the same value-by-value reading, at the cost of the distinct
+    values rather than the rows."""
+    codes, unique = pd.factorize(text.to_numpy(dtype=object), use_na_sentinel=True)
+    per_value = np.asarray(read(pd.Series(unique, dtype=object)))
+    out = np.empty(len(codes), dtype=per_value.dtype if per_value.dtype != bool else bool)
+    if missing is None:
+        out = out.astype(object)
+    present = codes >= 0
+    out[present] = per_value[codes[present]]
+    out[~present] = missing
+    return out
 
 
 def _number_text(value: float) -> str:
@@ -135,6 +155,10 @@ def _matches(text: pd.Series, pattern: str) -> np.ndarray:
 def parse_numbers(text: pd.Series) -> np.ndarray:
     """Floats for values in plain decimal notation, NaN for everything else (missing values,
     text, and non-finite numbers such as ``1e999``)."""
+    return _by_unique(text, _parse_numbers, np.nan).astype(float)
+
+
+def _parse_numbers(text: pd.Series) -> np.ndarray:
     out = np.full(len(text), np.nan)
     is_number = _matches(text.astype(object), NUMBER)
     if is_number.any():
@@ -146,6 +170,10 @@ def parse_numbers(text: pd.Series) -> np.ndarray:
 
 def classify(text: pd.Series) -> np.ndarray:
     """The :class:`ValueClass` of each value of a canonical-text column (int8 codes)."""
+    return _by_unique(text, _classify, ValueClass.MISSING.value).astype(np.int8)
+
+
+def _classify(text: pd.Series) -> np.ndarray:
     text = text.astype(object)
     classes = np.full(len(text), ValueClass.TEXT, dtype=np.int8)
     missing = text.isna().to_numpy()

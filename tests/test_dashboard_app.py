@@ -17,6 +17,7 @@ from streamlit.testing.v1 import AppTest
 from dashboard import charts, game
 from privsyn_core.privacy import BudgetExceededError, rho_from_epsilon_delta
 from privsyn_core.registry import Registry, fingerprint
+from privsyn_core.schema import ColumnSchema, Kind
 
 APP = str(ROOT / "dashboard" / "app.py")
 
@@ -433,3 +434,36 @@ def test_a_run_that_fails_after_spending_records_its_spend():
     runs = frame(at, "noise")
     assert list(runs["outcome"]) == ["failed"] and runs["rho"][0] == pytest.approx(run.rho)
     assert any("failed after spending" in i.value for i in at.info)
+
+
+def test_data_page_says_where_each_structural_choice_comes_from():
+    """Before a run: declared, estimated privately, or (demo switch) read off the data. After
+    a run: the choices the run made, from its DP measurements."""
+    at = app()
+    plan = frame(at, "whole numbers / date format").set_index("column")
+    assert plan.loc["age", "kind"] == "private estimate"
+    assert plan.loc["age", "domain"] == "private estimate"
+    assert plan.loc["age", "may be missing"] == "measured privately (missing code)"
+    at.toggle(key="raw_domains").set_value(True).run()
+    plan = frame(at, "whole numbers / date format").set_index("column")
+    assert plan.loc["age", "kind"] == "raw data, not private"
+    at.toggle(key="raw_domains").set_value(False).run()
+    schema = at.session_state["schema"]
+    at.session_state["schema"] = schema.with_column(
+        ColumnSchema("age", Kind.NUMERIC, integer=True, lower=17, upper=90)
+    )
+    at.run()
+    plan = frame(at, "whole numbers / date format").set_index("column")
+    assert plan.loc["age", "kind"] == "numeric (declared)"
+    assert plan.loc["age", "whole numbers / date format"] == "whole numbers: yes (declared)"
+    assert plan.loc["age", "domain"] == "declared"
+    run_once(at)
+    go(at, "data")
+    decided = frame(at, "choice")
+    rows = {(r.column, r.choice): (r.value, r.source) for r in decided.itertuples()}
+    assert rows[("age", "kind")] == ("numeric", "declared")
+    assert rows[("workclass", "kind")] == ("categorical", "private estimate")
+    assert rows[("hours-per-week", "whole numbers")] == ("yes", "private estimate")
+    ledger = at.session_state["finished"].result.ledger
+    structure = [e.attributes[0] for e in ledger.entries if e.step == "structure"]
+    assert "age" not in structure and "workclass" in structure

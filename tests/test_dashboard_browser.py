@@ -144,6 +144,8 @@ class Session:
 def test_run_the_sample_watch_it_and_download(server, chromium, capsys):
     opened = time.perf_counter()
     user = Session(chromium, server)
+    user.page.locator("[data-testid='stDataFrame']").first.wait_for(timeout=30_000)
+    user.page.wait_for_timeout(500)
     user.shot("data.png")
     user.open("Run")
     # run every iteration so the run lasts long enough to watch the chart grow
@@ -169,6 +171,13 @@ def test_run_the_sample_watch_it_and_download(server, chromium, capsys):
         f"the convergence chart gained points while running: {points_seen}"
     )
     user.shot("run.png")
+
+    # the Data page now lists the structure the run decided, each choice with its source
+    user.open("Data")
+    heading = user.page.get_by_text("Where each structural choice comes from")
+    heading.scroll_into_view_if_needed()
+    user.page.wait_for_timeout(500)
+    user.shot("data-structure.png")
 
     user.open("Marginals")
     user.page.wait_for_selector("[data-testid='stPlotlyChart'] .main-svg")

@@ -145,6 +145,10 @@ class BinnedCodec:
     def size(self) -> int:
         return self.bins + int(self.missing)
 
+    @property
+    def missing_code(self) -> int | None:
+        return self.bins if self.missing else None
+
     def numbers(self, column: pd.Series) -> np.ndarray:
         """The column as float numbers (seconds for datetimes), NaN where missing. Each value
         is read on its own (:mod:`privsyn_core.values`)."""

@@ -87,18 +87,35 @@ def measure_one_way(
     return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
 
 
-def group_low_counts(noisy: NoisyMarginal, threshold: float) -> ValueGrouping:
-    """Filter and combine values whose noisy count is below ``threshold`` (paper 5.3)."""
+def group_low_counts(
+    noisy: NoisyMarginal, threshold: float, solitary: int | None = None
+) -> ValueGrouping:
+    """Filter and combine values whose noisy count is below ``threshold`` (paper 5.3).
+
+    ``solitary`` (a column's missing code) is never combined with other values: below the
+    threshold it is dropped. A combined value is split back by its members' noisy counts, so a
+    missing code grouped with rare categories would put missing values into a column that
+    has none whenever its noise is positive; every column whose schema leaves "missing" open
+    has such a code, and on Adult at epsilon 0.2 this cost 0.01 of 2-way L1.
+    """
     (attribute,) = noisy.attributes
     counts = noisy.table.values
     low = counts < threshold
+    alone = solitary is not None and bool(low[solitary]) and counts.size > 1
+    if alone:
+        low[solitary] = False  # handled below, outside the group
     kept = np.flatnonzero(~low)
+    if alone:
+        kept = kept[kept != solitary]
     low_codes = np.flatnonzero(low)
     code_of = np.empty(counts.size, dtype=np.int64)
     code_of[kept] = np.arange(kept.size)
     members: list[tuple[int, ...]] = [(int(v),) for v in kept]
     weights: list[tuple[float, ...]] = [(1.0,) for _ in kept]
     merged_code = None
+    others = np.ones(counts.size, dtype=bool)
+    if alone:
+        others[solitary] = False
     if low_codes.size:
         low_total = counts[low_codes].sum()
         # with nothing above the threshold the combined value is the attribute's only value
@@ -108,7 +125,11 @@ def group_low_counts(noisy: NoisyMarginal, threshold: float) -> ValueGrouping:
             members.append(tuple(int(v) for v in low_codes))
             weights.append(tuple(float(w) for w in counts[low_codes]))
         else:
-            code_of[low_codes] = code_of[int(np.argmax(np.where(low, -np.inf, counts)))]
+            largest = int(np.argmax(np.where(low | ~others, -np.inf, counts)))
+            code_of[low_codes] = code_of[largest]
+    if alone:
+        # folded into the largest value for measuring, never output (a dropped value)
+        code_of[solitary] = code_of[int(np.argmax(np.where(others, counts, -np.inf)))]
     return ValueGrouping(attribute, code_of, tuple(members), tuple(weights), merged_code)
 
 

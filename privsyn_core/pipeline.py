@@ -298,11 +298,16 @@ def synthesize(
     report.start(Stage.ONE_WAY)
     one_way, spends = measure_one_way(records, declared, rho_one_way, noise)
     ledger = report.ledger = ledger.charge_all(spends)
+    missing_codes = (
+        [c.codec.missing_code for c in preparation.columns]
+        if preparation is not None
+        else [None] * len(one_way)
+    )
     groupings = tuple(
-        group_low_counts(m, config.threshold_sigmas * m.sigma)
+        group_low_counts(m, config.threshold_sigmas * m.sigma, solitary=code)
         if config.filter_low_counts
         else ValueGrouping.identity(m.attributes[0], m.cells)
-        for m in one_way
+        for m, code in zip(one_way, missing_codes, strict=True)
     )
     engine_records, engine = recode(records, declared, groupings)
     grouped = tuple(grouped_one_way(m, g) for m, g in zip(one_way, groupings, strict=True))

@@ -41,6 +41,20 @@ def test_low_values_are_dropped_when_their_total_stays_below_the_threshold():
     assert list(grouped_one_way(noisy([1, 40, 2, 90, 0]), later).table.values) == [40, 90]
 
 
+def test_a_missing_code_below_the_threshold_is_dropped_never_combined():
+    """Combined values are split back by noisy counts: a missing code inside the group would
+    turn noise into missing values in a column that has none."""
+    counts = [100, 4, 50, 3, 2]  # code 4 is the missing code
+    plain = group_low_counts(noisy(counts), threshold=6)
+    assert plain.members[-1] == (1, 3, 4)
+    grouping = group_low_counts(noisy(counts), threshold=6, solitary=4)
+    assert grouping.members == ((0,), (2,), (1, 3))
+    assert grouping.dropped == (4,)
+    assert grouping.code_of[4] == 0  # folded into the largest value for measuring
+    kept = group_low_counts(noisy([100, 4, 50, 3, 20]), threshold=6, solitary=4)
+    assert (4,) in kept.members  # frequent enough: a value of its own
+
+
 def test_nothing_above_threshold_leaves_one_value_for_all():
     grouping = group_low_counts(noisy([1, 2, 1]), threshold=10)
     assert grouping.size == 1 and grouping.members == ((0, 1, 2),)

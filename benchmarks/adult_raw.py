@@ -46,6 +46,7 @@ def load_adult(folder: Path) -> pd.DataFrame:
         names=NAMES,
         na_values=["?"],
         skipinitialspace=True,
+        dtype=object,  # text, as read_table reads the training file
     )
     test["income"] = test["income"].str.rstrip(".")
     return pd.concat([train, test], ignore_index=True)

@@ -81,26 +81,41 @@ DATE_CLASSES = (
 )
 
 
+#: marks a Series that is already canonical text, so reading it again costs nothing
+_CANONICAL = "privsyn_canonical_text"
+
+
 def canonical_text(column: pd.Series) -> pd.Series:
     """Each value as text (object dtype), None where missing; see the module docstring."""
+    if column.attrs.get(_CANONICAL):
+        return column
     dtype = column.dtype
-    present = column.notna().to_numpy()
-    out = np.full(len(column), None, dtype=object)
-    if pd.api.types.is_bool_dtype(dtype):
-        out[present] = np.where(column[present].to_numpy(dtype=bool), "True", "False")
-    elif pd.api.types.is_integer_dtype(dtype):
-        out[present] = column[present].to_numpy(dtype=np.int64).astype(str)
-    elif pd.api.types.is_float_dtype(dtype):
-        out[present] = [_number_text(v) for v in column[present].to_numpy(dtype=float)]
-    elif pd.api.types.is_datetime64_any_dtype(dtype):
-        out[present] = [_datetime_text(v) for v in column[present]]
-    elif pd.api.types.infer_dtype(column, skipna=True) in ("string", "empty"):
-        # text (every CSV column): strip each distinct value once
-        out = _by_unique(column, lambda unique: unique.str.strip().to_numpy(dtype=object), None)
+    if pd.api.types.infer_dtype(column, skipna=True) in ("string", "empty"):
+        # text (every CSV column): strip each distinct value once; blanks are missing
+        out = _by_unique(column, _stripped, None)
     else:
-        out[present] = [_text(v) for v in column[present].to_numpy(dtype=object)]
+        present = column.notna().to_numpy()
+        out = np.full(len(column), None, dtype=object)
+        if pd.api.types.is_bool_dtype(dtype):
+            out[present] = np.where(column[present].to_numpy(dtype=bool), "True", "False")
+        elif pd.api.types.is_integer_dtype(dtype):
+            out[present] = column[present].to_numpy(dtype=np.int64).astype(str)
+        elif pd.api.types.is_float_dtype(dtype):
+            out[present] = [_number_text(v) for v in column[present].to_numpy(dtype=float)]
+        elif pd.api.types.is_datetime64_any_dtype(dtype):
+            out[present] = [_datetime_text(v) for v in column[present]]
+        else:
+            out[present] = [_text(v) for v in column[present].to_numpy(dtype=object)]
+        out[out == ""] = None
     text = pd.Series(out, index=column.index, name=column.name, dtype=object)
-    return text.where(text != "", None)
+    text.attrs[_CANONICAL] = True
+    return text
+
+
+def _stripped(unique: pd.Series) -> np.ndarray:
+    out = unique.str.strip().to_numpy(dtype=object, copy=True)
+    out[out == ""] = None
+    return out
 
 
 def _by_unique(text: pd.Series, read: Callable[[pd.Series], np.ndarray], missing: object):
@@ -109,12 +124,12 @@ def _by_unique(text: pd.Series, read: Callable[[pd.Series], np.ndarray], missing
     values rather than the rows."""
     codes, unique = pd.factorize(text.to_numpy(dtype=object), use_na_sentinel=True)
     per_value = np.asarray(read(pd.Series(unique, dtype=object)))
-    out = np.empty(len(codes), dtype=per_value.dtype if per_value.dtype != bool else bool)
     if missing is None:
-        out = out.astype(object)
-    present = codes >= 0
-    out[present] = per_value[codes[present]]
-    out[~present] = missing
+        per_value = per_value.astype(object)
+    out = per_value[np.maximum(codes, 0)] if len(per_value) else np.empty(len(codes), object)
+    if (codes < 0).any():
+        out = out.copy() if len(per_value) else out
+        out[codes < 0] = missing
     return out
 
 

@@ -168,6 +168,10 @@ if finished is not None and finished.result.columns:
         state.dp_badge()
     else:
         state.owner_badge()
+        st.warning(
+            "Choices marked 'raw data, not private' were read off the data (demo switch): "
+            "this run is **not end-to-end DP**."
+        )
     st.caption(
         "As decided by the last run on this table. Estimated choices come from that run's DP "
         "measurements (the ledger's structure and domain steps)."

@@ -38,6 +38,7 @@ from privsyn_core.indif import measure_indif
 from privsyn_core.marginal_graph import AppendPlan, gum_components, marginal_graph, plan_appending
 from privsyn_core.marginals import MarginalTable
 from privsyn_core.measurement import NoisyMarginal, measure_marginal
+from privsyn_core.memory import check_fits
 from privsyn_core.noise import NoiseSource, SecureNoise, SeededNoise
 from privsyn_core.one_way import (
     ValueGrouping,
@@ -221,6 +222,9 @@ def synthesize(
     if domain is not None and schema is not None:
         raise InputError("give either a domain (pre-coded tables) or a schema, not both")
     report = _Reporter(on_progress)
+    columns = len(table.columns) if isinstance(table, pd.DataFrame) else 0
+    if n_records is not None and columns:
+        check_fits(n_records, columns, 2)  # before anything is spent (codes of 2 bytes at most)
 
     preparation: Preparation | None = None
     rho_private = 0.0  # spent on structure and domains, before PrivSyn's own steps
@@ -357,6 +361,11 @@ def synthesize(
     ]
     report.finish(f"{len(measured)} marginals, {sum(m.cells for m in measured)} cells")
 
+    # measurement is over: generation works from the measurements alone, so the table's
+    # codes are let go before GUM (its memory depends on the synthetic rows only)
+    code_dtype, declared_dtype = engine_records.dtype, records.dtype
+    del records, engine_records
+
     report.start(Stage.CONSISTENCY)
     tables, consistency = make_consistent(
         (*grouped, *measured), max_rounds=config.consistency_rounds
@@ -364,6 +373,12 @@ def synthesize(
     one_way_targets, marginal_targets = tables[:d], tables[d:]
     n = n_records if n_records is not None else max(1, round(consistency.total))
     report.finish(f"{consistency.rounds} rounds, total {consistency.total:.0f}")
+    try:  # the noisy total is known only now: refuse before GUM rather than die in it
+        check_fits(n, d, code_dtype.itemsize)
+    except InputError as error:
+        raise FailedAfterSpending(
+            f"{error} (the budget is spent: rho {ledger.spent_rho:.4g})", ledger
+        ) from None
 
     report.start(Stage.GUM)
     multiway = [t for t in marginal_targets if len(t.attributes) > 1]
@@ -375,7 +390,7 @@ def synthesize(
     peeled = {p.marginal for p in appended}
     gum_marginals = [t for t in multiway if t.attributes not in peeled]
     leaves = {p.leaf for p in appended}
-    synthetic = np.zeros((d, n), dtype=engine_records.dtype)
+    synthetic = np.zeros((d, n), dtype=code_dtype)
     components = _gum_problems(
         [a for a in engine if a not in leaves],
         gum_marginals,
@@ -384,7 +399,7 @@ def synthesize(
         n,
         config.separate_and_join,
         rng,
-        engine_records.dtype,
+        code_dtype,
     )
 
     def on_iteration(record: GumIterationRecord) -> bool:
@@ -418,7 +433,7 @@ def synthesize(
     report.finish(f"{len(appended)} attributes appended")
 
     report.start(Stage.DECODE)
-    declared_codes = np.empty((d, n), dtype=records.dtype)
+    declared_codes = np.empty((d, n), dtype=declared_dtype)
     for row, grouping in enumerate(groupings):
         declared_codes[row] = decode(synthetic[row], grouping, rng, consistency.total / n)
     if preparation is None:

@@ -1,0 +1,53 @@
+"""The memory check before GUM: a run that would not fit is refused with its size."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privsyn_core import GumSettings, PrivSynConfig, memory, synthesize
+from privsyn_core.errors import FailedAfterSpending, InputError
+from privsyn_core.memory import check_fits, synthesis_bytes
+
+FAST = PrivSynConfig(gum=GumSettings(iterations=2))
+
+
+def table(n: int = 2000) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    return pd.DataFrame({"a": rng.integers(0, 5, n), "b": rng.integers(0, 3, n)})
+
+
+def test_the_estimate_grows_with_synthetic_rows_and_columns_only():
+    one = synthesis_bytes(1_000_000, 10, 1)
+    assert synthesis_bytes(2_000_000, 10, 1) == 2 * one
+    assert synthesis_bytes(1_000_000, 20, 1) > one
+    # the output frame alone holds 8 bytes a cell
+    assert one > 1_000_000 * 10 * 8
+
+
+def test_a_table_that_would_not_fit_names_its_size_and_the_rows_that_would():
+    with pytest.raises(InputError) as info:
+        check_fits(10**9, 50, 1, available=8 * 2**30)
+    message = str(info.value)
+    assert "1,000,000,000 rows x 50 columns" in message and "--rows" in message
+    fitting = int(message.split("at most about ")[1].split(" fit")[0].replace(",", ""))
+    assert synthesis_bytes(fitting, 50, 1) <= 0.8 * 8 * 2**30 < synthesis_bytes(fitting + 1, 50, 1)
+    check_fits(10**6, 50, 1, available=8 * 2**30)  # fits: no error
+
+
+def test_rows_asked_for_are_refused_before_anything_is_spent(monkeypatch):
+    monkeypatch.setattr(memory, "available_bytes", lambda: 64 * 2**20)
+    with pytest.raises(InputError) as info:
+        synthesize(table(), 1.0, 1e-9, domain={"a": 5, "b": 3}, n_records=10**8,
+                   config=FAST, rng=np.random.default_rng(0))  # fmt: skip
+    assert not isinstance(info.value, FailedAfterSpending) and not info.value.spent
+
+
+def test_the_noisy_total_is_checked_before_gum_and_the_spend_is_kept(monkeypatch):
+    monkeypatch.setattr(memory, "available_bytes", lambda: 20_000)
+    with pytest.raises(FailedAfterSpending) as info:
+        synthesize(table(), 1.0, 1e-9, domain={"a": 5, "b": 3}, config=FAST,
+                   rng=np.random.default_rng(0))  # fmt: skip
+    assert "--rows" in str(info.value)
+    assert info.value.ledger.spent_rho == pytest.approx(info.value.ledger.budget_rho)

@@ -56,7 +56,17 @@ plan = plan_budget(
 st.subheader("Noise per step")
 st.caption("Computed from your settings alone: no data is read.")
 st.metric("total rho (zCDP)", f"{plan.rho:.4g}")
-st.dataframe(pd.DataFrame(plan.as_rows()), key="plan", hide_index=True, width="stretch")
+st.dataframe(
+    pd.DataFrame(plan.as_rows()),
+    key="plan",
+    hide_index=True,
+    width="stretch",
+    column_config={
+        "rho": st.column_config.NumberColumn(format="%.2g"),
+        "share": st.column_config.NumberColumn(format="percent"),
+        "sigma": st.column_config.NumberColumn(format="%.1f"),
+    },
+)
 st.caption(
     "sigma is the standard deviation of the Gaussian noise on each count (InDif: on each score)."
 )

@@ -5,15 +5,15 @@
 table has strong, known dependencies inside groups and none across them.
 
 ``--table dense``: every column after the first copies an earlier column (chosen uniformly,
-value taken mod its own domain size) with probability 0.5-0.9, else is uniform. Dependencies
-chain through the whole table, so selection keeps hundreds of pairs and GUM has hundreds of
-marginals in one component: the worst case for GUM's per-marginal cost.
+value taken mod its own domain size) with probability 0.4-0.75, else is uniform. Dependencies
+chain through the whole table, so selection keeps hundreds of pairs (about 850 at epsilon 1,
+740 marginals after combining) in one component: the worst case for GUM's per-marginal cost.
 
 Prints seconds per stage, seconds per GUM iteration, total seconds (median over
 ``--repeats`` runs), the number of marginals and GUM iterations, and peak resident memory
 (the process's high-water mark, which includes the table itself).
 Run: ``python benchmarks/scale.py [--table planted|dense] [--rows 600000] [--cols 100]
-[--epsilon 1] [--repeats 3]``.
+[--epsilon 1] [--repeats 3] [--kernel compiled|reference]``.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def dense_table(rows: int, cols: int, rng: np.random.Generator) -> tuple[pd.Data
         noise = rng.integers(0, size, rows)
         if columns:
             parent = columns[int(rng.integers(0, len(columns)))]
-            keep = rng.uniform(0.5, 0.9)
+            keep = rng.uniform(0.4, 0.75)
             noise = np.where(rng.random(rows) < keep, parent % size, noise)
         columns.append(noise.astype(np.int16))
         data[f"c{c:03d}"] = columns[-1]
@@ -79,6 +79,7 @@ def main() -> None:
     parser.add_argument("--cols", type=int, default=100)
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--iterations", type=int, default=GumSettings().iterations)
+    parser.add_argument("--kernel", choices=["compiled", "reference"], default="compiled")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3, help="runs (seeds seed, seed+1, ...)")
     args = parser.parse_args()
@@ -106,7 +107,7 @@ def main() -> None:
             last = now
         return True
 
-    config = PrivSynConfig(gum=GumSettings(iterations=args.iterations))
+    config = PrivSynConfig(gum=GumSettings(iterations=args.iterations, kernel=args.kernel))
     totals, stage_runs = [], []
     for run in range(args.repeats):
         started = time.perf_counter()

@@ -54,8 +54,11 @@ UpdateStrategy = Literal[
 #: which implementation runs an update: the fused numba loops or the NumPy passes
 GumKernel = Literal["compiled", "reference"]
 
-#: the compiled update gives each thread at least this many records (below, one thread)
-_RECORDS_PER_PART = 2**16
+#: threads GUM splits its passes over (the development machine has two cores)
+_WORKERS = 2
+
+#: the compiled update gives each thread at least this many records or additions
+_ITEMS_PER_PART = 2**14
 
 #: share of additions made by duplication on (even, odd) iterations, per strategy
 _DUPLICATE_SHARE: dict[str, tuple[float, float]] = {
@@ -279,7 +282,7 @@ def update_towards(
     differently).
     """
     if kernel == "compiled":
-        return compiled_update(records, target, alpha, duplicate_share, rng)
+        return compiled_update(records, target, alpha, duplicate_share, rng, pool)
     return reference_update(records, target, alpha, duplicate_share, rng, pool)
 
 
@@ -289,40 +292,93 @@ def compiled_update(
     alpha: float,
     duplicate_share: float,
     rng: np.random.Generator,
+    pool: ThreadPoolExecutor | None = None,
 ) -> float:
-    """:func:`reference_update` with its per-record passes fused into compiled loops."""
+    """:func:`reference_update` with its per-record passes fused into compiled loops, each
+    split over the threads of ``pool`` (the kernels release the GIL)."""
     n = records.shape[1]
-    cells = target.frequencies.size
+    n_cells = target.frequencies.size
     rows = np.asarray(target.rows, dtype=np.int64)
     shape = np.asarray(target.shape, dtype=np.int64)
     strides = np.cumprod(np.r_[1, shape[:0:-1]])[::-1].copy()
-    parts = max(1, min(gum_kernel.threads(), n // _RECORDS_PER_PART))
-    cell_of_record = np.empty(n, dtype=np.int32 if cells < 2**31 else np.int64)
-    counts = gum_kernel.count_cells(records, rows, strides, cell_of_record, cells, parts)
-    error, plan = plan_update(counts, target.frequencies, alpha, duplicate_share)
+    bounds = _part_bounds(n, pool)
+    cells = np.empty(n, dtype=np.int32 if n_cells < 2**31 else np.int64)
+    counts = np.zeros((bounds.size - 1, n_cells), dtype=np.int64)
+
+    def count(part: int, lo: int, hi: int) -> None:
+        gum_kernel.count_cells(records, rows, strides, cells, counts[part], lo, hi)
+
+    _in_parts(count, bounds, pool)
+    error, plan = plan_update(counts.sum(axis=0), target.frequencies, alpha, duplicate_share)
     if plan is None:
         return error
+
     selection_seed, addition_seed = rng.bit_generator.random_raw(2)
-    removed, sources, start, available = gum_kernel.select_rows(
-        cell_of_record, plan.thresholds.astype(np.uint64), plan.over, selection_seed, parts
+    thresholds = plan.thresholds.astype(np.uint64)
+    buffer = np.empty(n, dtype=np.int64)
+
+    def select(part: int, lo: int, hi: int) -> tuple[int, int]:
+        return gum_kernel.select_rows(cells, thresholds, plan.over, selection_seed, buffer, lo, hi)
+
+    found = np.array(_in_parts(select, bounds, pool), dtype=np.int64).reshape(-1, 2)
+    removed, sources, start, available = gum_kernel.gather_selection(
+        cells, buffer, bounds, found, n_cells
     )
     if removed.size == 0:
         return error
     rng.shuffle(removed)
-    gum_kernel.apply_additions(
-        records,
-        removed,
-        quota_counts(plan.add, removed.size),
-        plan.occupied,
-        float(duplicate_share),
-        addition_seed,
-        sources,
-        start,
-        available,
-        rows,
-        shape,
-    )
+    new_cells = np.repeat(np.arange(n_cells), quota_counts(plan.add, removed.size))
+    words = _record_words(records)
+
+    def rewrite(part: int, lo: int, hi: int) -> None:
+        gum_kernel.apply_additions(
+            records,
+            words,
+            removed,
+            new_cells,
+            plan.occupied,
+            float(duplicate_share),
+            addition_seed,
+            sources,
+            start,
+            available,
+            rows,
+            shape,
+            lo,
+            hi,
+        )
+
+    # removed rows are distinct and never sources, so parts cannot write the same record
+    _in_parts(rewrite, _part_bounds(removed.size, pool), pool)
     return error
+
+
+def _record_words(records: np.ndarray) -> np.ndarray:
+    """Records as rows of 64-bit words when each is a whole number of words stored
+    contiguously (as :func:`record_major` builds them); else an empty array."""
+    by_record = records.T
+    if by_record.flags.c_contiguous and (by_record.shape[1] * by_record.itemsize) % 8 == 0:
+        return by_record.view(np.uint64)
+    return np.empty((0, 0), dtype=np.uint64)
+
+
+def _part_bounds(size: int, pool: ThreadPoolExecutor | None) -> np.ndarray:
+    """Boundaries splitting ``size`` items into one part per worker of ``pool`` (a single
+    part without a pool or when parts would be too small to repay a thread hand-off)."""
+    parts = 1 if pool is None else max(1, min(_WORKERS, size // _ITEMS_PER_PART))
+    return np.linspace(0, size, parts + 1).astype(np.int64)
+
+
+def _in_parts(
+    work: Callable[[int, int, int], object],
+    bounds: np.ndarray,
+    pool: ThreadPoolExecutor | None,
+) -> list:
+    """``work(part, lo, hi)`` for every part, on the pool's threads when there are several."""
+    spans = [(p, int(bounds[p]), int(bounds[p + 1])) for p in range(bounds.size - 1)]
+    if pool is None or len(spans) == 1:
+        return [work(*span) for span in spans]
+    return list(pool.map(lambda span: work(*span), spans))
 
 
 def reference_update(
@@ -461,7 +517,7 @@ def run_gum(
     history: list[GumIterationRecord] = []
     if not errors:
         return history, True
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
         return _iterate(components, settings, rng, on_iteration, errors, history, pool)
 
 

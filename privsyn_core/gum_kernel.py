@@ -19,17 +19,21 @@ and the record's (or the addition's) position. The seeds are drawn from the call
 Generator, so a run is reproducible from its seed, and because each draw depends only on the
 position, the result is the same whatever the number of threads or how the work is split.
 
-Parallelism: passes 1 and 2 run over the records in one contiguous part per thread (``prange``).
-Pass 1 is bound by memory traffic (record-major storage puts every record on its own cache
-line, and the loop gathers two or three bytes from each), which a second core's load units
-help with; pass 2 is pure arithmetic on the stored cells. Each part keeps its own histogram
-and its own stretch of the output buffer, so threads never share a write. Pass 3 copies rows
-in parallel: the removed rows are distinct and never sources (sources lie in under-filled
-cells, removals in over-filled ones), so no two threads touch the same record.
+Parallelism: every kernel works on a range (records ``lo`` to ``hi``, or additions) and
+releases the GIL, and :func:`privsyn_core.gum.compiled_update` runs the ranges on GUM's two
+worker threads. Counting is bound by memory traffic (record-major storage puts each record on
+its own cache line and the loop gathers two or three bytes from each), which a second core's
+loads roughly halve on an idle machine; selection and rewriting split just as evenly, and
+each part keeps its own histogram and stretch of the output buffer, so threads never share a
+write. Plain threads rather than numba's ``parallel=True``: numba's OpenMP layer busy-waits
+between parallel regions, and on a shared two-core machine that made updates 2-3 times
+*slower* than one thread (measured 60-87 ms against 30 ms per update on the 600k x 100
+table while other processes ran); its workqueue layer aborts when two threads launch
+kernels at once (two dashboard sessions). Threads waiting on a future cost nothing, and
+without parfor lowering each kernel compiles in a fraction of the time.
 
-Compilation is cached on disk (``cache=True``); the first call in a fresh environment compiles
-each kernel once per array type (about a second each), later processes load them in
-milliseconds.
+Compilation is cached on disk (``cache=True``): the first call in a fresh environment
+compiles each kernel once per array type, later processes load them from the cache.
 """
 
 from __future__ import annotations
@@ -58,95 +62,94 @@ def _unit(seed: np.uint64, position: int) -> float:
     return float(_hash(seed, position) >> np.uint64(11)) * _TO_UNIT
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, nogil=True)
 def count_cells(
     records: np.ndarray,
     rows: np.ndarray,
     strides: np.ndarray,
     cells: np.ndarray,
-    n_cells: int,
-    parts: int,
-) -> np.ndarray:
-    """Write each record's flat cell index into ``cells``; return the count of every cell.
+    counts: np.ndarray,
+    lo: int,
+    hi: int,
+) -> None:
+    """For records ``lo`` to ``hi``: write each one's flat cell index into ``cells`` and add
+    it to ``counts``.
 
     ``rows`` are the marginal's attribute rows of ``records`` (attributes x records) and
     ``strides`` the C-order strides of its shape.
     """
-    n = records.shape[1]
-    step = (n + parts - 1) // parts
-    partial = np.zeros((parts, n_cells), dtype=np.int64)
-    for p in nb.prange(parts):
-        for i in range(p * step, min(n, (p + 1) * step)):
-            cell = 0
-            for j in range(rows.size):
-                cell += np.int64(records[rows[j], i]) * strides[j]
-            cells[i] = cell
-            partial[p, cell] += 1
-    counts = np.zeros(n_cells, dtype=np.int64)
-    for p in range(parts):
-        counts += partial[p]
-    return counts
+    for i in range(lo, hi):
+        cell = 0
+        for j in range(rows.size):
+            cell += np.int64(records[rows[j], i]) * strides[j]
+        cells[i] = cell
+        counts[cell] += 1
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, nogil=True)
 def select_rows(
-    cells: np.ndarray, thresholds: np.ndarray, over: np.ndarray, seed: np.uint64, parts: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """One Bernoulli trial per record: selected when the top 32 bits of its hash fall below
-    its cell's threshold (P = threshold / 2^32).
+    cells: np.ndarray,
+    thresholds: np.ndarray,
+    over: np.ndarray,
+    seed: np.uint64,
+    buffer: np.ndarray,
+    lo: int,
+    hi: int,
+) -> tuple[int, int]:
+    """One Bernoulli trial for each record ``lo`` to ``hi``: selected when the top 32 bits of
+    its hash fall below its cell's threshold (P = threshold / 2^32).
 
-    Returns the selected rows of over-filled cells (the removals, in record order) and the
-    selected rows of the other cells (duplication sources) grouped by cell, with each cell's
-    first position and number of sources.
+    Selected rows of over-filled cells (removals) are written to ``buffer`` upwards from
+    ``lo``, the others (duplication sources) downwards from ``hi - 1``; returns both numbers.
     """
-    n = cells.size
-    step = (n + parts - 1) // parts
-    # part p writes removals upwards from p * step and sources downwards from its end
-    buffer = np.empty(n, dtype=np.int64)
-    n_removed = np.zeros(parts, dtype=np.int64)
-    n_sources = np.zeros(parts, dtype=np.int64)
-    for p in nb.prange(parts):
-        lo, hi = p * step, min(n, (p + 1) * step)
-        low, high = lo, hi - 1
-        for i in range(lo, hi):
-            cell = cells[i]
-            if (_hash(seed, i) >> np.uint64(32)) < thresholds[cell]:
-                if over[cell]:
-                    buffer[low] = i
-                    low += 1
-                else:
-                    buffer[high] = i
-                    high -= 1
-        n_removed[p] = low - lo
-        n_sources[p] = hi - 1 - high
+    low, high = lo, hi - 1
+    for i in range(lo, hi):
+        cell = cells[i]
+        if (_hash(seed, i) >> np.uint64(32)) < thresholds[cell]:
+            if over[cell]:
+                buffer[low] = i
+                low += 1
+            else:
+                buffer[high] = i
+                high -= 1
+    return low - lo, hi - 1 - high
 
-    removed = np.empty(n_removed.sum(), dtype=np.int64)
-    available = np.zeros(thresholds.size, dtype=np.int64)
+
+@nb.njit(cache=True, nogil=True)
+def gather_selection(
+    cells: np.ndarray, buffer: np.ndarray, bounds: np.ndarray, found: np.ndarray, n_cells: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Join the parts :func:`select_rows` filled (``bounds[p]`` to ``bounds[p + 1]``, with
+    ``found[p]`` = (removals, sources)): the removals in record order, and the sources
+    grouped by cell (counting sort) with each cell's first position and number of sources.
+    """
+    removed = np.empty(found[:, 0].sum(), dtype=np.int64)
+    available = np.zeros(n_cells, dtype=np.int64)
     k = 0
-    for p in range(parts):
-        lo = p * step
-        removed[k : k + n_removed[p]] = buffer[lo : lo + n_removed[p]]
-        k += n_removed[p]
-        end = min(n, (p + 1) * step)
-        for q in range(end - n_sources[p], end):
+    for p in range(found.shape[0]):
+        lo, hi = bounds[p], bounds[p + 1]
+        removed[k : k + found[p, 0]] = buffer[lo : lo + found[p, 0]]
+        k += found[p, 0]
+        for q in range(hi - found[p, 1], hi):
             available[cells[buffer[q]]] += 1
     start = np.cumsum(available) - available
     sources = np.empty(available.sum(), dtype=np.int64)
     filled = start.copy()
-    for p in range(parts):  # parts in order, each part's sources in record order
-        end = min(n, (p + 1) * step)
-        for q in range(end - 1, end - 1 - n_sources[p], -1):
+    for p in range(found.shape[0]):  # parts in order, each part's sources in record order
+        hi = bounds[p + 1]
+        for q in range(hi - 1, hi - 1 - found[p, 1], -1):
             cell = cells[buffer[q]]
             sources[filled[cell]] = buffer[q]
             filled[cell] += 1
     return removed, sources, start, available
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, nogil=True)
 def apply_additions(
     records: np.ndarray,
+    words: np.ndarray,
     removed: np.ndarray,
-    additions: np.ndarray,
+    new_cells: np.ndarray,
     duplicable: np.ndarray,
     duplicate_share: float,
     seed: np.uint64,
@@ -155,40 +158,34 @@ def apply_additions(
     available: np.ndarray,
     rows: np.ndarray,
     shape: np.ndarray,
-) -> int:
-    """Rewrite the removed rows: the first ``additions[0]`` go to cell 0, and so on.
+    lo: int,
+    hi: int,
+) -> None:
+    """Rewrite removed rows ``lo`` to ``hi``: ``removed[j]`` goes to cell ``new_cells[j]``.
 
     A row going to a ``duplicable`` cell (one holding records) is, with probability
     ``duplicate_share``, a copy of a source row of that cell drawn uniformly; otherwise, or
     when the cell has no sources, only the marginal's attributes are set to the cell's values.
-    Returns the number of rows duplicated.
+    ``words`` is the same memory as records of 64-bit words, one row per record (a copy is
+    then a dozen word moves instead of a hundred byte moves), or empty when the layout does
+    not allow it.
     """
-    m = removed.size
-    new_cells = np.empty(m, dtype=np.int64)
-    k = 0
-    for cell in range(additions.size):
-        for _ in range(additions[cell]):
-            new_cells[k] = cell
-            k += 1
-    copied = np.zeros(m, dtype=np.int8)
     width = records.shape[0]
-    for j in nb.prange(m):
+    by_words = words.shape[0] > 0
+    for j in range(lo, hi):
         cell = new_cells[j]
         row = removed[j]
         if duplicable[cell] and available[cell] > 0 and _unit(seed, 2 * j) < duplicate_share:
             pick = start[cell] + np.int64(_unit(seed, 2 * j + 1) * available[cell])
             source = sources[pick]
-            for a in range(width):
-                records[a, row] = records[a, source]
-            copied[j] = 1
+            if by_words:
+                for w in range(words.shape[1]):
+                    words[row, w] = words[source, w]
+            else:
+                for a in range(width):
+                    records[a, row] = records[a, source]
         else:
             rest = cell
             for t in range(rows.size - 1, -1, -1):
                 records[rows[t], row] = rest % shape[t]
                 rest //= shape[t]
-    return int(copied.sum())
-
-
-def threads() -> int:
-    """Threads numba runs ``prange`` loops on (``NUMBA_NUM_THREADS``, default all cores)."""
-    return nb.get_num_threads()

@@ -1,4 +1,5 @@
-import numba
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 
@@ -242,18 +243,14 @@ def correlated_target_rect(rows: int, columns: int, strength: float) -> np.ndarr
 def test_compiled_update_is_reproducible_from_the_seed_whatever_the_threads():
     """Draws depend on the Generator and the record position, not on how work is split."""
     start, target, _ = _distribution_start()
-    big = record_major(3, 200_000, np.uint8)  # several parts per thread
+    big = record_major(3, 200_000, np.uint8)  # large enough to be split over threads
     big[:] = np.tile(start, 10)
     outcomes = []
-    threads = numba.get_num_threads()
-    try:
-        for count, seed in ((threads, 5), (1, 5), (threads, 6)):
-            numba.set_num_threads(count)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for seed, workers in ((5, pool), (5, None), (6, pool)):
             records = big.copy()
-            update_towards(records, target, 0.8, 0.5, np.random.default_rng(seed))
+            update_towards(records, target, 0.8, 0.5, np.random.default_rng(seed), workers)
             outcomes.append(records)
-    finally:
-        numba.set_num_threads(threads)
     assert np.array_equal(outcomes[0], outcomes[1])
     assert not np.array_equal(outcomes[0], outcomes[2])
 

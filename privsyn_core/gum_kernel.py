@@ -47,7 +47,7 @@ _MIX2 = np.uint64(0x94D049BB133111EB)
 _TO_UNIT = 2.0**-53
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _hash(seed: np.uint64, position: int) -> np.uint64:
     """splitmix64 of the ``position``-th counter after ``seed``: 64 uniform bits."""
     z = seed + np.uint64(position + 1) * _GOLDEN
@@ -56,7 +56,7 @@ def _hash(seed: np.uint64, position: int) -> np.uint64:
     return z ^ (z >> np.uint64(31))
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _unit(seed: np.uint64, position: int) -> float:
     """A uniform double in [0, 1) (53 bits)."""
     return float(_hash(seed, position) >> np.uint64(11)) * _TO_UNIT
@@ -123,18 +123,29 @@ def gather_selection(
     ``found[p]`` = (removals, sources)): the removals in record order, and the sources
     grouped by cell (counting sort) with each cell's first position and number of sources.
     """
-    removed = np.empty(found[:, 0].sum(), dtype=np.int64)
+    # plain loops only: slicing and array expressions cost seconds of compile time
+    n_removed, n_sources = 0, 0
+    for p in range(found.shape[0]):
+        n_removed += found[p, 0]
+        n_sources += found[p, 1]
+    removed = np.empty(n_removed, dtype=np.int64)
     available = np.zeros(n_cells, dtype=np.int64)
     k = 0
     for p in range(found.shape[0]):
         lo, hi = bounds[p], bounds[p + 1]
-        removed[k : k + found[p, 0]] = buffer[lo : lo + found[p, 0]]
-        k += found[p, 0]
+        for q in range(lo, lo + found[p, 0]):
+            removed[k] = buffer[q]
+            k += 1
         for q in range(hi - found[p, 1], hi):
             available[cells[buffer[q]]] += 1
-    start = np.cumsum(available) - available
-    sources = np.empty(available.sum(), dtype=np.int64)
-    filled = start.copy()
+    start = np.empty(n_cells, dtype=np.int64)
+    filled = np.empty(n_cells, dtype=np.int64)
+    total = 0
+    for cell in range(n_cells):
+        start[cell] = total
+        filled[cell] = total
+        total += available[cell]
+    sources = np.empty(n_sources, dtype=np.int64)
     for p in range(found.shape[0]):  # parts in order, each part's sources in record order
         hi = bounds[p + 1]
         for q in range(hi - 1, hi - 1 - found[p, 1], -1):

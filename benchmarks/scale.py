@@ -1,11 +1,19 @@
-"""Scale run: a generated 600,000 x 100 table with planted correlations.
+"""Scale run: a generated 600,000 x 100 table with planted or dense correlations.
 
-Twenty hidden factors each drive five columns (domains of 2 to 40 values; each value copies
-its factor with probability 0.6-0.9, else is uniform), so the table has strong, known
-dependencies inside groups and none across them. Prints seconds per stage and total seconds
-(median over ``--repeats`` runs) and peak resident memory (the process's high-water mark,
-which includes the table itself).
-Run: ``python benchmarks/scale.py [--rows 600000] [--cols 100] [--epsilon 1]``.
+``--table planted`` (default): twenty hidden factors each drive five columns (domains of 2 to
+40 values; each value copies its factor with probability 0.6-0.9, else is uniform), so the
+table has strong, known dependencies inside groups and none across them.
+
+``--table dense``: every column after the first copies an earlier column (chosen uniformly,
+value taken mod its own domain size) with probability 0.4-0.75, else is uniform. Dependencies
+chain through the whole table, so selection keeps hundreds of pairs (about 850 at epsilon 1,
+740 marginals after combining) in one component: the worst case for GUM's per-marginal cost.
+
+Prints seconds per stage, seconds per GUM iteration, total seconds (median over
+``--repeats`` runs), the number of marginals and GUM iterations, and peak resident memory
+(the process's high-water mark, which includes the table itself).
+Run: ``python benchmarks/scale.py [--table planted|dense] [--rows 600000] [--cols 100]
+[--epsilon 1] [--repeats 3] [--kernel compiled|reference]``.
 """
 
 from __future__ import annotations
@@ -41,23 +49,47 @@ def planted_table(rows: int, cols: int, rng: np.random.Generator) -> tuple[pd.Da
     return pd.DataFrame(data), domain
 
 
+def dense_table(rows: int, cols: int, rng: np.random.Generator) -> tuple[pd.DataFrame, dict]:
+    data, domain = {}, {}
+    columns: list[np.ndarray] = []
+    for c in range(cols):
+        size = int(rng.integers(2, 41))
+        noise = rng.integers(0, size, rows)
+        if columns:
+            parent = columns[int(rng.integers(0, len(columns)))]
+            keep = rng.uniform(0.4, 0.75)
+            noise = np.where(rng.random(rows) < keep, parent % size, noise)
+        columns.append(noise.astype(np.int16))
+        data[f"c{c:03d}"] = columns[-1]
+        domain[f"c{c:03d}"] = size
+    return pd.DataFrame(data), domain
+
+
+TABLES = {"planted": planted_table, "dense": dense_table}
+
+
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--table", choices=sorted(TABLES), default="planted")
     parser.add_argument("--rows", type=int, default=600_000)
     parser.add_argument("--cols", type=int, default=100)
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--iterations", type=int, default=GumSettings().iterations)
+    parser.add_argument("--kernel", choices=["compiled", "reference"], default="compiled")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3, help="runs (seeds seed, seed+1, ...)")
     args = parser.parse_args()
 
-    table, domain = planted_table(args.rows, args.cols, np.random.default_rng(args.seed))
+    table, domain = TABLES[args.table](args.rows, args.cols, np.random.default_rng(args.seed))
     before = peak_rss_mb()
-    print(f"table: {args.rows} rows x {args.cols} columns; RSS before run {before:.0f} MB")
+    print(
+        f"{args.table} table: {args.rows} rows x {args.cols} columns; "
+        f"RSS before run {before:.0f} MB"
+    )
 
     last = time.perf_counter()
 
@@ -75,7 +107,7 @@ def main() -> None:
             last = now
         return True
 
-    config = PrivSynConfig(gum=GumSettings(iterations=args.iterations))
+    config = PrivSynConfig(gum=GumSettings(iterations=args.iterations, kernel=args.kernel))
     totals, stage_runs = [], []
     for run in range(args.repeats):
         started = time.perf_counter()
@@ -90,9 +122,12 @@ def main() -> None:
         )
         totals.append(time.perf_counter() - started)
         stage_runs.append(result.stage_seconds)
+        per_iteration = [h.seconds for h in result.history]
         print(
             f"run {run}: {totals[-1]:.1f} s, {len(result.marginals)} marginals, "
-            f"{len(result.history)} GUM iterations, {len(result.appended)} appended",
+            f"{len(result.history)} GUM iterations "
+            f"(median {median(per_iteration) if per_iteration else 0:.2f} s each), "
+            f"{len(result.appended)} appended",
             flush=True,
         )
     stages = [{"stage": k, "median_s": median([r[k] for r in stage_runs])} for k in stage_runs[0]]

@@ -37,6 +37,7 @@ from typing import Literal
 
 import numpy as np
 
+from privsyn_core import gum_kernel
 from privsyn_core.errors import InputError
 from privsyn_core.marginals import cell_index
 from privsyn_core.sampling import quota_counts
@@ -49,6 +50,15 @@ UpdateStrategy = Literal[
     "replace_plus_duplicate",
     "half_half_plus_replace",
 ]
+
+#: which implementation runs an update: the fused numba loops or the NumPy passes
+GumKernel = Literal["compiled", "reference"]
+
+#: threads GUM splits its passes over (the development machine has two cores)
+_WORKERS = 2
+
+#: the compiled update gives each thread at least this many records or additions
+_ITEMS_PER_PART = 2**14
 
 #: share of additions made by duplication on (even, odd) iterations, per strategy
 _DUPLICATE_SHARE: dict[str, tuple[float, float]] = {
@@ -76,6 +86,8 @@ class GumSettings:
     #: each iteration costs seconds, so stopping at the plateau buys time at no accuracy.
     patience: int | None = 10
     min_improvement: float = 0.01
+    #: "compiled" (numba, the default) or "reference" (NumPy): same rules, same distribution
+    kernel: GumKernel = "compiled"
 
     def __post_init__(self) -> None:
         if self.iterations < 0:
@@ -88,6 +100,8 @@ class GumSettings:
             raise InputError(f"patience must be >= 1 or None, got {self.patience}")
         if not 0 <= self.min_improvement < 1:
             raise InputError(f"min_improvement must lie in [0, 1), got {self.min_improvement}")
+        if self.kernel not in ("compiled", "reference"):
+            raise InputError(f"kernel must be 'compiled' or 'reference', got {self.kernel!r}")
         if self.strategy not in _DUPLICATE_SHARE:
             raise InputError(
                 f"unknown update strategy {self.strategy!r}; choose one of "
@@ -201,23 +215,34 @@ def _fine_index(records: np.ndarray, target: GumTarget) -> tuple[np.ndarray, np.
     return cell_index(records, target.rows, target.shape), None
 
 
-def update_towards(
-    records: np.ndarray,
-    target: GumTarget,
-    alpha: float,
-    duplicate_share: float,
-    rng: np.random.Generator,
-    pool: ThreadPoolExecutor | None = None,
-) -> float:
-    """One GUM step for one marginal, in place on ``records``; returns the L1 before it."""
-    n = records.shape[1]
-    cells = target.frequencies.size
-    fine, cell_of = _fine_index(records, target)
-    counts = np.bincount(fine, minlength=cells if cell_of is None else cell_of.size)
-    if cell_of is not None:
-        counts = np.bincount(cell_of, weights=counts, minlength=cells)
+@dataclass(frozen=True)
+class CellPlan:
+    """What one update does to each cell of a marginal, from the current counts alone.
+
+    ``add`` are the frequencies each under-filled cell gains (alpha rule), ``over`` marks the
+    over-filled cells and ``thresholds`` give each cell's per-record selection rate as a
+    32-bit threshold: the removal rate ``min(s - a, beta s) / s`` in over-filled cells, twice
+    the wanted duplication rate (capped at 1) in the others, so the Bernoulli sample of
+    duplication sources is rarely short.
+    """
+
+    add: np.ndarray
+    over: np.ndarray
+    occupied: np.ndarray
+    thresholds: np.ndarray
+
+
+def plan_update(
+    counts: np.ndarray, target: np.ndarray, alpha: float, duplicate_share: float
+) -> tuple[float, CellPlan | None]:
+    """The L1 error of ``counts`` against ``target`` and the per-cell plan of the update, or
+    None when the update would move less than half a record or nothing is over-filled.
+
+    Shared by the reference and the compiled update so both follow the same rules.
+    """
+    n = counts.sum()
     s = counts / n
-    a = target.frequencies
+    a = target
     error = float(np.abs(s - a).sum())
 
     add = np.where(s > 0, np.minimum(a - s, alpha * s), alpha * a)
@@ -225,7 +250,7 @@ def update_towards(
     over = s > a
     wanted = float(add.sum())
     if wanted * n < 0.5 or not over.any():
-        return error
+        return error, None
     excess = np.where(over, s - a, 0.0)
     wanted = min(wanted, float(excess.sum()))
     beta = _removal_rate(s[over], excess[over], wanted)
@@ -237,7 +262,145 @@ def update_towards(
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = np.where(over, removal / s, np.minimum(1.0, 2.0 * duplicate_wanted / s))
     rate = np.nan_to_num(rate)
-    thresholds = _thresholds_u32(rate)
+    return error, CellPlan(add, over, s > 0, _thresholds_u32(rate))
+
+
+def update_towards(
+    records: np.ndarray,
+    target: GumTarget,
+    alpha: float,
+    duplicate_share: float,
+    rng: np.random.Generator,
+    pool: ThreadPoolExecutor | None = None,
+    kernel: GumKernel = "compiled",
+) -> float:
+    """One GUM step for one marginal, in place on ``records``; returns the L1 before it.
+
+    ``kernel="compiled"`` runs the fused numba loops of :mod:`privsyn_core.gum_kernel`;
+    ``"reference"`` the NumPy passes. Both draw every random number from ``rng`` and agree in
+    distribution, not record for record (they turn the Generator's bits into draws
+    differently).
+    """
+    if kernel == "compiled":
+        return compiled_update(records, target, alpha, duplicate_share, rng, pool)
+    return reference_update(records, target, alpha, duplicate_share, rng, pool)
+
+
+def compiled_update(
+    records: np.ndarray,
+    target: GumTarget,
+    alpha: float,
+    duplicate_share: float,
+    rng: np.random.Generator,
+    pool: ThreadPoolExecutor | None = None,
+) -> float:
+    """:func:`reference_update` with its per-record passes fused into compiled loops, each
+    split over the threads of ``pool`` (the kernels release the GIL)."""
+    n = records.shape[1]
+    n_cells = target.frequencies.size
+    rows = np.asarray(target.rows, dtype=np.int64)
+    shape = np.asarray(target.shape, dtype=np.int64)
+    strides = np.cumprod(np.r_[1, shape[:0:-1]])[::-1].copy()
+    bounds = _part_bounds(n, pool)
+    cells = np.empty(n, dtype=np.int32 if n_cells < 2**31 else np.int64)
+    counts = np.zeros((bounds.size - 1, n_cells), dtype=np.int64)
+
+    def count(part: int, lo: int, hi: int) -> None:
+        gum_kernel.count_cells(records, rows, strides, cells, counts[part], lo, hi)
+
+    _in_parts(count, bounds, pool)
+    error, plan = plan_update(counts.sum(axis=0), target.frequencies, alpha, duplicate_share)
+    if plan is None:
+        return error
+
+    selection_seed, addition_seed = rng.bit_generator.random_raw(2)
+    thresholds = plan.thresholds.astype(np.uint64)
+    buffer = np.empty(n, dtype=np.int64)
+
+    def select(part: int, lo: int, hi: int) -> tuple[int, int]:
+        return gum_kernel.select_rows(cells, thresholds, plan.over, selection_seed, buffer, lo, hi)
+
+    found = np.array(_in_parts(select, bounds, pool), dtype=np.int64).reshape(-1, 2)
+    removed, sources, start, available = gum_kernel.gather_selection(
+        cells, buffer, bounds, found, n_cells
+    )
+    if removed.size == 0:
+        return error
+    rng.shuffle(removed)
+    new_cells = np.repeat(np.arange(n_cells), quota_counts(plan.add, removed.size))
+    words = _record_words(records)
+
+    def rewrite(part: int, lo: int, hi: int) -> None:
+        gum_kernel.apply_additions(
+            records,
+            words,
+            removed,
+            new_cells,
+            plan.occupied,
+            float(duplicate_share),
+            addition_seed,
+            sources,
+            start,
+            available,
+            rows,
+            shape,
+            lo,
+            hi,
+        )
+
+    # removed rows are distinct and never sources, so parts cannot write the same record
+    _in_parts(rewrite, _part_bounds(removed.size, pool), pool)
+    return error
+
+
+def _record_words(records: np.ndarray) -> np.ndarray:
+    """Records as rows of 64-bit words when each is a whole number of words stored
+    contiguously (as :func:`record_major` builds them); else an empty array."""
+    by_record = records.T
+    if by_record.flags.c_contiguous and (by_record.shape[1] * by_record.itemsize) % 8 == 0:
+        return by_record.view(np.uint64)
+    return np.empty((0, 0), dtype=np.uint64)
+
+
+def _part_bounds(size: int, pool: ThreadPoolExecutor | None) -> np.ndarray:
+    """Boundaries splitting ``size`` items into one part per worker of ``pool`` (a single
+    part without a pool or when parts would be too small to repay a thread hand-off)."""
+    parts = 1 if pool is None else max(1, min(_WORKERS, size // _ITEMS_PER_PART))
+    return np.linspace(0, size, parts + 1).astype(np.int64)
+
+
+def _in_parts(
+    work: Callable[[int, int, int], object],
+    bounds: np.ndarray,
+    pool: ThreadPoolExecutor | None,
+) -> list:
+    """``work(part, lo, hi)`` for every part, on the pool's threads when there are several."""
+    spans = [(p, int(bounds[p]), int(bounds[p + 1])) for p in range(bounds.size - 1)]
+    if pool is None or len(spans) == 1:
+        return [work(*span) for span in spans]
+    return list(pool.map(lambda span: work(*span), spans))
+
+
+def reference_update(
+    records: np.ndarray,
+    target: GumTarget,
+    alpha: float,
+    duplicate_share: float,
+    rng: np.random.Generator,
+    pool: ThreadPoolExecutor | None = None,
+) -> float:
+    """One GUM step in NumPy passes over the records (the reference implementation)."""
+    n = records.shape[1]
+    cells = target.frequencies.size
+    fine, cell_of = _fine_index(records, target)
+    counts = np.bincount(fine, minlength=cells if cell_of is None else cell_of.size)
+    if cell_of is not None:
+        counts = np.bincount(cell_of, weights=counts, minlength=cells)
+    error, plan = plan_update(counts, target.frequencies, alpha, duplicate_share)
+    if plan is None:
+        return error
+    over = plan.over
+    thresholds = plan.thresholds
     if cell_of is not None:
         thresholds = thresholds[cell_of]
     chosen = np.flatnonzero(_uniform_u32(rng, n) < thresholds[fine])
@@ -247,10 +410,10 @@ def update_towards(
     if removed.size == 0:
         return error
     rng.shuffle(removed)
-    additions = quota_counts(add, removed.size)
+    additions = quota_counts(plan.add, removed.size)
     new_cells = np.repeat(np.arange(cells), additions)
 
-    duplicate = (s[new_cells] > 0) & (rng.random(new_cells.size) < duplicate_share)
+    duplicate = plan.occupied[new_cells] & (rng.random(new_cells.size) < duplicate_share)
     if duplicate.any():
         sources = chosen[~is_removed]
         source_cells = chosen_cells[~is_removed]
@@ -354,7 +517,7 @@ def run_gum(
     history: list[GumIterationRecord] = []
     if not errors:
         return history, True
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
         return _iterate(components, settings, rng, on_iteration, errors, history, pool)
 
 
@@ -374,7 +537,9 @@ def _iterate(
         for c, (records, targets) in enumerate(components):
             order = sorted(range(len(targets)), key=lambda k, c=c: -errors[(c, k)])
             for k in order:
-                errors[(c, k)] = update_towards(records, targets[k], alpha, share, rng, pool)
+                errors[(c, k)] = update_towards(
+                    records, targets[k], alpha, share, rng, pool, settings.kernel
+                )
         record = GumIterationRecord(
             iteration=t,
             alpha=alpha,

@@ -1,3 +1,5 @@
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 
@@ -6,6 +8,7 @@ from privsyn_core.gum import (
     GumTarget,
     _fine_index,
     l1_error,
+    plan_update,
     record_major,
     run_gum,
     update_towards,
@@ -132,3 +135,126 @@ def test_large_tables_take_the_pair_code_path_and_still_converge():
     assert l1_error(records, target) < 0.02
     assert records.shape[1] == n and records[0].max() < 6 and records[1].max() < 5
     assert records[2].max() < 4
+
+
+def _distribution_start() -> tuple[np.ndarray, GumTarget, np.ndarray]:
+    """A record-major start table (as the pipeline builds), a target on its first two
+    attributes with one empty cell to fill and correlations to build, and the start counts."""
+    rng = np.random.default_rng(10)
+    n = 20_000
+    records = record_major(3, n, np.uint8)
+    records[0] = rng.integers(0, 4, n)
+    records[1] = rng.integers(0, 3, n)
+    records[1][records[0] == 3] = np.minimum(records[1][records[0] == 3], 1)  # cell (3, 2) empty
+    records[2] = (records[0] + rng.integers(0, 2, n)) % 5  # c follows a: duplication keeps it
+    frequencies = rng.dirichlet(np.full(12, 2.0))
+    target = GumTarget(("a", "b"), (0, 1), (4, 3), frequencies)
+    return records, target, np.bincount(cell_index(records, (0, 1), (4, 3)), minlength=12)
+
+
+def _after_one_update(kernel: str, seeds: range, duplicate_share: float) -> np.ndarray:
+    """Cell counts of (a, b) and of (a, c) after one update from the same start, per seed."""
+    start, target, _ = _distribution_start()
+    out = []
+    for seed in seeds:
+        records = start.copy()
+        update_towards(
+            records, target, 0.6, duplicate_share, np.random.default_rng(seed), kernel=kernel
+        )
+        ab = np.bincount(cell_index(records, (0, 1), (4, 3)), minlength=12)
+        ac = np.bincount(cell_index(records, (0, 2), (4, 5)), minlength=20)
+        out.append(np.concatenate([ab, ac]))
+    return np.array(out, dtype=float)
+
+
+@pytest.mark.parametrize("duplicate_share", [0.5, 1.0])
+def test_compiled_and_reference_updates_agree_in_distribution(duplicate_share):
+    """Same start, same target, 300 seeded updates each: every cell count of the target
+    marginal and of a marginal the update does not target (which duplication and
+    replacement move differently) has the same mean and spread under both kernels, and in
+    over-filled cells matches the Bernoulli removal law exactly."""
+    repeats = 300
+    compiled = _after_one_update("compiled", range(repeats), duplicate_share)
+    reference = _after_one_update("reference", range(10_000, 10_000 + repeats), duplicate_share)
+    for runs in (compiled, reference):  # N fixed in every run
+        assert np.all(runs[:, :12].sum(axis=1) == 20_000)
+        assert np.all(runs[:, 12:].sum(axis=1) == 20_000)
+
+    mean_c, mean_r = compiled.mean(axis=0), reference.mean(axis=0)
+    var_c, var_r = compiled.var(axis=0, ddof=1), reference.var(axis=0, ddof=1)
+    standard_error = np.sqrt((var_c + var_r) / repeats)
+    assert np.all(np.abs(mean_c - mean_r) <= 5 * standard_error + 0.5)
+    moving = (var_c + var_r) / 2 > 25  # cells whose count varies by more than a few records
+    assert moving.sum() >= 8
+    ratio = np.sqrt(var_c[moving] / var_r[moving])
+    assert np.all((ratio > 0.7) & (ratio < 1.4))  # chi-square(299) spread: well inside
+
+    # over-filled cells only lose records, each with its cell's removal rate: binomial law
+    _, target, counts = _distribution_start()
+    _, plan = plan_update(counts, target.frequencies, 0.6, duplicate_share)
+    rate = plan.thresholds / 2.0**32
+    over = plan.over
+    expected = counts[over] * (1 - rate[over])
+    binomial_sd = np.sqrt(counts[over] * rate[over] * (1 - rate[over]))
+    for mean in (mean_c, mean_r):
+        assert np.all(np.abs(mean[:12][over] - expected) <= 5 * binomial_sd / np.sqrt(repeats))
+    # the empty cell can only be filled by replacement, and is in both
+    assert mean_c[11] > 0 and mean_r[11] > 0
+    assert abs(mean_c[11] - mean_r[11]) <= 5 * standard_error[11] + 0.5
+
+
+@pytest.mark.parametrize("strategy", ["half_half_plus_duplicate", "replace", "duplicate"])
+def test_both_kernels_keep_n_and_the_domain_and_lower_the_error_alike(strategy):
+    errors = {}
+    for kernel in ("compiled", "reference"):
+        rng = np.random.default_rng(11)
+        n = 30_000
+        records = record_major(3, n, np.uint8)
+        for row, size in enumerate((5, 4, 3)):
+            records[row] = shuffled_column(np.ones(size), n, rng)
+        targets = [
+            GumTarget(("a", "b"), (0, 1), (5, 4), correlated_target_rect(5, 4, 0.7)),
+            GumTarget(("b", "c"), (1, 2), (4, 3), correlated_target_rect(4, 3, 0.5)),
+        ]
+        start = sum(l1_error(records, t) for t in targets)
+        settings = GumSettings(iterations=15, patience=None, strategy=strategy, kernel=kernel)
+        history, _ = run_gum([(records, targets)], settings, rng)
+        assert records.shape[1] == n
+        assert records[0].max() == 4 and records[1].max() == 3 and records[2].max() == 2
+        assert np.count_nonzero(records[3:]) == 0  # padding untouched
+        end = sum(l1_error(records, t) for t in targets)
+        assert end < 0.3 * start
+        errors[kernel] = (start, end, [h.mean_error for h in history])
+    (start, end_c, curve_c), (_, end_r, curve_r) = errors["compiled"], errors["reference"]
+    assert abs(end_c - end_r) < 0.1 * start
+    # the first iterations make large, near-deterministic moves; later ones hover at a noise
+    # floor where single runs of either kernel differ by chance
+    assert np.allclose(curve_c[:3], curve_r[:3], atol=0.025 * start)
+
+
+def correlated_target_rect(rows: int, columns: int, strength: float) -> np.ndarray:
+    joint = np.full((rows, columns), (1 - strength) / (rows * columns))
+    joint[np.arange(min(rows, columns)), np.arange(min(rows, columns))] += strength / min(
+        rows, columns
+    )
+    return joint.ravel() / joint.sum()
+
+
+def test_compiled_update_is_reproducible_from_the_seed_whatever_the_threads():
+    """Draws depend on the Generator and the record position, not on how work is split."""
+    start, target, _ = _distribution_start()
+    big = record_major(3, 200_000, np.uint8)  # large enough to be split over threads
+    big[:] = np.tile(start, 10)
+    outcomes = []
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for seed, workers in ((5, pool), (5, None), (6, pool)):
+            records = big.copy()
+            update_towards(records, target, 0.8, 0.5, np.random.default_rng(seed), workers)
+            outcomes.append(records)
+    assert np.array_equal(outcomes[0], outcomes[1])
+    assert not np.array_equal(outcomes[0], outcomes[2])
+
+
+def test_gum_settings_reject_an_unknown_kernel():
+    with pytest.raises(ValueError, match="kernel"):
+        GumSettings(kernel="gpu")

@@ -3,7 +3,14 @@
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.domain import Domain
 from privsyn_core.gum import GumSettings
-from privsyn_core.pipeline import SelectedMarginal, SynthesisResult, synthesize
+from privsyn_core.pipeline import (
+    Measurements,
+    SelectedMarginal,
+    SynthesisResult,
+    generate,
+    measure,
+    synthesize,
+)
 from privsyn_core.privacy import (
     BudgetExceededError,
     Measurement,
@@ -27,6 +34,7 @@ __all__ = [
     "GumProgress",
     "GumSettings",
     "Measurement",
+    "Measurements",
     "PrivSynConfig",
     "PrivacyLedger",
     "ProgressEvent",
@@ -38,6 +46,8 @@ __all__ = [
     "SynthesisResult",
     "TableError",
     "epsilon_from_rho",
+    "generate",
+    "measure",
     "rho_from_epsilon_delta",
     "synthesize",
 ]

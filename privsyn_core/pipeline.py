@@ -61,6 +61,7 @@ from privsyn_core.progress import (
 from privsyn_core.sampling import conditional_column, shuffled_column
 from privsyn_core.schema import Provenance, Schema
 from privsyn_core.selection import Selection, select_marginals
+from privsyn_core.table import ColumnCodec as TableCodec
 from privsyn_core.table import DomainSpec, decode_table, encode_table, require_frame
 
 
@@ -186,6 +187,34 @@ class _Reporter:
         raise SynthesisCancelled(self._stage, self.ledger)
 
 
+@dataclass(frozen=True)
+class Measurements:
+    """What PrivSyn measured on the private table, and nothing else: the DP output that
+    generation works from as post-processing (paper Algorithm 3, lines 1-4). It holds no row
+    of the table: codecs (declared or DP estimates), noisy counts, the noisy InDif scores,
+    the selection made from them, and the ledger that paid for all of it."""
+
+    ledger: PrivacyLedger
+    #: the declared codes (one per column) and the engine's codes after grouping low counts
+    declared: Domain
+    engine: Domain
+    groupings: tuple[ValueGrouping, ...]
+    #: noisy 1-way marginals on declared codes, and on engine codes (the same counts summed)
+    one_way: tuple[NoisyMarginal, ...]
+    grouped: tuple[NoisyMarginal, ...]
+    #: the selected and combined marginals, measured on engine codes
+    measured: tuple[NoisyMarginal, ...]
+    noisy_indif: pd.DataFrame
+    selection: Selection
+    marginals: tuple[SelectedMarginal, ...]
+    #: how codes become values: a raw table's prepared columns, or a pre-coded table's codecs
+    preparation: Preparation | None
+    codecs: tuple[TableCodec, ...]
+    code_dtype: np.dtype
+    declared_dtype: np.dtype
+    stage_seconds: dict[str, float]
+
+
 def synthesize(
     table: pd.DataFrame,
     epsilon: float,
@@ -199,7 +228,8 @@ def synthesize(
     rng: np.random.Generator | None = None,
     on_progress: ProgressCallback | None = None,
 ) -> SynthesisResult:
-    """Synthesise a DP copy of ``table`` with PrivSyn at (epsilon, delta)-DP.
+    """Synthesise a DP copy of ``table`` with PrivSyn at (epsilon, delta)-DP: :func:`measure`
+    then :func:`generate`.
 
     Domains come from one of: ``domain``, mapping each column to its number of integer codes
     or its list of categories (pre-coded tables); or ``schema`` (:class:`Schema`), whose
@@ -214,18 +244,53 @@ def synthesize(
     ``rng`` selects debug mode: reproducible, and marked "not for release" in the ledger.
     """
     config = config or PrivSynConfig()
-    noise: NoiseSource = SecureNoise() if rng is None else SeededNoise(rng)
-    # the synthesis itself (GUM, sampling) needs no secure randomness: post-processing
-    rng = rng if rng is not None else np.random.default_rng()
     if n_records is not None and n_records < 1:
         raise InputError(f"the number of synthetic rows must be at least 1, got {n_records}")
-    if domain is not None and schema is not None:
-        raise InputError("give either a domain (pre-coded tables) or a schema, not both")
-    report = _Reporter(on_progress)
     columns = len(table.columns) if isinstance(table, pd.DataFrame) else 0
     if n_records is not None and columns:
         check_fits(n_records, columns, 2)  # before anything is spent (codes of 2 bytes at most)
+    # the synthesis itself (GUM, sampling) needs no secure randomness: post-processing
+    generation_rng = rng if rng is not None else np.random.default_rng()
+    measurements = measure(
+        table,
+        epsilon,
+        delta,
+        domain=domain,
+        schema=schema,
+        raw_domains=raw_domains,
+        config=config,
+        rng=rng,
+        on_progress=on_progress,
+    )
+    return generate(
+        measurements,
+        n_records=n_records,
+        config=config,
+        rng=generation_rng,
+        on_progress=on_progress,
+    )
 
+
+def measure(
+    table: pd.DataFrame,
+    epsilon: float,
+    delta: float,
+    *,
+    domain: DomainSpec | None = None,
+    schema: Schema | None = None,
+    raw_domains: bool = False,
+    config: PrivSynConfig | None = None,
+    rng: np.random.Generator | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> Measurements:
+    """Every measurement PrivSyn makes on ``table``, and the choices made from them: the only
+    part of a run that reads the private table (see :func:`synthesize` for the arguments;
+    ``rng`` None means release-mode noise)."""
+    config = config or PrivSynConfig()
+    noise: NoiseSource = SecureNoise() if rng is None else SeededNoise(rng)
+    if domain is not None and schema is not None:
+        raise InputError("give either a domain (pre-coded tables) or a schema, not both")
+    report = _Reporter(on_progress)
     preparation: Preparation | None = None
     rho_private = 0.0  # spent on structure and domains, before PrivSyn's own steps
     if domain is None:
@@ -253,6 +318,7 @@ def synthesize(
     report.ledger = ledger
 
     report.start(Stage.ENCODE)
+    codecs: tuple[TableCodec, ...] = ()
     if domain is not None:
         records, declared, codecs = encode_table(table, domain)
     else:
@@ -363,8 +429,49 @@ def synthesize(
 
     # measurement is over: generation works from the measurements alone, so the table's
     # codes are let go before GUM (its memory depends on the synthetic rows only)
-    code_dtype, declared_dtype = engine_records.dtype, records.dtype
-    del records, engine_records
+    return Measurements(
+        ledger=ledger,
+        declared=declared,
+        engine=engine,
+        groupings=groupings,
+        one_way=tuple(one_way),
+        grouped=grouped,
+        measured=tuple(measured),
+        noisy_indif=noisy_indif,
+        selection=selection,
+        marginals=tuple(summary),
+        preparation=preparation,
+        codecs=tuple(codecs),
+        code_dtype=engine_records.dtype,
+        declared_dtype=records.dtype,
+        stage_seconds=dict(report.seconds),
+    )
+
+
+def generate(
+    measurements: Measurements,
+    *,
+    n_records: int | None = None,
+    config: PrivSynConfig | None = None,
+    rng: np.random.Generator | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> SynthesisResult:
+    """A synthetic table from ``measurements`` alone (paper Algorithm 3, lines 5-6:
+    consistency, GUM, appending, decoding): post-processing, free of privacy cost, with no
+    access to the private table. ``n_records`` (public) defaults to the noisy total."""
+    config = config or PrivSynConfig()
+    rng = rng if rng is not None else np.random.default_rng()
+    if n_records is not None and n_records < 1:
+        raise InputError(f"the number of synthetic rows must be at least 1, got {n_records}")
+    report = _Reporter(on_progress)
+    report.seconds.update(measurements.stage_seconds)
+    ledger = report.ledger = measurements.ledger
+    engine, groupings = measurements.engine, measurements.groupings
+    grouped, measured = measurements.grouped, measurements.measured
+    preparation, codecs = measurements.preparation, measurements.codecs
+    code_dtype, declared_dtype = measurements.code_dtype, measurements.declared_dtype
+    summary, noisy_indif = measurements.marginals, measurements.noisy_indif
+    d = len(measurements.declared)
 
     report.start(Stage.CONSISTENCY)
     tables, consistency = make_consistent(
@@ -445,7 +552,7 @@ def synthesize(
     return SynthesisResult(
         synthetic=frame,
         noisy_indif=noisy_indif,
-        selection=selection,
+        selection=measurements.selection,
         marginals=tuple(summary),
         graph=_described_graph(engine, summary, noisy_indif),
         history=tuple(history),
@@ -457,7 +564,7 @@ def synthesize(
         stage_seconds=dict(report.seconds),
         columns=preparation.columns if preparation else (),
         excluded=preparation.excluded if preparation else (),
-        noisy_marginals=(*one_way, *measured),
+        noisy_marginals=(*measurements.one_way, *measured),
     )
 
 

@@ -1,4 +1,7 @@
+import dataclasses
+import gc
 import math
+import weakref
 
 import numpy as np
 import pandas as pd
@@ -19,6 +22,7 @@ from privsyn_core import (
 )
 from privsyn_core.errors import FailedAfterSpending
 from privsyn_core.evaluation import fidelity_report
+from privsyn_core.pipeline import generate, measure
 from privsyn_core.privacy import epsilon_from_rho
 
 FAST = PrivSynConfig(gum=GumSettings(iterations=30, patience=None))
@@ -282,3 +286,50 @@ def test_no_configuration_spends_more_than_the_budget(case, seed):
         # a count vector moves by `sensitivity` in total (one record, one cell)
         spread = math.sqrt(entry.n_queries) if entry.step == "indif" else 1.0
         assert entry.rho >= (entry.sensitivity * spread) ** 2 / (2 * entry.sigma**2) * (1 - 1e-9)
+
+
+def _row_level(value: object, rows: int, seen: set[int]) -> list[str]:
+    """Paths to anything in ``value`` with ``rows`` entries along an axis (a row-level array)."""
+    if id(value) in seen:
+        return []
+    seen.add(id(value))
+    if isinstance(value, np.ndarray):
+        return ["array"] if rows in value.shape else []
+    if isinstance(value, pd.DataFrame | pd.Series):
+        return ["frame"] if len(value) == rows else []
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [
+            f"{f.name}.{p}"
+            for f in dataclasses.fields(value)
+            for p in _row_level(getattr(value, f.name), rows, seen)
+        ]
+    if isinstance(value, list | tuple):
+        return [p for item in value for p in _row_level(item, rows, seen)]
+    if isinstance(value, dict):
+        return [p for item in value.values() for p in _row_level(item, rows, seen)]
+    return []
+
+
+def test_generation_runs_from_the_measurements_alone():
+    """The private boundary: measure() is the only step that reads the table; what it returns
+    holds no row of it, and generate() needs nothing else."""
+    rows = 1237  # prime: no domain or count vector here has that many entries
+    rng = np.random.default_rng(5)
+    table = pd.DataFrame(
+        {
+            "age": rng.integers(18, 91, rows).astype(str),
+            "group": rng.choice(["a", "b", "c"], rows),
+            "score": np.round(rng.normal(0, 1, rows), 2).astype(str),
+        }
+    )
+    alive = weakref.ref(table)
+    measurements = measure(table, 8.0, 1e-9, config=FAST, rng=np.random.default_rng(0))
+    assert _row_level(measurements, rows, set()) == []
+    del table
+    gc.collect()
+    assert alive() is None, "the measurements keep a reference to the table"
+    result = generate(measurements, config=FAST, rng=np.random.default_rng(1))
+    assert list(result.synthetic.columns) == ["age", "group", "score"]
+    assert result.ledger == measurements.ledger  # generating spends nothing
+    again = generate(measurements, n_records=50, config=FAST, rng=np.random.default_rng(2))
+    assert len(again.synthetic) == 50 and again.ledger == measurements.ledger

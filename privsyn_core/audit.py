@@ -37,6 +37,7 @@ import pandas as pd
 from scipy.optimize import brentq
 from scipy.stats import beta, norm
 
+from privsyn_core.counting import ArrayCounter
 from privsyn_core.domain import Domain
 from privsyn_core.indif import indif_scores, indif_sigma, measure_indif
 from privsyn_core.marginals import count_marginal
@@ -253,7 +254,7 @@ def audit_one_way(
     domain = neighbours.domain
 
     def run(records: np.ndarray) -> np.ndarray:
-        noisy, _ = measure_one_way(records, domain, rho, noise)
+        noisy, _ = measure_one_way(ArrayCounter(records, domain), rho, noise)
         return np.concatenate([m.table.values for m in noisy])
 
     def exact(records: np.ndarray) -> np.ndarray:
@@ -281,11 +282,11 @@ def audit_indif(
     upper = np.triu_indices(len(domain), k=1)
 
     def run(records: np.ndarray) -> np.ndarray:
-        noisy, _ = measure_indif(records, domain, rho, noise)
+        noisy, _ = measure_indif(ArrayCounter(records, domain), rho, noise)
         return noisy.to_numpy()[upper]
 
     def exact(records: np.ndarray) -> np.ndarray:
-        return indif_scores(records, domain).to_numpy()[upper]
+        return indif_scores(ArrayCounter(records, domain)).to_numpy()[upper]
 
     sigmas = np.full(upper[0].size, indif_sigma(len(domain), rho))
     claimed = rho if claimed_rho is None else claimed_rho
@@ -306,7 +307,8 @@ def audit_marginal(
     domain = neighbours.domain
 
     def run(records: np.ndarray) -> np.ndarray:
-        noisy, _ = measure_marginal(records, domain, attributes, rho, noise, step="marginal")
+        counter = ArrayCounter(records, domain)
+        noisy, _ = measure_marginal(counter, attributes, rho, noise, step="marginal")
         return noisy.table.values.ravel()
 
     def exact(records: np.ndarray) -> np.ndarray:
@@ -386,9 +388,10 @@ def worst_indif_neighbours(
     every_record = every_record.reshape(len(domain), -1)
     for _ in range(candidates):
         records = np.stack([rng.integers(0, s, size=n) for s in domain.sizes])
-        base = indif_scores(records, domain).to_numpy()
+        base = indif_scores(ArrayCounter(records, domain)).to_numpy()
         for extra in every_record.T:
-            moved = indif_scores(np.concatenate([records, extra[:, None]], axis=1), domain)
+            grown = np.concatenate([records, extra[:, None]], axis=1)
+            moved = indif_scores(ArrayCounter(grown, domain))
             move = float(np.linalg.norm(moved.to_numpy() - base))
             if move > best_move:
                 best, best_move = Neighbours(domain, records, extra.copy()), move

@@ -11,39 +11,49 @@ from __future__ import annotations
 
 import math
 from itertools import combinations
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from privsyn_core.domain import Domain
 from privsyn_core.marginals import cell_index
 from privsyn_core.noise import NoiseSource, as_noise
 from privsyn_core.privacy import Measurement
+
+if TYPE_CHECKING:
+    from privsyn_core.counting import Counter
 
 INDIF_SENSITIVITY = 4.0
 
 
 def indif_pair(records: np.ndarray, rows: tuple[int, int], shape: tuple[int, int]) -> float:
-    """Exact InDif of one attribute pair, in counts."""
-    n = records.shape[1]
+    """Exact InDif of one attribute pair of a code array, in counts."""
+    joint = np.bincount(cell_index(records, rows, shape), minlength=shape[0] * shape[1])
+    return indif_of_joint(joint.reshape(shape).astype(float))
+
+
+def indif_of_joint(joint: np.ndarray) -> float:
+    """InDif of a pair from its exact 2-way counts (the 1-way counts are their sums)."""
+    n = joint.sum()
     if n == 0:
         return 0.0
-    joint = np.bincount(cell_index(records, rows, shape), minlength=shape[0] * shape[1])
-    joint = joint.reshape(shape).astype(float)
     independent = np.outer(joint.sum(axis=1), joint.sum(axis=0)) / n
     return float(np.abs(joint - independent).sum())
 
 
-def indif_scores(records: np.ndarray, domain: Domain) -> pd.DataFrame:
-    """Exact InDif of every pair, as a symmetric attribute x attribute frame (zero diagonal).
+def indif_scores(counter: Counter) -> pd.DataFrame:
+    """Exact InDif of every pair, as a symmetric attribute x attribute frame (zero diagonal),
+    from the all-pairs 2-way counts (one batch).
 
     This is the private quantity; only :func:`measure_indif` may let it out.
     """
+    domain = counter.domain
     d = len(domain)
     matrix = np.zeros((d, d))
-    for i, j in combinations(range(d), 2):
-        score = indif_pair(records, (i, j), (domain.sizes[i], domain.sizes[j]))
-        matrix[i, j] = matrix[j, i] = score
+    pairs = list(combinations(range(d), 2))
+    tables = counter.count([(domain.attributes[i], domain.attributes[j]) for i, j in pairs])
+    for (i, j), table in zip(pairs, tables, strict=True):
+        matrix[i, j] = matrix[j, i] = indif_of_joint(table.values.reshape(table.shape))
     return pd.DataFrame(matrix, index=list(domain.attributes), columns=list(domain.attributes))
 
 
@@ -54,11 +64,12 @@ def indif_sigma(n_attributes: int, rho: float) -> float:
 
 
 def measure_indif(
-    records: np.ndarray, domain: Domain, rho: float, rng: NoiseSource | np.random.Generator
+    counter: Counter, rho: float, rng: NoiseSource | np.random.Generator
 ) -> tuple[pd.DataFrame, Measurement | None]:
     """Noisy InDif for all pairs at total cost ``rho`` (None spent when there is no pair)."""
+    domain = counter.domain
     d = len(domain)
-    exact = indif_scores(records, domain)
+    exact = indif_scores(counter)
     m = d * (d - 1) // 2
     if m == 0:
         return exact, None

@@ -1,4 +1,7 @@
-"""Gaussian measurements of marginals: the only place the private table meets noise.
+"""Gaussian measurements of marginals: where the private table's counts meet noise.
+
+The counts come from a :class:`~privsyn_core.counting.Counter`, the one interface that reads
+rows.
 
 A marginal's count vector has L2 sensitivity 1 under add/remove-one neighbours (paper
 Theorem 4.3), so adding N(0, 1/(2 rho)) to every cell is rho-zCDP (Proposition C.3).
@@ -8,13 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from privsyn_core.domain import Domain
-from privsyn_core.marginals import MarginalTable, count_marginal
+from privsyn_core.marginals import MarginalTable
 from privsyn_core.noise import NoiseSource, as_noise
 from privsyn_core.privacy import Measurement, gaussian_sigma
+
+if TYPE_CHECKING:
+    from privsyn_core.counting import Counter
 
 
 @dataclass(frozen=True)
@@ -40,8 +46,7 @@ class NoisyMarginal:
 
 
 def measure_marginal(
-    records: np.ndarray,
-    domain: Domain,
+    counter: Counter,
     attributes: Sequence[str],
     rho: float,
     rng: NoiseSource | np.random.Generator,
@@ -49,17 +54,32 @@ def measure_marginal(
 ) -> tuple[NoisyMarginal, Measurement]:
     """Count the marginal on ``attributes`` and add Gaussian noise calibrated to ``rho``
     (discrete Gaussian in release mode, see :mod:`privsyn_core.noise`)."""
+    ((noisy, record),) = measure_marginals(counter, [tuple(attributes)], [rho], rng, step)
+    return noisy, record
+
+
+def measure_marginals(
+    counter: Counter,
+    attribute_sets: Sequence[tuple[str, ...]],
+    rhos: Sequence[float],
+    rng: NoiseSource | np.random.Generator,
+    step: str,
+) -> list[tuple[NoisyMarginal, Measurement]]:
+    """:func:`measure_marginal` for many attribute sets, counted in one batch (one pass of a
+    backend that scans the table once for all of them)."""
     noise = as_noise(rng)
-    exact = count_marginal(records, domain, attributes)
-    sigma = gaussian_sigma(rho, sensitivity=1.0)
-    noisy = noise.add(exact.values, sigma, integer=True)
-    record = Measurement(
-        step=step,
-        attributes=exact.attributes,
-        sensitivity=1.0,
-        rho=rho,
-        sigma=sigma,
-        n_queries=exact.cells,
-        mechanism=noise.mechanism(integer=True),
-    )
-    return NoisyMarginal(exact.with_values(noisy), rho, sigma), record
+    out = []
+    for exact, rho in zip(counter.count(attribute_sets), rhos, strict=True):
+        sigma = gaussian_sigma(rho, sensitivity=1.0)
+        noisy = noise.add(exact.values, sigma, integer=True)
+        record = Measurement(
+            step=step,
+            attributes=exact.attributes,
+            sensitivity=1.0,
+            rho=rho,
+            sigma=sigma,
+            n_queries=exact.cells,
+            mechanism=noise.mechanism(integer=True),
+        )
+        out.append((NoisyMarginal(exact.with_values(noisy), rho, sigma), record))
+    return out

@@ -23,16 +23,20 @@ table is measured once and charged once:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from privsyn_core.consistency import project_nonnegative
 from privsyn_core.domain import Domain
 from privsyn_core.marginals import MarginalTable
-from privsyn_core.measurement import NoisyMarginal, measure_marginal
+from privsyn_core.measurement import NoisyMarginal, measure_marginals
 from privsyn_core.noise import NoiseSource
 from privsyn_core.privacy import Measurement
 from privsyn_core.sampling import conditional_column
+
+if TYPE_CHECKING:
+    from privsyn_core.counting import Counter
 
 
 @dataclass(frozen=True)
@@ -77,13 +81,15 @@ class ValueGrouping:
 
 
 def measure_one_way(
-    records: np.ndarray, domain: Domain, rho: float, rng: NoiseSource | np.random.Generator
+    counter: Counter, rho: float, rng: NoiseSource | np.random.Generator
 ) -> tuple[tuple[NoisyMarginal, ...], tuple[Measurement, ...]]:
-    """Noisy 1-way marginals of every attribute, ``rho / d`` each (Algorithm 3, line 1)."""
+    """Noisy 1-way marginals of every attribute, ``rho / d`` each (Algorithm 3, line 1),
+    counted in one batch."""
+    domain = counter.domain
     each = rho / len(domain)
-    pairs = [
-        measure_marginal(records, domain, (name,), each, rng, step="one_way") for name in domain
-    ]
+    pairs = measure_marginals(
+        counter, [(name,) for name in domain], [each] * len(domain), rng, step="one_way"
+    )
     return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
 
 

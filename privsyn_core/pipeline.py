@@ -31,13 +31,14 @@ from privsyn_core.columns import (
 from privsyn_core.combine import combine_marginals
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.consistency import ConsistencyReport, make_consistent
+from privsyn_core.counting import ArrayCounter, RecodedCounter
 from privsyn_core.domain import Domain
 from privsyn_core.errors import FailedAfterSpending, InputError
 from privsyn_core.gum import GumIterationRecord, GumTarget, record_major, run_gum
 from privsyn_core.indif import measure_indif
 from privsyn_core.marginal_graph import AppendPlan, gum_components, marginal_graph, plan_appending
 from privsyn_core.marginals import MarginalTable
-from privsyn_core.measurement import NoisyMarginal, measure_marginal
+from privsyn_core.measurement import NoisyMarginal, measure_marginals
 from privsyn_core.memory import check_fits
 from privsyn_core.noise import NoiseSource, SecureNoise, SeededNoise
 from privsyn_core.one_way import (
@@ -46,7 +47,6 @@ from privsyn_core.one_way import (
     group_low_counts,
     grouped_one_way,
     measure_one_way,
-    recode,
 )
 from privsyn_core.privacy import PrivacyLedger
 from privsyn_core.progress import (
@@ -366,7 +366,9 @@ def measure(
     rho_marginals = rho - rho_one_way - rho_indif
 
     report.start(Stage.ONE_WAY)
-    one_way, spends = measure_one_way(records, declared, rho_one_way, noise)
+    # every measurement below reads the table through this counter, and nothing else does
+    counter = ArrayCounter(records, declared)
+    one_way, spends = measure_one_way(counter, rho_one_way, noise)
     ledger = report.ledger = ledger.charge_all(spends)
     missing_codes = (
         [c.codec.missing_code for c in preparation.columns]
@@ -379,14 +381,15 @@ def measure(
         else ValueGrouping.identity(m.attributes[0], m.cells)
         for m, code in zip(one_way, missing_codes, strict=True)
     )
-    engine_records, engine = recode(records, declared, groupings)
+    engine_counter = RecodedCounter(counter, groupings)
+    engine = engine_counter.domain
     grouped = tuple(grouped_one_way(m, g) for m, g in zip(one_way, groupings, strict=True))
     merged = sum(g.declared_size - g.size for g in groupings)
     report.finish(f"{merged} low-count values combined or dropped")
 
     report.start(Stage.INDIF)
     noisy_indif, spend = (
-        measure_indif(engine_records, engine, rho_indif, noise)
+        measure_indif(engine_counter, rho_indif, noise)
         if d > 1
         else (
             pd.DataFrame(np.zeros((1, 1)), index=list(engine), columns=list(engine)),
@@ -414,10 +417,9 @@ def measure(
     weights = np.array([engine.cells(m) ** (2 / 3) for m in chosen])
     budgets = rho_marginals * weights / weights.sum() if len(chosen) else np.array([])
     measured: list[NoisyMarginal] = []
-    for attributes, rho_i in zip(chosen, budgets, strict=True):
-        noisy, spend = measure_marginal(
-            engine_records, engine, attributes, float(rho_i), noise, step="marginal"
-        )
+    for noisy, spend in measure_marginals(
+        engine_counter, list(chosen), [float(b) for b in budgets], noise, step="marginal"
+    ):
         ledger = report.ledger = ledger.charge(spend)
         measured.append(noisy)
     origins = _origins(chosen, selection)
@@ -442,7 +444,7 @@ def measure(
         marginals=tuple(summary),
         preparation=preparation,
         codecs=tuple(codecs),
-        code_dtype=engine_records.dtype,
+        code_dtype=records.dtype,  # engine codes never exceed the declared ones
         declared_dtype=records.dtype,
         stage_seconds=dict(report.seconds),
     )

@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from privsyn_core.counting import ArrayCounter
 from privsyn_core.domain import Domain
 from privsyn_core.indif import indif_pair, indif_scores, indif_sigma, measure_indif
 
@@ -32,7 +33,7 @@ def test_scores_match_a_slow_reference():
     records = rng.integers(0, 5, size=(4, 300)).astype(np.uint8)
     records[1] = np.where(rng.random(300) < 0.5, records[0], records[1])
     domain = Domain(("w", "x", "y", "z"), (5, 5, 5, 5))
-    scores = indif_scores(records, domain)
+    scores = indif_scores(ArrayCounter(records, domain))
     for i, j in combinations(range(4), 2):
         expected = slow_indif(records[i], records[j], 5, 5)
         assert scores.iat[i, j] == pytest.approx(expected)
@@ -64,9 +65,9 @@ def test_noisy_scores_have_the_calibrated_noise():
     d = 60
     domain = Domain(tuple(f"c{i}" for i in range(d)), (2,) * d)
     records = rng.integers(0, 2, size=(d, 200)).astype(np.uint8)
-    exact = indif_scores(records, domain).to_numpy()
+    exact = indif_scores(ArrayCounter(records, domain)).to_numpy()
     rho = 0.05
-    noisy, spend = measure_indif(records, domain, rho, rng)
+    noisy, spend = measure_indif(ArrayCounter(records, domain), rho, rng)
     m = d * (d - 1) // 2
     assert spend.n_queries == m and spend.sensitivity == 4.0 and spend.rho == rho
     assert spend.sigma == pytest.approx(np.sqrt(8 * m / rho))

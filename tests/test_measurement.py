@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from privsyn_core.counting import ArrayCounter
 from privsyn_core.domain import Domain
 from privsyn_core.measurement import measure_marginal
 from privsyn_core.privacy import gaussian_sigma
@@ -12,7 +13,9 @@ def test_marginal_noise_has_the_calibrated_standard_deviation():
     records = rng.integers(0, 100, size=(2, 5000)).astype(np.uint8)
     exact = np.bincount(records[0].astype(int) * 100 + records[1], minlength=10_000)
     rho = 0.002
-    noisy, spend = measure_marginal(records, domain, ("a", "b"), rho, rng, step="marginal")
+    noisy, spend = measure_marginal(
+        ArrayCounter(records, domain), ("a", "b"), rho, rng, step="marginal"
+    )
     noise = noisy.table.values - exact
     sigma = gaussian_sigma(rho)
     assert spend.sigma == pytest.approx(sigma)
@@ -25,8 +28,14 @@ def test_marginal_noise_has_the_calibrated_standard_deviation():
 def test_noise_is_fresh_per_call_and_reproducible_per_seed():
     domain = Domain(("a",), (50,))
     records = np.zeros((1, 10), dtype=np.uint8)
-    first, _ = measure_marginal(records, domain, ("a",), 1.0, np.random.default_rng(1), "x")
-    again, _ = measure_marginal(records, domain, ("a",), 1.0, np.random.default_rng(1), "x")
-    other, _ = measure_marginal(records, domain, ("a",), 1.0, np.random.default_rng(2), "x")
+    first, _ = measure_marginal(
+        ArrayCounter(records, domain), ("a",), 1.0, np.random.default_rng(1), "x"
+    )
+    again, _ = measure_marginal(
+        ArrayCounter(records, domain), ("a",), 1.0, np.random.default_rng(1), "x"
+    )
+    other, _ = measure_marginal(
+        ArrayCounter(records, domain), ("a",), 1.0, np.random.default_rng(2), "x"
+    )
     assert np.array_equal(first.table.values, again.table.values)
     assert not np.array_equal(first.table.values, other.table.values)

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from privsyn_core.counting import ArrayCounter
 from privsyn_core.domain import Domain
 from privsyn_core.marginals import MarginalTable
 from privsyn_core.measurement import NoisyMarginal
@@ -86,7 +87,7 @@ def test_one_way_measurement_splits_rho_evenly_and_recode_maps_codes():
     rng = np.random.default_rng(0)
     domain = Domain(("a", "b"), (3, 4))
     records = np.vstack([rng.integers(0, 3, 500), rng.integers(0, 4, 500)]).astype(np.uint8)
-    marginals, spends = measure_one_way(records, domain, 0.2, rng)
+    marginals, spends = measure_one_way(ArrayCounter(records, domain), 0.2, rng)
     assert [s.rho for s in spends] == [0.1, 0.1]
     assert [m.attributes for m in marginals] == [("a",), ("b",)]
     groupings = tuple(group_low_counts(m, 3 * m.sigma) for m in marginals)

@@ -14,7 +14,8 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -24,11 +25,13 @@ from tqdm import tqdm
 from privsyn_core.audit import CONFIDENCE, audit_engine
 from privsyn_core.bundle import bundle_bytes
 from privsyn_core.config import PrivSynConfig
+from privsyn_core.counting import Counter
 from privsyn_core.errors import FailedAfterSpending, InputError
 from privsyn_core.gum import GumSettings
 from privsyn_core.io import read_table
+from privsyn_core.memory import check_fits
 from privsyn_core.noise import SecureNoise, SeededNoise
-from privsyn_core.pipeline import SynthesisResult, synthesize
+from privsyn_core.pipeline import SynthesisResult, generate, measure_coded, synthesize
 from privsyn_core.planner import plan_budget
 from privsyn_core.privacy import BudgetExceededError, PrivacyLedger, rho_from_epsilon_delta
 from privsyn_core.progress import (
@@ -39,7 +42,7 @@ from privsyn_core.progress import (
     StageStarted,
     SynthesisCancelled,
 )
-from privsyn_core.registry import Registry, RunRecord, fingerprint
+from privsyn_core.registry import Registry, RunRecord, file_fingerprint, fingerprint
 from privsyn_core.schema import DRAFT_WARNING, Provenance, Schema, infer_schema
 
 
@@ -154,11 +157,17 @@ def _synthesize(args: argparse.Namespace) -> int:
         raise UsageError("--bundle holds only DP artifacts and cannot go with --raw-domains")
     if args.domain and args.schema:
         raise UsageError("give either --domain (pre-coded tables) or --schema, not both")
-    table = _read(args.input, args)
     domain = _read_domain(args.domain)
     schema = Schema.load(args.schema) if args.schema else None
+    if args.engine == "duckdb":
+        counter = _duckdb_counter(args, domain)
+        run = _run_on_counter(counter)
+        dataset = file_fingerprint(args.input)
+    else:
+        table = _read(args.input, args)
+        run = partial(synthesize, table, domain=domain, schema=schema)
+        dataset = fingerprint(table)
     registry = None if args.no_registry else Registry()
-    dataset = fingerprint(table)
     gum = GumSettings(iterations=args.iterations)
     config = PrivSynConfig(gum=gum)
     # no seed: release mode (secure, exact noise); a seed: debug mode, marked not for release
@@ -176,12 +185,9 @@ def _synthesize(args: argparse.Namespace) -> int:
     bar = _ProgressBar(args.iterations, enabled=not args.quiet)
     started = time.perf_counter()
     try:
-        result = synthesize(
-            table,
+        result = run(
             args.epsilon,
             args.delta,
-            domain=domain,
-            schema=schema,
             raw_domains=args.raw_domains,
             n_records=args.rows,
             config=config,
@@ -254,6 +260,55 @@ def _decided_structure(result: SynthesisResult) -> str:
         if shown:
             parts.append(f"{column.codec.name} {' '.join(shown)}")
     return ", ".join(parts)
+
+
+def _duckdb_counter(args: argparse.Namespace, domain: dict[str, object] | None) -> Counter:
+    """The DuckDB backend over the input file: pre-coded tables only, for now."""
+    from privsyn_core.duckdb_counter import DuckDBCounter
+
+    if domain is None or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in domain.values()
+    ):
+        raise UsageError(
+            "--engine duckdb reads pre-coded tables: give --domain with a number of codes "
+            "for every column (raw tables need --engine numpy)"
+        )
+    if args.raw_domains or args.schema or args.no_header or args.delimiter or args.encoding:
+        raise UsageError(
+            "--engine duckdb takes a CSV file with a header, or a Parquet file, and --domain; "
+            "drop the reading and schema options"
+        )
+    return DuckDBCounter.for_file(Path(args.input), {k: int(v) for k, v in domain.items()})
+
+
+def _run_on_counter(counter: Counter) -> Callable[..., SynthesisResult]:
+    """``synthesize`` on a counter: measure through it, then generate."""
+
+    def run(
+        epsilon: float,
+        delta: float,
+        *,
+        raw_domains: bool,
+        n_records: int | None,
+        config: PrivSynConfig,
+        rng: np.random.Generator | None,
+        on_progress: Callable[[ProgressEvent], bool],
+    ) -> SynthesisResult:
+        if n_records is not None:
+            check_fits(n_records, len(counter.domain), 2)
+        generation_rng = rng if rng is not None else np.random.default_rng()
+        measurements = measure_coded(
+            counter, epsilon, delta, config=config, rng=rng, on_progress=on_progress
+        )
+        return generate(
+            measurements,
+            n_records=n_records,
+            config=config,
+            rng=generation_rng,
+            on_progress=on_progress,
+        )
+
+    return run
 
 
 def _write_bytes_atomically(data: bytes, target: Path) -> None:
@@ -476,6 +531,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     syn.add_argument(
         "--rows", type=_count(1), default=None, help="rows to synthesise (default: the noisy total)"
+    )
+    syn.add_argument(
+        "--engine",
+        choices=["numpy", "duckdb"],
+        default="numpy",
+        help="where counting happens: numpy (in memory, default) or duckdb (scans the file "
+        "out of core, for pre-coded tables larger than memory; needs --domain)",
     )
     syn.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
     syn.set_defaults(run=_synthesize)

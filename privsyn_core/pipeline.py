@@ -31,7 +31,7 @@ from privsyn_core.columns import (
 from privsyn_core.combine import combine_marginals
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.consistency import ConsistencyReport, make_consistent
-from privsyn_core.counting import ArrayCounter, RecodedCounter
+from privsyn_core.counting import ArrayCounter, Counter, RecodedCounter
 from privsyn_core.domain import Domain
 from privsyn_core.errors import FailedAfterSpending, InputError
 from privsyn_core.gum import GumIterationRecord, GumTarget, record_major, run_gum
@@ -358,7 +358,57 @@ def measure(
         )
     # the true row count is private: progress messages may be shown to anyone
     report.finish(f"{records.shape[0]} columns checked against their domains")
+    return _measure_counts(
+        ArrayCounter(records, declared),
+        records.dtype,
+        ledger,
+        rho_private,
+        preparation,
+        tuple(codecs),
+        config,
+        noise,
+        report,
+    )
 
+
+def measure_coded(
+    counter: Counter,
+    epsilon: float,
+    delta: float,
+    *,
+    config: PrivSynConfig | None = None,
+    rng: np.random.Generator | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> Measurements:
+    """:func:`measure` for a pre-coded table behind any :class:`Counter` (every column a code
+    ``0..k-1`` of the counter's domain), such as one counted out of core by DuckDB."""
+    config = config or PrivSynConfig()
+    noise: NoiseSource = SecureNoise() if rng is None else SeededNoise(rng)
+    report = _Reporter(on_progress)
+    declared = counter.domain
+    ledger = PrivacyLedger.from_epsilon_delta(epsilon, delta, config.conversion)
+    ledger = report.ledger = replace(ledger, randomness=noise.mode)
+    report.start(Stage.ENCODE)
+    codecs = tuple(TableCodec(a, declared.size(a), None, np.int64) for a in declared)
+    report.finish(f"{len(declared)} columns checked against their domains")
+    largest = max(declared.sizes)
+    dtype = np.dtype(np.uint8 if largest <= 256 else np.uint16 if largest <= 65536 else np.uint32)
+    return _measure_counts(counter, dtype, ledger, 0.0, None, codecs, config, noise, report)
+
+
+def _measure_counts(
+    counter: Counter,
+    code_dtype: np.dtype,
+    ledger: PrivacyLedger,
+    rho_private: float,
+    preparation: Preparation | None,
+    codecs: tuple[TableCodec, ...],
+    config: PrivSynConfig,
+    noise: NoiseSource,
+    report: _Reporter,
+) -> Measurements:
+    """PrivSyn's own measurements (Algorithm 3, lines 1-4) through ``counter``."""
+    declared = counter.domain
     rho = ledger.budget_rho - rho_private
     d = len(declared)
     rho_one_way = config.one_way_share * rho
@@ -366,8 +416,6 @@ def measure(
     rho_marginals = rho - rho_one_way - rho_indif
 
     report.start(Stage.ONE_WAY)
-    # every measurement below reads the table through this counter, and nothing else does
-    counter = ArrayCounter(records, declared)
     one_way, spends = measure_one_way(counter, rho_one_way, noise)
     ledger = report.ledger = ledger.charge_all(spends)
     missing_codes = (
@@ -443,9 +491,9 @@ def measure(
         selection=selection,
         marginals=tuple(summary),
         preparation=preparation,
-        codecs=tuple(codecs),
-        code_dtype=records.dtype,  # engine codes never exceed the declared ones
-        declared_dtype=records.dtype,
+        codecs=codecs,
+        code_dtype=code_dtype,  # engine codes never exceed the declared ones
+        declared_dtype=code_dtype,
         stage_seconds=dict(report.seconds),
     )
 

@@ -79,6 +79,17 @@ def fingerprint(table: pd.DataFrame) -> str:
     return digest.hexdigest()
 
 
+def file_fingerprint(path: str | Path) -> str:
+    """A stable hash of a table file's bytes, for tables counted where they lie (DuckDB)
+    without loading them (owner-only). It differs from :func:`fingerprint` of the same table
+    loaded into memory."""
+    digest = hashlib.sha256(b"file:")
+    with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 @dataclass(frozen=True)
 class RunRecord:
     id: int

@@ -1,0 +1,118 @@
+"""Out of core: a generated pre-coded Parquet file synthesised with ``--engine duckdb``.
+
+Writes a ``--rows`` x ``--cols`` table (planted factors: every five columns share a hidden
+factor, so selection finds dependencies) to a Parquet file in chunks of one million rows, so
+the generator never holds the table either; then times ``privsyn synthesize --engine duckdb
+--rows N`` as a separate process and reports its wall seconds, per-stage seconds, marginals,
+GUM iterations and peak RSS (the whole process, DuckDB included). The file is not kept.
+Run: ``python benchmarks/duckdb_file.py [--rows 10000000] [--cols 50] [--synthetic 1000000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parent.parent
+CHUNK = 1_000_000
+
+
+def write_planted(path: Path, rows: int, cols: int, seed: int) -> dict[str, int]:
+    rng = np.random.default_rng(seed)
+    factors = max(1, cols // 5)
+    sizes = rng.integers(2, 41, cols)
+    keeps = rng.uniform(0.6, 0.9, cols)
+    schema = pa.schema([(f"c{c:03d}", pa.uint8()) for c in range(cols)])
+    with pq.ParquetWriter(path, schema) as writer:
+        for start in range(0, rows, CHUNK):
+            n = min(CHUNK, rows - start)
+            hidden = rng.integers(0, 40, size=(factors, n))
+            arrays = []
+            for c in range(cols):
+                copy = hidden[c % factors] % sizes[c]
+                noise = rng.integers(0, sizes[c], n)
+                arrays.append(
+                    pa.array(np.where(rng.random(n) < keeps[c], copy, noise).astype(np.uint8))
+                )
+            writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+    return {f"c{c:03d}": int(sizes[c]) for c in range(cols)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--cols", type=int, default=50)
+    parser.add_argument("--synthetic", type=int, default=1_000_000)
+    parser.add_argument("--epsilon", type=float, default=1.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--child", nargs=2, type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(*args.child, args.epsilon, args.synthetic, args.seed)
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        data, domain_file = Path(folder) / "table.parquet", Path(folder) / "domain.json"
+        started = time.perf_counter()
+        domain = write_planted(data, args.rows, args.cols, args.seed)
+        domain_file.write_text(json.dumps(domain))
+        print(
+            f"wrote {args.rows:,} x {args.cols} to Parquet ({data.stat().st_size / 2**20:.0f} MB) "
+            f"in {time.perf_counter() - started:.0f} s",
+            flush=True,
+        )
+        command = [
+            sys.executable, __file__, "--child", str(data), str(domain_file),
+            "--epsilon", str(args.epsilon), "--synthetic", str(args.synthetic),
+            "--seed", str(args.seed),
+        ]  # fmt: skip
+        started = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+        seconds = time.perf_counter() - started
+        if done.returncode:
+            print(done.stderr)
+            sys.exit(done.returncode)
+        report = json.loads(done.stdout)
+        stages = ", ".join(f"{k} {v:.1f}" for k, v in report["stages"].items())
+        print(f"stages (s): {stages}")
+        print(
+            f"rows {args.rows:,}, cols {args.cols}, synthetic {args.synthetic:,}, epsilon "
+            f"{args.epsilon:g}: {seconds:.0f} s end to end (process), {report['marginals']} "
+            f"marginals, {report['iterations']} GUM iterations, peak RSS "
+            f"{report['peak_rss_mb']:.0f} MB"
+        )
+
+
+def child(data: Path, domain_file: Path, epsilon: float, synthetic: int, seed: int) -> None:
+    """The measured process: DuckDB counting, then generation, as the CLI runs them."""
+    sys.path.insert(0, str(ROOT))
+    from privsyn_core.duckdb_counter import DuckDBCounter
+    from privsyn_core.pipeline import generate, measure_coded
+
+    counter = DuckDBCounter.for_file(data, json.loads(domain_file.read_text()))
+    rng = np.random.default_rng(seed)
+    measurements = measure_coded(counter, epsilon, 1e-9, rng=rng)
+    result = generate(measurements, n_records=synthetic, rng=rng)
+    print(
+        json.dumps(
+            {
+                "stages": result.stage_seconds,
+                "marginals": len(result.marginals),
+                "iterations": len(result.history),
+                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

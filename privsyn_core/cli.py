@@ -159,8 +159,8 @@ def _synthesize(args: argparse.Namespace) -> int:
         raise UsageError("give either --domain (pre-coded tables) or --schema, not both")
     domain = _read_domain(args.domain)
     schema = Schema.load(args.schema) if args.schema else None
-    if args.engine == "duckdb":
-        counter = _duckdb_counter(args, domain)
+    if args.engine in ("duckdb", "spark"):
+        counter = _file_counter(args, domain)
         run = _run_on_counter(counter)
         dataset = file_fingerprint(args.input)
     else:
@@ -262,23 +262,30 @@ def _decided_structure(result: SynthesisResult) -> str:
     return ", ".join(parts)
 
 
-def _duckdb_counter(args: argparse.Namespace, domain: dict[str, object] | None) -> Counter:
-    """The DuckDB backend over the input file: pre-coded tables only, for now."""
-    from privsyn_core.duckdb_counter import DuckDBCounter
-
+def _file_counter(args: argparse.Namespace, domain: dict[str, object] | None) -> Counter:
+    """Counting where the file lies, on DuckDB or Spark: pre-coded tables only, for now."""
     if domain is None or not all(
         isinstance(v, int) and not isinstance(v, bool) for v in domain.values()
     ):
         raise UsageError(
-            "--engine duckdb reads pre-coded tables: give --domain with a number of codes "
-            "for every column (raw tables need --engine numpy)"
+            f"--engine {args.engine} reads pre-coded tables: give --domain with a number of "
+            "codes for every column (raw tables need --engine numpy)"
         )
     if args.raw_domains or args.schema or args.no_header or args.delimiter or args.encoding:
         raise UsageError(
-            "--engine duckdb takes a CSV file with a header, or a Parquet file, and --domain; "
-            "drop the reading and schema options"
+            f"--engine {args.engine} takes a CSV file with a header, or a Parquet file, and "
+            "--domain; drop the reading and schema options"
         )
-    return DuckDBCounter.for_file(Path(args.input), {k: int(v) for k, v in domain.items()})
+    sizes = {k: int(v) for k, v in domain.items()}  # type: ignore[call-overload]
+    if args.engine == "spark":
+        from privsyn_core.spark_counter import SparkCounter
+
+        if not Path(args.input).exists():
+            raise UsageError(f"cannot read {args.input}: no such file")
+        return SparkCounter.for_source(args.input, sizes, master=args.spark_master)
+    from privsyn_core.duckdb_counter import DuckDBCounter
+
+    return DuckDBCounter.for_file(Path(args.input), sizes)
 
 
 def _run_on_counter(counter: Counter) -> Callable[..., SynthesisResult]:
@@ -534,10 +541,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     syn.add_argument(
         "--engine",
-        choices=["numpy", "duckdb"],
+        choices=["numpy", "duckdb", "spark"],
         default="numpy",
-        help="where counting happens: numpy (in memory, default) or duckdb (scans the file "
-        "out of core, for pre-coded tables larger than memory; needs --domain)",
+        help="where counting happens: numpy (in memory, default), duckdb (scans the file out "
+        "of core) or spark (counts on a Spark cluster); duckdb and spark read pre-coded "
+        "tables and need --domain",
+    )
+    syn.add_argument(
+        "--spark-master",
+        help="Spark master URL for --engine spark (default local[2]: this machine's cores)",
     )
     syn.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
     syn.set_defaults(run=_synthesize)

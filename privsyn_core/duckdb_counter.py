@@ -13,7 +13,7 @@ read by the in-memory backend.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -129,32 +129,49 @@ class DuckDBCounter:
                 )
 
     def count(self, attribute_sets: Sequence[tuple[str, ...]]) -> list[MarginalTable]:
-        sets = [tuple(s) for s in attribute_sets]
-        out: dict[tuple[str, ...], MarginalTable] = {}
-        unique = list(dict.fromkeys(sets))
-        for start in range(0, len(unique), BATCH):
-            out.update(self._count_batch(unique[start : start + BATCH]))
-        return [out[s] for s in sets]
+        return count_by_grouping_sets(self.domain, attribute_sets, self._grouped)
 
-    def _count_batch(self, sets: list[tuple[str, ...]]) -> dict[tuple[str, ...], MarginalTable]:
-        index = {a: i for i, a in enumerate(self.domain.attributes)}
-        used = sorted({index[a] for s in sets for a in s})
-        columns = ", ".join(f"c{i}" for i in used)
-        groups = ", ".join("(" + ", ".join(f"c{index[a]}" for a in s) + ")" for s in sets)
-        rows = self._sql(
-            f"SELECT {columns}, GROUPING({columns}) AS g, count(*) FROM coded "
-            f"GROUP BY GROUPING SETS ({groups})"
-        )
-        # GROUPING() sets bit k (from the right, last column first) for each column left out
-        bit = {i: 1 << (len(used) - 1 - k) for k, i in enumerate(used)}
-        full = (1 << len(used)) - 1
-        by_mask = {full & ~sum(bit[index[a]] for a in s): s for s in sets}
-        tables: dict[tuple[str, ...], np.ndarray] = {
-            s: np.zeros(self.domain.cells(s)) for s in sets
-        }
-        for row in rows:
-            s = by_mask[row[-2]]
-            codes = [row[used.index(index[a])] for a in s]
-            cell = np.ravel_multi_index(codes, tuple(self.domain.size(a) for a in s))
-            tables[s][cell] += row[-1]
-        return {s: MarginalTable(s, tuple(self.domain.size(a) for a in s), tables[s]) for s in sets}
+    def _grouped(self, query: str) -> list[tuple]:
+        return self._sql(query.format(table="coded", grouping="GROUPING"))
+
+
+def count_by_grouping_sets(
+    domain: Domain,
+    attribute_sets: Sequence[tuple[str, ...]],
+    run: Callable[[str], list[tuple]],
+) -> list[MarginalTable]:
+    """Exact marginals of ``attribute_sets`` from SQL engines that speak ``GROUPING SETS``:
+    :data:`BATCH` sets a query, on a relation whose columns ``c0, c1, ...`` hold the codes of
+    ``domain``'s attributes. ``run`` fills ``{table}`` and ``{grouping}`` (the engine's name
+    for the bitmask of left-out columns) and returns the rows."""
+    sets = [tuple(s) for s in attribute_sets]
+    unique = list(dict.fromkeys(sets))
+    out: dict[tuple[str, ...], MarginalTable] = {}
+    for start in range(0, len(unique), BATCH):
+        out.update(_count_batch(domain, unique[start : start + BATCH], run))
+    return [out[s] for s in sets]
+
+
+def _count_batch(
+    domain: Domain, sets: list[tuple[str, ...]], run: Callable[[str], list[tuple]]
+) -> dict[tuple[str, ...], MarginalTable]:
+    index = {a: i for i, a in enumerate(domain.attributes)}
+    # columns in order of first appearance in the sets: the order Spark derives its grouping
+    # columns in, which its grouping_id() must follow
+    used = list(dict.fromkeys(index[a] for s in sets for a in s))
+    columns = ", ".join(f"c{i}" for i in used)
+    groups = ", ".join("(" + ", ".join(f"c{index[a]}" for a in s) + ")" for s in sets)
+    rows = run(
+        f"SELECT {columns}, {{grouping}}({columns}) AS g, count(*) AS n FROM {{table}} "
+        f"GROUP BY GROUPING SETS ({groups})"
+    )
+    # the bitmask sets bit k (from the right, last column first) for each column left out
+    bit = {i: 1 << (len(used) - 1 - k) for k, i in enumerate(used)}
+    full = (1 << len(used)) - 1
+    by_mask = {full & ~sum(bit[index[a]] for a in s): s for s in sets}
+    counts = {s: np.zeros(domain.cells(s)) for s in sets}
+    for row in rows:
+        s = by_mask[int(row[-2])]
+        codes = [int(row[used.index(index[a])]) for a in s]
+        counts[s][np.ravel_multi_index(codes, tuple(domain.size(a) for a in s))] += row[-1]
+    return {s: MarginalTable(s, tuple(domain.size(a) for a in s), counts[s]) for s in sets}

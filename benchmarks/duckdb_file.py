@@ -1,11 +1,14 @@
-"""Out of core: a generated pre-coded Parquet file synthesised with ``--engine duckdb``.
+"""Counting where the file lies: a generated pre-coded Parquet file synthesised with DuckDB
+(out of core) or Spark (``--engine spark``, in ``local[2]`` mode).
 
 Writes a ``--rows`` x ``--cols`` table (planted factors: every five columns share a hidden
 factor, so selection finds dependencies) to a Parquet file in chunks of one million rows, so
 the generator never holds the table either; then times ``privsyn synthesize --engine duckdb
 --rows N`` as a separate process and reports its wall seconds, per-stage seconds, marginals,
 GUM iterations and peak RSS (the whole process, DuckDB included). The file is not kept.
-Run: ``python benchmarks/duckdb_file.py [--rows 10000000] [--cols 50] [--synthetic 1000000]``.
+Spark's peak RSS is the Python driver's; the JVM's memory is its own.
+Run: ``python benchmarks/duckdb_file.py [--rows 10000000] [--cols 50] [--synthetic 1000000]
+[--engine duckdb|spark]``.
 """
 
 from __future__ import annotations
@@ -55,10 +58,11 @@ def main() -> None:
     parser.add_argument("--synthetic", type=int, default=1_000_000)
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--engine", choices=["duckdb", "spark"], default="duckdb")
     parser.add_argument("--child", nargs=2, type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(*args.child, args.epsilon, args.synthetic, args.seed)
+        child(*args.child, args.epsilon, args.synthetic, args.seed, args.engine)
         return
     with tempfile.TemporaryDirectory() as folder:
         data, domain_file = Path(folder) / "table.parquet", Path(folder) / "domain.json"
@@ -73,7 +77,7 @@ def main() -> None:
         command = [
             sys.executable, __file__, "--child", str(data), str(domain_file),
             "--epsilon", str(args.epsilon), "--synthetic", str(args.synthetic),
-            "--seed", str(args.seed),
+            "--seed", str(args.seed), "--engine", args.engine,
         ]  # fmt: skip
         started = time.perf_counter()
         done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
@@ -85,20 +89,29 @@ def main() -> None:
         stages = ", ".join(f"{k} {v:.1f}" for k, v in report["stages"].items())
         print(f"stages (s): {stages}")
         print(
-            f"rows {args.rows:,}, cols {args.cols}, synthetic {args.synthetic:,}, epsilon "
+            f"{args.engine}: rows {args.rows:,}, cols {args.cols}, synthetic "
+            f"{args.synthetic:,}, epsilon "
             f"{args.epsilon:g}: {seconds:.0f} s end to end (process), {report['marginals']} "
             f"marginals, {report['iterations']} GUM iterations, peak RSS "
             f"{report['peak_rss_mb']:.0f} MB"
         )
 
 
-def child(data: Path, domain_file: Path, epsilon: float, synthetic: int, seed: int) -> None:
-    """The measured process: DuckDB counting, then generation, as the CLI runs them."""
+def child(
+    data: Path, domain_file: Path, epsilon: float, synthetic: int, seed: int, engine: str
+) -> None:
+    """The measured process: counting on the engine, then generation, as the CLI runs them."""
     sys.path.insert(0, str(ROOT))
     from privsyn_core.duckdb_counter import DuckDBCounter
     from privsyn_core.pipeline import generate, measure_coded
+    from privsyn_core.spark_counter import SparkCounter
 
-    counter = DuckDBCounter.for_file(data, json.loads(domain_file.read_text()))
+    sizes = json.loads(domain_file.read_text())
+    counter = (
+        SparkCounter.for_source(data, sizes)
+        if engine == "spark"
+        else DuckDBCounter.for_file(data, sizes)
+    )
     rng = np.random.default_rng(seed)
     measurements = measure_coded(counter, epsilon, 1e-9, rng=rng)
     result = generate(measurements, n_records=synthetic, rng=rng)

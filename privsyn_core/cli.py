@@ -14,7 +14,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
@@ -29,9 +29,8 @@ from privsyn_core.counting import Counter
 from privsyn_core.errors import FailedAfterSpending, InputError
 from privsyn_core.gum import GumSettings
 from privsyn_core.io import read_table
-from privsyn_core.memory import check_fits
 from privsyn_core.noise import SecureNoise, SeededNoise
-from privsyn_core.pipeline import SynthesisResult, generate, measure_coded, synthesize
+from privsyn_core.pipeline import SynthesisResult, synthesize, synthesize_coded
 from privsyn_core.planner import plan_budget
 from privsyn_core.privacy import BudgetExceededError, PrivacyLedger, rho_from_epsilon_delta
 from privsyn_core.progress import (
@@ -161,11 +160,11 @@ def _synthesize(args: argparse.Namespace) -> int:
     schema = Schema.load(args.schema) if args.schema else None
     if args.engine in ("duckdb", "spark"):
         counter = _file_counter(args, domain)
-        run = _run_on_counter(counter)
+        run = partial(synthesize_coded, counter)
         dataset = file_fingerprint(args.input)
     else:
         table = _read(args.input, args)
-        run = partial(synthesize, table, domain=domain, schema=schema)
+        run = partial(synthesize, table, domain=domain, schema=schema, raw_domains=args.raw_domains)
         dataset = fingerprint(table)
     registry = None if args.no_registry else Registry()
     gum = GumSettings(iterations=args.iterations)
@@ -188,7 +187,6 @@ def _synthesize(args: argparse.Namespace) -> int:
         result = run(
             args.epsilon,
             args.delta,
-            raw_domains=args.raw_domains,
             n_records=args.rows,
             config=config,
             rng=rng,
@@ -286,36 +284,6 @@ def _file_counter(args: argparse.Namespace, domain: dict[str, object] | None) ->
     from privsyn_core.duckdb_counter import DuckDBCounter
 
     return DuckDBCounter.for_file(Path(args.input), sizes)
-
-
-def _run_on_counter(counter: Counter) -> Callable[..., SynthesisResult]:
-    """``synthesize`` on a counter: measure through it, then generate."""
-
-    def run(
-        epsilon: float,
-        delta: float,
-        *,
-        raw_domains: bool,
-        n_records: int | None,
-        config: PrivSynConfig,
-        rng: np.random.Generator | None,
-        on_progress: Callable[[ProgressEvent], bool],
-    ) -> SynthesisResult:
-        if n_records is not None:
-            check_fits(n_records, len(counter.domain), 2)
-        generation_rng = rng if rng is not None else np.random.default_rng()
-        measurements = measure_coded(
-            counter, epsilon, delta, config=config, rng=rng, on_progress=on_progress
-        )
-        return generate(
-            measurements,
-            n_records=n_records,
-            config=config,
-            rng=generation_rng,
-            on_progress=on_progress,
-        )
-
-    return run
 
 
 def _write_bytes_atomically(data: bytes, target: Path) -> None:

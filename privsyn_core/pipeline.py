@@ -11,7 +11,7 @@ true ``n``.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -244,26 +244,64 @@ def synthesize(
     ``rng`` selects debug mode: reproducible, and marked "not for release" in the ledger.
     """
     config = config or PrivSynConfig()
+    columns = len(table.columns) if isinstance(table, pd.DataFrame) else 0
+
+    def measured(noise_rng: np.random.Generator | None) -> Measurements:
+        return measure(
+            table,
+            epsilon,
+            delta,
+            domain=domain,
+            schema=schema,
+            raw_domains=raw_domains,
+            config=config,
+            rng=noise_rng,
+            on_progress=on_progress,
+        )
+
+    return _measured_and_generated(measured, columns, n_records, config, rng, on_progress)
+
+
+def synthesize_coded(
+    counter: Counter,
+    epsilon: float,
+    delta: float,
+    *,
+    n_records: int | None = None,
+    config: PrivSynConfig | None = None,
+    rng: np.random.Generator | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> SynthesisResult:
+    """:func:`synthesize` for a pre-coded table behind a :class:`Counter`, such as a file
+    counted out of core on DuckDB or a table on a Spark cluster."""
+    config = config or PrivSynConfig()
+
+    def measured(noise_rng: np.random.Generator | None) -> Measurements:
+        return measure_coded(
+            counter, epsilon, delta, config=config, rng=noise_rng, on_progress=on_progress
+        )
+
+    return _measured_and_generated(
+        measured, len(counter.domain), n_records, config, rng, on_progress
+    )
+
+
+def _measured_and_generated(
+    measured: Callable[[np.random.Generator | None], Measurements],
+    columns: int,
+    n_records: int | None,
+    config: PrivSynConfig,
+    rng: np.random.Generator | None,
+    on_progress: ProgressCallback | None,
+) -> SynthesisResult:
     if n_records is not None and n_records < 1:
         raise InputError(f"the number of synthetic rows must be at least 1, got {n_records}")
-    columns = len(table.columns) if isinstance(table, pd.DataFrame) else 0
     if n_records is not None and columns:
         check_fits(n_records, columns, 2)  # before anything is spent (codes of 2 bytes at most)
     # the synthesis itself (GUM, sampling) needs no secure randomness: post-processing
     generation_rng = rng if rng is not None else np.random.default_rng()
-    measurements = measure(
-        table,
-        epsilon,
-        delta,
-        domain=domain,
-        schema=schema,
-        raw_domains=raw_domains,
-        config=config,
-        rng=rng,
-        on_progress=on_progress,
-    )
     return generate(
-        measurements,
+        measured(rng),
         n_records=n_records,
         config=config,
         rng=generation_rng,

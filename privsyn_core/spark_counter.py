@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from privsyn_core.domain import Domain
-from privsyn_core.duckdb_counter import count_by_grouping_sets
 from privsyn_core.errors import InputError
 from privsyn_core.marginals import MarginalTable
+from privsyn_core.sql_counting import check_codes, count_by_grouping_sets
 
 #: the master a session is started with when none is given: both cores of this machine
 DEFAULT_MASTER = "local[2]"
@@ -95,26 +95,10 @@ class SparkCounter:
         return cls(frame, Domain(columns, tuple(int(sizes[c]) for c in columns)))
 
     def _check_codes(self) -> None:
-        checks = ", ".join(
-            f"min(r{i}) FILTER (WHERE c{i} IS NULL OR c{i} < 0 OR c{i} >= {size} "
-            f"OR TRY_CAST(r{i} AS DOUBLE) != c{i})"
-            for i, size in enumerate(self.domain.sizes)
-        )
-        (row,) = self._spark.sql(f"SELECT {checks} FROM {self._view}").collect()
-        for name, size, bad in zip(self.domain.attributes, self.domain.sizes, row, strict=True):
-            if bad is not None:
-                raise InputError(
-                    f"column {name!r} holds {bad!r}, not a code 0..{size - 1} of its declared "
-                    "domain; fix the value or declare a larger domain"
-                )
-        nulls = ", ".join(f"count(*) - count(r{i})" for i in range(len(self.domain)))
-        (row,) = self._spark.sql(f"SELECT {nulls} FROM {self._view}").collect()
-        for name, count in zip(self.domain.attributes, row, strict=True):
-            if count:
-                raise InputError(
-                    f"column {name!r} has a missing value; a pre-coded table needs a code in "
-                    "every cell"
-                )
+        def first_row(query: str) -> tuple:
+            return tuple(self._spark.sql(query.format(table=self._view)).collect()[0])
+
+        check_codes(self.domain, first_row)
 
     def count(self, attribute_sets: Sequence[tuple[str, ...]]) -> list[MarginalTable]:
         return count_by_grouping_sets(self.domain, attribute_sets, self._grouped)

@@ -298,7 +298,13 @@ def compiled_update(
 ) -> float:
     """:func:`reference_update` with its per-record passes fused into compiled loops, each
     split over the threads of ``pool`` (the kernels release the GIL)."""
-    from privsyn_core import gum_kernel  # numba: imported only by those who ask for it
+    try:  # numba: an optional extra, imported only by those who ask for the compiled kernel
+        from privsyn_core import gum_kernel
+    except ImportError:
+        raise InputError(
+            "the compiled GUM kernel needs numba: pip install 'privsyn-studio[compiled]', "
+            "or use kernel='reference'"
+        ) from None
 
     n = records.shape[1]
     n_cells = target.frequencies.size

@@ -1,32 +1,37 @@
-"""PrivSyn Studio's engine: differentially private synthetic tables (Zhang et al. 2021)."""
+"""PrivSyn Studio's engine: differentially private synthetic tables (Zhang et al. 2021).
 
-from privsyn_core.config import PrivSynConfig
-from privsyn_core.domain import Domain
-from privsyn_core.gum import GumSettings
-from privsyn_core.pipeline import (
-    Measurements,
-    SelectedMarginal,
-    SynthesisResult,
-    generate,
-    measure,
-    synthesize,
-)
-from privsyn_core.privacy import (
-    BudgetExceededError,
-    Measurement,
-    PrivacyLedger,
-    epsilon_from_rho,
-    rho_from_epsilon_delta,
-)
-from privsyn_core.progress import (
-    GumProgress,
-    ProgressEvent,
-    Stage,
-    StageFinished,
-    StageStarted,
-    SynthesisCancelled,
-)
-from privsyn_core.table import TableError
+The public names below load on first use (PEP 562), so ``import privsyn_core.cli`` and
+``privsyn --help`` do not pay for pandas, networkx and the whole engine before they need them.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+_HOMES = {
+    "PrivSynConfig": "privsyn_core.config",
+    "Domain": "privsyn_core.domain",
+    "GumSettings": "privsyn_core.gum",
+    "Measurements": "privsyn_core.pipeline",
+    "SelectedMarginal": "privsyn_core.pipeline",
+    "SynthesisResult": "privsyn_core.pipeline",
+    "generate": "privsyn_core.pipeline",
+    "measure": "privsyn_core.pipeline",
+    "synthesize": "privsyn_core.pipeline",
+    "BudgetExceededError": "privsyn_core.privacy",
+    "Measurement": "privsyn_core.privacy",
+    "PrivacyLedger": "privsyn_core.privacy",
+    "epsilon_from_rho": "privsyn_core.privacy",
+    "rho_from_epsilon_delta": "privsyn_core.privacy",
+    "GumProgress": "privsyn_core.progress",
+    "ProgressEvent": "privsyn_core.progress",
+    "Stage": "privsyn_core.progress",
+    "StageFinished": "privsyn_core.progress",
+    "StageStarted": "privsyn_core.progress",
+    "SynthesisCancelled": "privsyn_core.progress",
+    "TableError": "privsyn_core.errors",
+}
 
 __all__ = [
     "BudgetExceededError",
@@ -51,3 +56,45 @@ __all__ = [
     "rho_from_epsilon_delta",
     "synthesize",
 ]
+
+if TYPE_CHECKING:
+    from privsyn_core.config import PrivSynConfig
+    from privsyn_core.domain import Domain
+    from privsyn_core.errors import TableError
+    from privsyn_core.gum import GumSettings
+    from privsyn_core.pipeline import (
+        Measurements,
+        SelectedMarginal,
+        SynthesisResult,
+        generate,
+        measure,
+        synthesize,
+    )
+    from privsyn_core.privacy import (
+        BudgetExceededError,
+        Measurement,
+        PrivacyLedger,
+        epsilon_from_rho,
+        rho_from_epsilon_delta,
+    )
+    from privsyn_core.progress import (
+        GumProgress,
+        ProgressEvent,
+        Stage,
+        StageFinished,
+        StageStarted,
+        SynthesisCancelled,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'privsyn_core' has no attribute {name!r}")
+    value = getattr(import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -16,12 +16,14 @@ import platform
 import zipfile
 from dataclasses import asdict
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from privsyn_core.codecs import BinnedCodec
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.errors import InputError
-from privsyn_core.pipeline import SynthesisResult
+
+if TYPE_CHECKING:
+    from privsyn_core.pipeline import SynthesisResult
 
 FORMAT = "privsyn-release"
 _PACKAGES = ("privsyn-studio", "numpy", "pandas", "scipy", "networkx", "opendp")

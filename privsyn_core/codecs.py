@@ -24,7 +24,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from privsyn_core.table import TableError
+from privsyn_core.errors import TableError
 from privsyn_core.values import (
     NATIVE_DATETIME,
     canonical_text,

@@ -25,6 +25,10 @@ class InputError(ValueError):
         self.spent = spent
 
 
+class TableError(InputError):
+    """The table does not fit its declared domain; the message says what to change."""
+
+
 class FailedAfterSpending(InputError):
     """An input problem found only after part of the budget was spent. ``ledger`` holds that
     spend: front ends record it (the run registry), since the message itself was computed

@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
-from scipy.stats import norm
 
 from privsyn_core.discrete_gaussian import (
     MAX_VARIANCE_ROUNDING,
     exact_plan,
     sample_discrete_gaussian,
 )
+from privsyn_core.privacy import upper_quantile
 
 RELEASE = "release"
 DEBUG = "debug (seeded; not for release)"
@@ -62,7 +62,7 @@ class SeededNoise:
         return "gaussian (seeded NumPy; not for release)"
 
     def tail_quantile(self, probability: float) -> float:
-        return float(norm.isf(probability))
+        return float(upper_quantile(probability))
 
 
 class SecureNoise:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from statistics import NormalDist
 from typing import Literal
 
 from privsyn_core.errors import InputError
@@ -105,6 +106,13 @@ def gaussian_sigma(rho: float, sensitivity: float = 1.0) -> float:
     if rho <= 0:
         raise ValueError(f"rho must be positive to calibrate noise, got {rho!r}")
     return sensitivity / math.sqrt(2.0 * rho)
+
+
+def upper_quantile(probability: float) -> float:
+    """The standard normal's ``z`` with ``P(Z > z) = probability`` (scipy's ``norm.isf``),
+    from the standard library: the thresholds of the private domain estimates need it, and
+    importing ``scipy.stats`` costs a command line run about a second."""
+    return -NormalDist().inv_cdf(probability)
 
 
 @dataclass(frozen=True)

@@ -26,10 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
 from privsyn_core.noise import NoiseSource, as_noise
-from privsyn_core.privacy import Measurement, gaussian_sigma
+from privsyn_core.privacy import Measurement, gaussian_sigma, upper_quantile
 
 #: grid resolution: 4 cells per doubling (cells are 19% wide in relative terms)
 _STEPS_PER_DOUBLING = 4
@@ -134,7 +133,7 @@ def _outer_cells(
     noisy = noise.add(counts, sigma, integer=True)
     # "1 +": a cell holding one record (an outlier) clears it with probability at most
     # FALSE_CELL_RATE / cells, as an empty cell would without the 1
-    threshold = 1.0 + sigma * float(norm.isf(FALSE_CELL_RATE / counts.size))
+    threshold = 1.0 + sigma * float(upper_quantile(FALSE_CELL_RATE / counts.size))
     passed = np.flatnonzero(noisy > threshold)
     if passed.size == 0:
         return None
@@ -173,7 +172,7 @@ def private_range(
     lower, upper = float(coarse[found[0]]), float(coarse[found[1] + 1])
     # as many fine cells as keep the average cell well above the threshold (from the noisy
     # total, a DP quantity), so refining tightens the ends instead of keeping only the mode
-    threshold = sigma * float(norm.isf(FALSE_CELL_RATE / FINE_CELLS))
+    threshold = sigma * float(upper_quantile(FALSE_CELL_RATE / FINE_CELLS))
     cells = int(np.clip(found[2] / (4 * threshold), 1, FINE_CELLS))
     fine = np.linspace(lower, upper, cells + 1)
     refined = _outer_cells(finite, fine, sigma, noise, clip=False) if cells > 1 else None

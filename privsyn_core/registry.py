@@ -23,14 +23,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from privsyn_core.bundle import bundle_bytes
 from privsyn_core.config import PrivSynConfig
-from privsyn_core.pipeline import SynthesisResult
 from privsyn_core.privacy import BudgetExceededError, PrivacyLedger
 from privsyn_core.values import canonical_text
+
+if TYPE_CHECKING:
+    from privsyn_core.pipeline import SynthesisResult
 
 #: share of a lifetime budget after which recording a run warns
 WARN_SHARE = 0.8

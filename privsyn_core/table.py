@@ -16,14 +16,10 @@ import numpy as np
 import pandas as pd
 
 from privsyn_core.domain import Domain
-from privsyn_core.errors import InputError
+from privsyn_core.errors import TableError
 from privsyn_core.values import canonical_text, categories_as_text
 
 DomainSpec = Mapping[str, int | Sequence[object]]
-
-
-class TableError(InputError):
-    """The table does not fit its declared domain; the message says what to change."""
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,12 @@ from privsyn_core.io import read_table
 from privsyn_core.noise import SecureNoise, SeededNoise
 from privsyn_core.pipeline import SynthesisResult, synthesize, synthesize_coded
 from privsyn_core.planner import plan_budget
-from privsyn_core.privacy import BudgetExceededError, PrivacyLedger, rho_from_epsilon_delta
+from privsyn_core.privacy import (
+    BudgetExceededError,
+    PrivacyLedger,
+    check_epsilon_delta,
+    rho_from_epsilon_delta,
+)
 from privsyn_core.progress import (
     STAGE_TITLES,
     GumProgress,
@@ -442,6 +447,31 @@ def _count(minimum: int) -> type:
     return parse  # type: ignore[return-value]
 
 
+def _privacy_number(name: str) -> type:
+    """Parse epsilon or delta and refuse, before anything is read, a value that is no privacy
+    guarantee (:func:`~privsyn_core.privacy.check_epsilon_delta` says why and what to use)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            example = "1" if name == "epsilon" else "1e-9"
+            raise argparse.ArgumentTypeError(
+                f"{name} must be a number such as {example}, got {text!r}"
+            ) from None
+        try:
+            if name == "epsilon":
+                check_epsilon_delta(value, 1e-9)
+            else:
+                check_epsilon_delta(1.0, value)
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return value
+
+    parse.__name__ = name
+    return parse  # type: ignore[return-value]
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage mistake is one line on stderr, like every other error."""
 
@@ -460,10 +490,14 @@ def build_parser() -> argparse.ArgumentParser:
     syn.add_argument(
         "-o", "--output", required=True, help="where to write the synthetic table (.csv/.parquet)"
     )
-    syn.add_argument("--epsilon", type=float, required=True, help="privacy parameter epsilon")
     syn.add_argument(
-        "--delta", type=float, default=1e-9, help="privacy parameter delta (default 1e-9)"
-    )
+        "--epsilon", type=_privacy_number("epsilon"), required=True,
+        help="privacy parameter epsilon",
+    )  # fmt: skip
+    syn.add_argument(
+        "--delta", type=_privacy_number("delta"), default=1e-9,
+        help="privacy parameter delta, at most 1e-3; about 1/n^2 for n rows (default 1e-9)",
+    )  # fmt: skip
     syn.add_argument(
         "--domain",
         help="JSON mapping each column to its number of codes (0..k-1) or list of categories",
@@ -563,8 +597,8 @@ def build_parser() -> argparse.ArgumentParser:
     plan = commands.add_parser(
         "plan", help="noise per step for a budget, from public inputs only (reads no data)"
     )
-    plan.add_argument("--epsilon", type=float, required=True)
-    plan.add_argument("--delta", type=float, default=1e-9)
+    plan.add_argument("--epsilon", type=_privacy_number("epsilon"), required=True)
+    plan.add_argument("--delta", type=_privacy_number("delta"), default=1e-9)
     plan.add_argument("--columns", type=_count(1), required=True, help="number of columns")
     plan.add_argument(
         "--private-categories", type=_count(0), default=0,
@@ -622,6 +656,12 @@ def _add_read_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _one_line(error: BaseException) -> str:
+    """An error's message on one line: a library's message (pyarrow's, pandas') may hold
+    line breaks, and the CLI promises one line per error."""
+    return " ".join(str(error).split())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -630,7 +670,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.run(args)
     except (UsageError, InputError, BudgetExceededError) as exc:
-        print(f"privsyn: error: {exc}", file=sys.stderr)
+        print(f"privsyn: error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except SynthesisCancelled as exc:
         print(f"privsyn: {exc}", file=sys.stderr)
@@ -640,8 +680,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception as exc:  # a bug: still one line, and a distinct status
         print(
-            f"privsyn: internal error ({type(exc).__name__}: {exc}); no output written. "
-            f"Please report it with the command you ran.",
+            f"privsyn: internal error ({type(exc).__name__}: {_one_line(exc)}); no output "
+            "written. Please report it with the command you ran.",
             file=sys.stderr,
         )
         return 70

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from privsyn_core.errors import InputError
+from privsyn_core.memory import check_load_fits
 from privsyn_core.values import parse_numbers
 
 _HEADER_BYTES = 64 * 1024
@@ -96,6 +97,54 @@ def _has_undecodable(column: pd.Series) -> bool:
     return _SURROGATES.search("\n".join(map(str, values.tolist()))) is not None
 
 
+def _duplicate(names: Sequence[object]) -> object | None:
+    """The first name that occurs twice, or None."""
+    seen: set[object] = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
+
+
+def _refuse_duplicates(names: Sequence[object], where: str) -> None:
+    """Refuse two columns of one name: pandas would rename the second (``a.1``) or pyarrow
+    refuse it deep in a read, and the synthetic table's layout would not be the input's."""
+    twice = _duplicate(names)
+    if twice is not None:
+        raise InputError(f"{where} has two columns named {twice!r}; give every column its own name")
+
+
+def _refuse_nul_bytes(file: Path) -> None:
+    """Refuse a file with a NUL byte anywhere (the header check sees only its first 64 KB):
+    text tables hold none, and pandas would cut or keep such a value silently. One pass of
+    fast byte search, cheap beside the parse that follows."""
+    with file.open("rb") as handle:
+        offset = 0
+        while chunk := handle.read(1 << 24):
+            at = chunk.find(b"\x00")
+            if at >= 0:
+                raise InputError(
+                    f"{file} does not look like text (it contains a NUL byte at byte "
+                    f"{offset + at:,}); give a CSV or a Parquet file, or its encoding if it is "
+                    "UTF-16"
+                )
+            offset += len(chunk)
+
+
+def _check_csv_fits(file: Path, head: bytes, first_line: str, delimiter: str) -> None:
+    """Refuse a CSV file too big to load, before reading it: rows estimated from the file's
+    size and the first 64 KB's bytes per line, columns from the first line. The estimate
+    only decides a refusal (shown to the owner, never released)."""
+    size = file.stat().st_size
+    if size <= len(head):
+        return  # the whole file is in the head: small
+    columns = len(next(csv.reader([first_line], delimiter=delimiter), [])) or 1
+    lines = max(1, head.count(b"\n"))
+    rows = int(size * lines / len(head))
+    check_load_fits(str(file), rows, columns, "csv", file_bytes=size)
+
+
 def read_table(
     path: str | Path,
     *,
@@ -149,6 +198,11 @@ def _read_csv(
         )
     if delimiter is None:
         delimiter = header_delimiter(_first_line(head, encoding)) if header else ","
+    if not encoding.startswith("utf-16"):
+        _refuse_nul_bytes(file)
+    _check_csv_fits(file, head, _first_line(head, encoding), delimiter)
+    if names is not None:
+        _refuse_duplicates(names, "--names")
     try:
         table = pd.read_csv(
             file,
@@ -171,6 +225,8 @@ def _read_csv(
         raise InputError(f"{file} is not a well-formed table ({exc})") from None
     except csv.Error as exc:
         raise InputError(f"{file} is not a well-formed table ({exc})") from None
+    if header and names is None:
+        _refuse_duplicates(_header_names(file, delimiter, encoding, per_value), str(file))
     if per_value:
         table.columns = [_fix_undecodable(c) for c in table.columns]
         for name in table.columns:
@@ -187,6 +243,22 @@ def _read_csv(
             f"name every column (or read the file without a header and give the names)"
         )
     return table
+
+
+def _header_names(file: Path, delimiter: str, encoding: str, per_value: bool) -> list[object]:
+    """The header row's names as written: pandas renames a repeated name (``a``, ``a.1``), so
+    the first record is parsed again, as data, by the same parser."""
+    row = pd.read_csv(
+        file,
+        sep=delimiter,
+        encoding=encoding,
+        encoding_errors="surrogateescape" if per_value else "strict",
+        dtype=object,
+        header=None,
+        nrows=1,
+        skipinitialspace=True,
+    )
+    return [_fix_undecodable(v) for v in row.iloc[0].tolist()] if len(row) else []
 
 
 def _numbers_inferred(table: pd.DataFrame) -> pd.DataFrame:
@@ -207,6 +279,20 @@ def _numbers_inferred(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _read_parquet(file: Path, names: Sequence[str] | None) -> pd.DataFrame:
+    import pyarrow.parquet as pq
+
+    try:  # the footer alone: row count and columns, whatever the rows expand to
+        metadata = pq.ParquetFile(file).metadata
+    except Exception as exc:  # pyarrow raises many types for a bad file
+        raise InputError(
+            f"{file} is not a readable Parquet file ({exc}); it may be truncated or not "
+            "Parquet: write it again, or give a CSV file"
+        ) from None
+    _refuse_duplicates(
+        names if names is not None else metadata.schema.to_arrow_schema().names,
+        "--names" if names is not None else str(file),
+    )
+    check_load_fits(str(file), metadata.num_rows, metadata.num_columns, "parquet")
     try:
         table = pd.read_parquet(file)
     except Exception as exc:  # pyarrow raises many types for a bad file

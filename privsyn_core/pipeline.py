@@ -39,7 +39,7 @@ from privsyn_core.indif import measure_indif
 from privsyn_core.marginal_graph import AppendPlan, gum_components, marginal_graph, plan_appending
 from privsyn_core.marginals import MarginalTable
 from privsyn_core.measurement import NoisyMarginal, measure_marginals
-from privsyn_core.memory import check_fits
+from privsyn_core.memory import check_fits, check_width
 from privsyn_core.noise import NoiseSource, SecureNoise, SeededNoise
 from privsyn_core.one_way import (
     ValueGrouping,
@@ -296,6 +296,7 @@ def _measured_and_generated(
 ) -> SynthesisResult:
     if n_records is not None and n_records < 1:
         raise InputError(f"the number of synthetic rows must be at least 1, got {n_records}")
+    check_width(columns)  # before anything is spent: InDif measures every pair
     if n_records is not None and columns:
         check_fits(n_records, columns, 2)  # before anything is spent (codes of 2 bytes at most)
     # the synthesis itself (GUM, sampling) needs no secure randomness: post-processing

@@ -36,11 +36,44 @@ class BudgetExceededError(RuntimeError):
     """A measurement would push the ledger past its budget."""
 
 
-def _check_epsilon_delta(epsilon: float, delta: float) -> None:
+#: The largest delta accepted. (epsilon, delta)-DP allows a mechanism to publish a record
+#: outright with probability delta, so delta must sit well below 1/n for a table of n rows
+#: (1/n^2 is the usual choice, and the paper's). The check cannot use n (it runs before the
+#: table is read, and must not depend on it), so the bound is fixed: delta >= 1 gives no
+#: privacy at all, and 1e-3 is already 1/n for a table of a thousand rows. A user who knows
+#: n should go far lower: the message says how.
+MAX_DELTA = 1e-3
+
+_DELTA_ADVICE = "use about 1/n^2 for a table of n rows (the default 1e-9 suits up to 30,000 rows)"
+
+
+def check_epsilon_delta(epsilon: float, delta: float) -> None:
+    """Refuse an (epsilon, delta) that is not a privacy guarantee, saying what to use instead.
+
+    Front ends call it on the user's values before reading any data, so a bad parameter
+    costs nothing; the ledger calls it again on the delta the user gave (before any share is
+    reserved, so the message quotes the user's own number)."""
     if not (math.isfinite(epsilon) and epsilon > 0):
-        raise InputError(f"epsilon must be a positive finite number, got {epsilon!r}")
-    if not (0 < delta < 1):
-        raise InputError(f"delta must lie strictly between 0 and 1, got {delta!r}")
+        raise InputError(
+            f"epsilon must be a positive finite number such as 1 (smaller means more privacy "
+            f"and more noise), got {epsilon!r}"
+        )
+    if not delta > 0:  # also NaN
+        raise InputError(
+            f"delta must be positive, got {delta!r}: the Gaussian noise PrivSyn adds gives "
+            f"(epsilon, delta)-DP only with delta > 0; {_DELTA_ADVICE}"
+        )
+    if delta >= 1:
+        raise InputError(
+            f"delta must be far below 1, got {delta!r}: delta is the chance that the "
+            f"guarantee fails outright, so delta >= 1 gives no privacy at all; {_DELTA_ADVICE}"
+        )
+    if delta > MAX_DELTA:
+        raise InputError(
+            f"delta {delta!r} is too large: delta is the chance that the guarantee fails "
+            f"outright and must stay well below 1/n; use at most {MAX_DELTA:g}, and "
+            f"{_DELTA_ADVICE}"
+        )
 
 
 def delta_for(rho: float, epsilon: float) -> float:
@@ -66,7 +99,7 @@ def delta_for(rho: float, epsilon: float) -> float:
 
 def rho_from_epsilon_delta(epsilon: float, delta: float, conversion: Conversion = "tight") -> float:
     """Largest rho whose zCDP guarantee implies (epsilon, delta)-DP."""
-    _check_epsilon_delta(epsilon, delta)
+    check_epsilon_delta(epsilon, delta)
     if conversion == "proposition":
         root = math.sqrt(math.log(1 / delta) + epsilon) - math.sqrt(math.log(1 / delta))
         return root * root
@@ -165,6 +198,7 @@ class PrivacyLedger:
     ) -> PrivacyLedger:
         """The budget for (epsilon, delta)-DP; ``reserved_delta`` of delta is kept for
         measurements with an approximate-DP part, so rho is converted at the remainder."""
+        check_epsilon_delta(epsilon, delta)
         if not 0 <= reserved_delta < delta:
             raise InputError(
                 f"the delta reserved for thresholding ({reserved_delta!r}) must lie in "

@@ -190,7 +190,10 @@ def _read_csv(
     try:
         codecs.lookup(encoding)
     except LookupError:
-        raise InputError(f"unknown text encoding {encoding!r}") from None
+        raise InputError(
+            f"unknown text encoding {encoding!r}; give a codec name such as utf-8, latin-1 or "
+            "cp1252"
+        ) from None
     if b"\x00" in head and not encoding.startswith("utf-16"):
         raise InputError(
             f"{file} does not look like text (it contains NUL bytes); give a CSV or a Parquet "
@@ -222,7 +225,10 @@ def _read_csv(
     except pd.errors.EmptyDataError:
         raise InputError(f"{file} has no data: give a table with a header row and rows") from None
     except pd.errors.ParserError as exc:
-        raise InputError(f"{file} is not a well-formed table ({exc})") from None
+        raise InputError(
+            f"{file} is not a well-formed table ({' '.join(str(exc).split())}); give every "
+            "row as many values as the header has names, and quote values that hold the delimiter"
+        ) from None
     except csv.Error as exc:
         raise InputError(f"{file} is not a well-formed table ({exc})") from None
     if header and names is None:
@@ -285,8 +291,8 @@ def _read_parquet(file: Path, names: Sequence[str] | None) -> pd.DataFrame:
         metadata = pq.ParquetFile(file).metadata
     except Exception as exc:  # pyarrow raises many types for a bad file
         raise InputError(
-            f"{file} is not a readable Parquet file ({exc}); it may be truncated or not "
-            "Parquet: write it again, or give a CSV file"
+            f"{file} is not a readable Parquet file ({' '.join(str(exc).split())}); it may be "
+            "truncated or not Parquet: write it again, or give a CSV file"
         ) from None
     _refuse_duplicates(
         names if names is not None else metadata.schema.to_arrow_schema().names,

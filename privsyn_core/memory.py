@@ -92,8 +92,9 @@ def check_load_fits(
     if needed <= USABLE_SHARE * free:
         return
     raise InputError(
-        f"{what} holds about {rows:,} rows x {columns:,} columns, which need about "
-        f"{needed / 2**30:.1f} GB of memory to load, but about {free / 2**30:.1f} GB is free; "
+        f"{what} holds about {rows:,} rows x {columns:,} column{'s' * (columns != 1)}, which "
+        f"need about {needed / 2**30:.1f} GB of memory to load, but only about "
+        f"{USABLE_SHARE * free / 2**30:.1f} GB of the {free / 2**30:.1f} GB free may be used; "
         "count it where it lies with the DuckDB engine (privsyn synthesize --engine duckdb), "
         "or synthesise from a sample of its rows"
     )

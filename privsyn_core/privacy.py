@@ -44,7 +44,7 @@ class BudgetExceededError(RuntimeError):
 #: n should go far lower: the message says how.
 MAX_DELTA = 1e-3
 
-_DELTA_ADVICE = "use about 1/n^2 for a table of n rows (the default 1e-9 suits up to 30,000 rows)"
+_DELTA_ADVICE = "about 1/n^2 for a table of n rows (the default 1e-9 suits up to 30,000 rows)"
 
 
 def check_epsilon_delta(epsilon: float, delta: float) -> None:
@@ -61,17 +61,17 @@ def check_epsilon_delta(epsilon: float, delta: float) -> None:
     if not delta > 0:  # also NaN
         raise InputError(
             f"delta must be positive, got {delta!r}: the Gaussian noise PrivSyn adds gives "
-            f"(epsilon, delta)-DP only with delta > 0; {_DELTA_ADVICE}"
+            f"(epsilon, delta)-DP only with delta > 0; use {_DELTA_ADVICE}"
         )
     if delta >= 1:
         raise InputError(
             f"delta must be far below 1, got {delta!r}: delta is the chance that the "
-            f"guarantee fails outright, so delta >= 1 gives no privacy at all; {_DELTA_ADVICE}"
+            f"guarantee fails outright, so delta >= 1 gives no privacy at all; use {_DELTA_ADVICE}"
         )
     if delta > MAX_DELTA:
         raise InputError(
             f"delta {delta!r} is too large: delta is the chance that the guarantee fails "
-            f"outright and must stay well below 1/n; use at most {MAX_DELTA:g}, and "
+            f"outright and must stay well below 1/n; use at most {MAX_DELTA:g}, better "
             f"{_DELTA_ADVICE}"
         )
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -473,7 +475,13 @@ def _privacy_number(name: str) -> type:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage mistake is one line on stderr, like every other error."""
+    """argparse, but a usage mistake is one line on stderr, like every other error, and a
+    negative number in any spelling (``-1e-9``, ``-inf``) is a value to refuse with its own
+    message, not an unknown option ("expected one argument")."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(2, f"privsyn: error: {message} (see '{self.prog} --help')\n")

@@ -18,6 +18,9 @@ values` says why). So:
   how another record reads. Pass the encoding to read the whole file one way.
 
 Every failure says what is wrong with the file and what to try, as an :class:`InputError`.
+Before a row is parsed, a file is refused if it is wider than PrivSyn can synthesise or
+would not fit in memory (:mod:`privsyn_core.memory`), from its header or Parquet footer and
+its size, and if it holds NUL bytes or two columns of one name.
 The UCI Adult files as distributed (no header, ", " between values, "?" for missing) read
 with ``header=False``, ``names=[...]`` and ``na_values=["?"]``.
 """
@@ -34,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from privsyn_core.errors import InputError
-from privsyn_core.memory import check_load_fits
+from privsyn_core.memory import check_load_fits, check_width
 from privsyn_core.values import parse_numbers
 
 _HEADER_BYTES = 64 * 1024
@@ -133,13 +136,15 @@ def _refuse_nul_bytes(file: Path) -> None:
 
 
 def _check_csv_fits(file: Path, head: bytes, first_line: str, delimiter: str) -> None:
-    """Refuse a CSV file too big to load, before reading it: rows estimated from the file's
-    size and the first 64 KB's bytes per line, columns from the first line. The estimate
-    only decides a refusal (shown to the owner, never released)."""
+    """Refuse a CSV file too wide or too big to load, before parsing it: columns from the
+    first line (pandas takes seconds per thousand columns), rows estimated from the file's
+    size and the first 64 KB's bytes per line. The estimate only decides a refusal (shown to
+    the owner, never released)."""
+    columns = len(next(csv.reader([first_line], delimiter=delimiter), [])) or 1
+    check_width(columns)
     size = file.stat().st_size
     if size <= len(head):
         return  # the whole file is in the head: small
-    columns = len(next(csv.reader([first_line], delimiter=delimiter), [])) or 1
     lines = max(1, head.count(b"\n"))
     rows = int(size * lines / len(head))
     check_load_fits(str(file), rows, columns, "csv", file_bytes=size)
@@ -298,6 +303,7 @@ def _read_parquet(file: Path, names: Sequence[str] | None) -> pd.DataFrame:
         names if names is not None else metadata.schema.to_arrow_schema().names,
         "--names" if names is not None else str(file),
     )
+    check_width(metadata.num_columns)
     check_load_fits(str(file), metadata.num_rows, metadata.num_columns, "parquet")
     try:
         table = pd.read_parquet(file)

@@ -236,7 +236,7 @@ def _read_csv(
         ) from None
     except csv.Error as exc:
         raise InputError(f"{file} is not a well-formed table ({exc})") from None
-    if header and names is None:
+    if header and names is None and _maybe_renamed(table.columns):
         _refuse_duplicates(_header_names(file, delimiter, encoding, per_value), str(file))
     if per_value:
         table.columns = [_fix_undecodable(c) for c in table.columns]
@@ -254,6 +254,15 @@ def _read_csv(
             f"name every column (or read the file without a header and give the names)"
         )
     return table
+
+
+def _maybe_renamed(columns: pd.Index) -> bool:
+    """Whether pandas may have renamed a repeated name: some ``name.k`` beside ``name``."""
+    present = set(map(str, columns))
+    return any(
+        str(c).rpartition(".")[0] in present and str(c).rpartition(".")[2].isdigit()
+        for c in columns
+    )
 
 
 def _header_names(file: Path, delimiter: str, encoding: str, per_value: bool) -> list[object]:

@@ -93,11 +93,15 @@ def check_load_fits(
         return
     raise InputError(
         f"{what} holds about {rows:,} rows x {columns:,} column{'s' * (columns != 1)}, which "
-        f"need about {needed / 2**30:.1f} GB of memory to load, but only about "
-        f"{USABLE_SHARE * free / 2**30:.1f} GB of the {free / 2**30:.1f} GB free may be used; "
+        f"need about {_size(needed)} of memory to load, but only about "
+        f"{_size(USABLE_SHARE * free)} of the {_size(free)} free may be used; "
         "count it where it lies with the DuckDB engine (privsyn synthesize --engine duckdb), "
         "or synthesise from a sample of its rows"
     )
+
+
+def _size(size: float) -> str:
+    return f"{size / 2**30:.1f} GB" if size >= 2**30 else f"{size / 2**20:.0f} MB"
 
 
 def check_width(columns: int) -> None:

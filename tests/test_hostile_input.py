@@ -308,7 +308,7 @@ REFUSED = [
     Refused(
         "CSV bigger than memory",
         csv_bigger_than_memory,
-        ("rows x 2 columns", "of memory", "--engine duckdb"),
+        ("rows x 2 columns", "MB of memory", "of the 16 MB free", "--engine duckdb"),
         free=16 * 2**20,
     ),
     # found only by measuring: the spend is recorded, and the message says so

@@ -15,6 +15,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from dashboard import state  # noqa: E402
+from dashboard.status import run_status  # noqa: E402
 
 # no page_icon: Streamlit fetches material-icon favicons from a CDN, and the app stays offline
 st.set_page_config(page_title="PrivSyn Studio", layout="wide")
@@ -30,4 +31,8 @@ pages = [
     st.Page(VIEWS / "history.py", title="History"),
     st.Page(VIEWS / "learn.py", title="Learn"),
 ]
-st.navigation(pages).run()
+page = st.navigation(pages)
+if state.running() and page.title != "Run":
+    with st.sidebar:
+        run_status()
+page.run()

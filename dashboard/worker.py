@@ -38,7 +38,6 @@ from privsyn_core.privacy import BudgetExceededError, PrivacyLedger
 from privsyn_core.progress import (
     STAGE_TITLES,
     GumProgress,
-    ProgressCallback,
     Stage,
     StageFinished,
     StageStarted,
@@ -94,11 +93,12 @@ class RunRequest:
     must not read ``st.session_state``).
 
     ``synthesize`` is the engine call with its table, budget, settings and randomness bound;
-    the worker adds only ``on_progress``. ``dataset`` gives the registry's key for the table
-    (hashing may read a whole file, so it runs in the worker too).
+    the worker adds only the keyword argument ``on_progress``. ``dataset`` gives the
+    registry's key for the table (hashing may read a whole file, so it runs in the worker
+    too).
     """
 
-    synthesize: Callable[[ProgressCallback], SynthesisResult]
+    synthesize: Callable[..., SynthesisResult]
     dataset: Callable[[], str]
     name: str
     epsilon: float
@@ -275,7 +275,7 @@ def _run(request: RunRequest, progress: RunProgress) -> Outcome:
         return Cancelled(None)
     started = time.perf_counter()
     try:
-        result = request.synthesize(progress.on_progress)
+        result = request.synthesize(on_progress=progress.on_progress)
     except SynthesisCancelled as exc:
         spent = exc.ledger if exc.ledger.spent_rho > 0 else progress.spent
         return Cancelled(records.record_interrupted(dataset, request.name, spent, request.settings))

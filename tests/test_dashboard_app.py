@@ -590,7 +590,7 @@ def test_a_table_on_disk_shows_columns_and_size_only_and_runs_on_duckdb(tmp_path
 
 
 def test_a_disk_file_with_a_value_outside_its_codes_is_a_readable_error(tmp_path):
-    path, table = coded_adult_file(tmp_path, rows=500)
+    path, _ = coded_adult_file(tmp_path, rows=500)
     at = app()
     at.text_input(key="disk_path").set_value(str(path)).run()
     at.button(key="use_disk").click().run()

@@ -95,7 +95,7 @@ def request(config: PrivSynConfig) -> worker.RunRequest:
 
         dataset = partial(file_fingerprint, on_disk.path)
     return worker.RunRequest(
-        synthesize=lambda on_progress: run(on_progress=on_progress),
+        synthesize=run,
         dataset=(lambda: known) if known else dataset,
         name=ss["table_name"],
         epsilon=epsilon,

@@ -3,8 +3,8 @@
 The Data page takes a path, checks it is a readable file, and shows only what describes the
 file without its contents: the column names (read from the Parquet metadata or the CSV header)
 and the file's size. No rows, and no row count: those are private. A run on it counts the file
-where it lies, out of core (``privsyn_core.duckdb_counter``); the file is never loaded into
-pandas.
+where it lies, out of core, on DuckDB: a raw file is encoded in SQL with the session's schema,
+a pre-coded one is counted as it is. The file is never loaded into pandas.
 
 ``PRIVSYN_DISK_ROOT`` limits the paths the page accepts to one folder (a server shared with
 people who should not read every file the server's user can).
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from privsyn_core.errors import InputError
+from privsyn_core.io import file_columns
 
 SUFFIXES = {".csv": "CSV", ".txt": "CSV", ".parquet": "Parquet", ".pq": "Parquet"}
 ROOT_VARIABLE = "PRIVSYN_DISK_ROOT"
@@ -28,7 +29,6 @@ class DiskTable:
 
     path: Path
     size: int
-    modified: float
     columns: tuple[str, ...]
 
     @property
@@ -84,24 +84,13 @@ def checked_path(text: str) -> Path:
 
 def describe(text: str) -> DiskTable:
     """Check ``text`` names a readable table file and read its column names (the Parquet
-    footer, or the CSV header as DuckDB's sniffer reads it), never its rows."""
+    footer, or the CSV header), never its rows (``privsyn_core.io.file_columns``)."""
     path = checked_path(text)
-    import duckdb  # only for this input
-
-    literal = "'" + str(path).replace("'", "''") + "'"
-    source = (
-        f"read_parquet({literal})"
-        if SUFFIXES[path.suffix.lower()] == "Parquet"
-        else f"read_csv({literal}, header = true, all_varchar = true)"
-    )
     try:
-        with duckdb.connect() as connection:
-            described = connection.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()
-    except duckdb.Error as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"{path.name} is not a readable table: {first}") from None
-    stat = path.stat()
-    return DiskTable(path, stat.st_size, stat.st_mtime, tuple(row[0] for row in described))
+        described = file_columns(path)
+    except InputError as exc:
+        raise InputError(str(exc).split("\n")[0]) from None
+    return DiskTable(path, described.size_bytes, described.columns)
 
 
 def domain_codes(text: bytes, columns: tuple[str, ...]) -> dict[str, int | None]:

@@ -101,6 +101,7 @@ def set_disk(table: DiskTable) -> None:
     ss["disk"] = table
     # its number of integer codes per column (pre-coded files); None: not declared yet
     ss["disk_codes"] = dict.fromkeys(table.columns)
+    ss["disk_precoded"] = False
     _new_table(table.name, table.columns)
 
 

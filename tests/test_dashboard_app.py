@@ -558,10 +558,14 @@ def test_a_table_on_disk_shows_columns_and_size_only_and_runs_on_duckdb(tmp_path
         [c.value for c in at.caption] + [m.value for m in at.markdown] + [i.value for i in at.info]
     )
     assert f"{len(table):,}" not in shown and str(len(table)) not in shown  # no row count
-    # no rows: the one table on the page is the codes editor, one row per column
-    (editor,) = at.dataframe
-    assert list(editor.value.columns) == ["column", "codes"]
-    assert list(editor.value["column"]) == list(table.columns)
+    # no rows: no table on the page has the file's columns (a preview would); one lists them
+    tables = [d.value for d in at.dataframe]
+    assert not any(set(t.columns) & set(table.columns) for t in tables)
+    (names,) = [t for t in tables if list(t.columns) == ["column"]]
+    assert list(names["column"]) == list(table.columns)
+    at.radio(key="disk_mode").set_value(at.radio(key="disk_mode").options[1]).run()
+    tables = [d.value for d in at.dataframe]
+    assert [list(t.columns) for t in tables] == [["column"], ["column", "codes"]]
 
     go(at, "run")
     assert at.button(key="run").disabled  # numbers of codes still open
@@ -594,6 +598,7 @@ def test_a_disk_file_with_a_value_outside_its_codes_is_a_readable_error(tmp_path
     at = app()
     at.text_input(key="disk_path").set_value(str(path)).run()
     at.button(key="use_disk").click().run()
+    at.radio(key="disk_mode").set_value(at.radio(key="disk_mode").options[1]).run()
     codes = json.loads((ROOT / "assets" / "adult-coded-domain.json").read_text())
     codes["sex"] = 1  # the file has codes 0 and 1
     at.file_uploader(key="disk_domain").set_value(
@@ -605,3 +610,26 @@ def test_a_disk_file_with_a_value_outside_its_codes_is_a_readable_error(tmp_path
     assert at.session_state["run_state"] in ("failed", "refused")
     assert any("sex" in e.value for e in at.error), [e.value for e in at.error]
     assert not Registry().runs()  # nothing was measured, nothing spent
+
+
+def test_a_raw_csv_on_disk_is_encoded_with_the_schema_and_counted_on_duckdb(tmp_path):
+    path = tmp_path / "adult-part.csv"
+    path.write_text("".join((ROOT / "assets" / "adult.csv").open().readlines()[:3001]))
+    at = app()
+    at.text_input(key="disk_path").set_value(str(path)).run()
+    at.button(key="use_disk").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["disk"].columns == tuple(at.session_state["schema"].names())
+    editor = at.get("arrow_data_editor") or at.get("data_editor")
+    assert editor, "the schema editor is shown for a raw file"
+    go(at, "run")
+    at.number_input(key="iterations").set_value(5).run()
+    run_and_wait(at)
+    finished = at.session_state["finished"]
+    assert finished is not None, [e.value for e in at.error]
+    assert finished.result.end_to_end_dp
+    kept = list(finished.result.synthetic.columns)
+    left_out = [name for name, _ in finished.result.excluded]
+    assert kept and sorted(kept + left_out) == sorted(at.session_state["disk"].columns)
+    (run,) = Registry().runs()
+    assert run.config["engine"] == "duckdb" and run.fingerprint == file_fingerprint(path)

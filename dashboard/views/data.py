@@ -79,20 +79,14 @@ with st.expander(
             state.set_disk(described)
             st.session_state.pop("uploaded_name", None)
 
-on_disk = state.disk()
-if on_disk is not None:
-    st.subheader(on_disk.name)
-    state.owner_badge()
-    st.caption(
-        f"{on_disk.kind} file on disk: {on_disk.path}, {sources.human_size(on_disk.size)}, "
-        f"{len(on_disk.columns)} columns. Its rows are never shown and never counted here (the "
-        "number of rows is private too); a run reads them through DuckDB."
-    )
+
+def codes_editor(on_disk: sources.DiskTable) -> None:
+    """Numbers of codes per column of a pre-coded file on disk, typed or from a domain file."""
     st.subheader("Number of codes per column")
     st.write(
-        "DuckDB reads **pre-coded** files: every value a whole number from 0 to the column's "
-        "number of codes minus 1. Declare each column's number of codes (public, like a "
-        "schema: it costs no budget), here or from a domain file such as "
+        "In a **pre-coded** file every value is a whole number from 0 to its column's number "
+        "of codes minus 1. Declare each column's number of codes (public, like a schema: it "
+        "costs no budget), here or from a domain file such as "
         '`assets/adult-coded-domain.json` (`{"column": codes, ...}`). A value outside its '
         "range stops the run before anything is measured."
     )
@@ -140,13 +134,45 @@ if on_disk is not None:
         )
     else:
         st.success("Every column has its number of codes: ready to run (Run page).")
-    st.stop()
 
-table = state.table()
-st.subheader(st.session_state["table_name"])
-state.owner_badge()
-st.caption(f"{table.shape[0]:,} rows x {table.shape[1]} columns (true counts: owner-only).")
-st.dataframe(table.head(200), key="preview", width="stretch")
+
+PRECODED = "pre-coded: whole numbers 0..k-1 (declare k per column)"
+RAW = "raw values: text, numbers, dates (encoded in SQL with the schema below)"
+
+on_disk = state.disk()
+if on_disk is not None:
+    st.subheader(on_disk.name)
+    state.owner_badge()
+    st.caption(
+        f"{on_disk.kind} file on disk: {on_disk.path}, {sources.human_size(on_disk.size)}, "
+        f"{len(on_disk.columns)} columns. Its rows are never shown and never counted here (the "
+        "number of rows is private too); a run reads them through DuckDB, where the file lies."
+    )
+    st.dataframe(
+        pd.DataFrame({"column": list(on_disk.columns)}),
+        key="disk_columns",
+        hide_index=True,
+        height=min(400, 38 + 35 * len(on_disk.columns)),
+    )
+    coded = st.radio(
+        "What the file holds",
+        [RAW, PRECODED],
+        index=1 if st.session_state.get("disk_precoded") else 0,
+        key="disk_mode",
+        disabled=busy,
+    )
+    if (coded == PRECODED) != st.session_state.get("disk_precoded", False):
+        st.session_state["disk_precoded"] = coded == PRECODED
+        st.session_state["finished"] = None
+    if coded == PRECODED:
+        codes_editor(on_disk)
+        st.stop()
+else:
+    table = state.table()
+    st.subheader(st.session_state["table_name"])
+    state.owner_badge()
+    st.caption(f"{table.shape[0]:,} rows x {table.shape[1]} columns (true counts: owner-only).")
+    st.dataframe(table.head(200), key="preview", width="stretch")
 
 st.subheader("Columns")
 st.write(

@@ -15,7 +15,7 @@ record is discarded, so nothing off the record is ever offered.
 from __future__ import annotations
 
 from functools import partial
-from pathlib import Path
+from typing import Any
 
 import numpy as np
 import streamlit as st
@@ -25,9 +25,7 @@ from dashboard.charts import convergence_chart
 from dashboard.settings import current_config, parse_delta, parse_seed, public_settings
 from privsyn_core import synthesize
 from privsyn_core.config import PrivSynConfig
-from privsyn_core.duckdb_counter import DuckDBCounter
 from privsyn_core.errors import InputError
-from privsyn_core.pipeline import SynthesisResult, synthesize_coded
 from privsyn_core.registry import file_fingerprint
 from privsyn_core.registry import fingerprint as registry_fingerprint
 
@@ -63,7 +61,7 @@ st.write(
     + f", epsilon **{ss['epsilon']:g}**, delta **{delta:g}**"
     + (
         " — domains read off the raw data (**not end-to-end DP**)"
-        if ss["raw_domains"] and on_disk is None
+        if ss["raw_domains"] and not (on_disk is not None and ss["disk_precoded"])
         else ""
     )
 )
@@ -84,15 +82,19 @@ def request(config: PrivSynConfig) -> worker.RunRequest:
         )  # fmt: skip
         dataset = partial(registry_fingerprint, table)
     else:
-        sizes = {name: int(codes) for name, codes in ss["disk_codes"].items()}
-        settings = {**settings, "raw_domains": False, "engine": "duckdb", "domain": sizes}
-
-        def run(on_progress: object, path: Path = on_disk.path) -> SynthesisResult:
-            return synthesize_coded(
-                DuckDBCounter.for_file(path, sizes), epsilon, delta, config=config, rng=rng,
-                on_progress=on_progress,
-            )  # fmt: skip
-
+        # counted where the file lies, on DuckDB: a pre-coded file with its numbers of codes,
+        # a raw one encoded in SQL with the session's schema
+        if ss["disk_precoded"]:
+            sizes = {name: int(codes) for name, codes in ss["disk_codes"].items()}
+            declared: dict[str, Any] = {"domain": sizes}
+            settings = {**settings, "raw_domains": False, "domain": sizes}
+        else:
+            declared = {"schema": state.schema(), "raw_domains": bool(ss["raw_domains"])}
+        settings = {**settings, "engine": "duckdb"}
+        run = partial(
+            synthesize, on_disk.path, epsilon, delta, engine="duckdb", config=config, rng=rng,
+            **declared,
+        )  # fmt: skip
         dataset = partial(file_fingerprint, on_disk.path)
     return worker.RunRequest(
         synthesize=run,
@@ -112,7 +114,7 @@ def draw(history: list | tuple, key: str, iterations: int | None = None) -> None
 
 def not_ready() -> str | None:
     """Why the session's table cannot run yet (a disk file with undeclared codes)."""
-    if on_disk is None:
+    if on_disk is None or not ss["disk_precoded"]:
         return None
     missing = [name for name, codes in ss["disk_codes"].items() if not codes]
     if missing:

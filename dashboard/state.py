@@ -71,7 +71,9 @@ def init() -> None:
     for key, value in DEFAULTS.items():
         # re-assigned on every run, not just defaulted: Streamlit deletes a widget's value at
         # the end of any run that does not draw the widget, i.e. on every other page, and the
-        # Run page would then synthesise at the default epsilon instead of the one set
+        # Run page would then synthesise at the default epsilon instead of the one set. The
+        # widgets also say persist_state="session": without it, leaving a page while its
+        # polling fragment runs (a run in progress) still reset them to the defaults
         ss[key] = ss.get(key, value)
     if "table" not in ss:
         set_table(load_sample(), SAMPLE_NAME)

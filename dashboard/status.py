@@ -20,5 +20,7 @@ def run_status() -> None:
     if snap.outcome is not None:
         st.rerun()  # the whole app: state.collect() takes the outcome into the session
     st.caption(f"A synthesis of {current.request.name} is running ({snap.seconds:.0f} s)")
-    st.progress(min(1.0, snap.fraction), text=snap.text)
+    st.progress(min(1.0, snap.stage_fraction), text=snap.stage_text)
+    if snap.gum_text is not None:
+        st.progress(min(1.0, snap.gum_fraction or 0.0), text=snap.gum_text)
     st.page_link("views/run.py", label="Watch it or cancel it on the Run page")

@@ -137,8 +137,12 @@ Outcome = Done | Cancelled | Failed
 class Snapshot:
     """What the page draws, copied out under the lock."""
 
-    fraction: float
-    text: str
+    #: which stages are done, e.g. "Stage 8 of 10: GUM synthesis"
+    stage_fraction: float
+    stage_text: str
+    #: GUM's own progress once it has started (None before)
+    gum_fraction: float | None
+    gum_text: str | None
     history: tuple[GumIterationRecord | GumProgress, ...]
     iterations: int
     seconds: float
@@ -154,8 +158,9 @@ class RunProgress:
     iterations: int
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
-    _fraction: float = 0.0
-    _text: str = "Checking the table's privacy budget"
+    _stage_fraction: float = 0.0
+    _stage_text: str = "Reading the table's fingerprint and checking its privacy budget"
+    _gum: GumProgress | None = None
     _history: list[GumProgress] = field(default_factory=list)
     _spent: PrivacyLedger | None = None
     _outcome: Outcome | None = None
@@ -172,8 +177,10 @@ class RunProgress:
         with self._lock:
             end = self._ended if self._ended is not None else time.perf_counter()
             return Snapshot(
-                self._fraction,
-                self._text,
+                self._stage_fraction,
+                self._stage_text,
+                None if self._gum is None else (self._gum.iteration + 1) / self._gum.iterations,
+                None if self._gum is None else _gum_text(self._gum),
                 tuple(self._history),
                 self.iterations,
                 end - self._started,
@@ -197,20 +204,20 @@ class RunProgress:
         """The engine's progress callback: note the event; False asks the engine to stop."""
         with self._lock:
             if isinstance(event, StageStarted):
-                self._fraction = STAGES.index(event.stage) / len(STAGES)
-                self._text = event.title
+                index = STAGES.index(event.stage)
+                self._stage_fraction = index / len(STAGES)
+                self._stage_text = f"Stage {index + 1} of {len(STAGES)}: {event.title}"
             elif isinstance(event, StageFinished):
                 self._spent = event.spent
-                self._fraction = (STAGES.index(event.stage) + 1) / len(STAGES)
-                self._text = f"{STAGE_TITLES[event.stage]}: {event.summary}"
+                index = STAGES.index(event.stage)
+                self._stage_fraction = (index + 1) / len(STAGES)
+                self._stage_text = (
+                    f"Stage {index + 1} of {len(STAGES)} done: {STAGE_TITLES[event.stage]}"
+                    + (f" ({event.summary})" if event.summary else "")
+                )
             elif isinstance(event, GumProgress):
                 self._history.append(event)
-                share = event.iteration / max(1, event.iterations)
-                self._fraction = (STAGES.index(Stage.GUM) + share) / len(STAGES)
-                self._text = (
-                    f"GUM iteration {event.iteration + 1} of at most {event.iterations}: "
-                    f"mean L1 {event.mean_error:.4f}"
-                )
+                self._gum = event
         return not self._cancel.is_set()
 
     def note_dataset(self, dataset: str) -> None:
@@ -222,7 +229,15 @@ class RunProgress:
             self._outcome = outcome
             self._ended = time.perf_counter()
             if isinstance(outcome, Done):
-                self._fraction, self._text = 1.0, f"done in {outcome.seconds:.1f} s"
+                self._stage_fraction = 1.0
+                self._stage_text = f"done in {outcome.seconds:.1f} s"
+
+
+def _gum_text(event: GumProgress) -> str:
+    return (
+        f"GUM iteration {event.iteration + 1} of at most {event.iterations}: mean L1 error "
+        f"{event.mean_error:.4f} against the noisy marginals"
+    )
 
 
 @dataclass(eq=False)

@@ -148,18 +148,21 @@ if on_disk is not None:
         f"{len(on_disk.columns)} columns. Its rows are never shown and never counted here (the "
         "number of rows is private too); a run reads them through DuckDB, where the file lies."
     )
-    st.dataframe(
+    names, mode = st.columns([1, 2])
+    names.dataframe(
         pd.DataFrame({"column": list(on_disk.columns)}),
         key="disk_columns",
         hide_index=True,
-        height=min(400, 38 + 35 * len(on_disk.columns)),
+        height=min(300, 38 + 35 * len(on_disk.columns)),
     )
-    coded = st.radio(
+    coded = mode.radio(
         "What the file holds",
         [RAW, PRECODED],
         index=1 if st.session_state.get("disk_precoded") else 0,
         key="disk_mode",
         disabled=busy,
+        help="raw values get the same schema as an uploaded table (below); pre-coded files "
+        "need each column's number of codes",
     )
     if (coded == PRECODED) != st.session_state.get("disk_precoded", False):
         st.session_state["disk_precoded"] = coded == PRECODED
@@ -246,6 +249,7 @@ def _schema_from(rows: pd.DataFrame) -> Schema:
 raw = st.toggle(
     "Read undeclared structure and domains off the raw data (demo shortcut: NOT end-to-end DP)",
     key="raw_domains",
+    persist_state="session",
 )
 edited = st.data_editor(
     _rows(state.schema()),

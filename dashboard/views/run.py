@@ -36,15 +36,19 @@ st.title("Run PrivSyn")
 ss = st.session_state
 job = state.job()
 
-st.number_input("GUM iterations (at most)", 1, 500, key="iterations", step=10)
+st.number_input(
+    "GUM iterations (at most)", 1, 500, key="iterations", persist_state="session", step=10
+)
 st.checkbox(
     "stop when the error stops falling (1% over 10 iterations)",
     key="stop_at_plateau",
+    persist_state="session",
     help="GUM's error against the noisy targets flattens out; stopping there saves time",
 )
 st.text_input(
     "seed (debug mode, not for release; empty: release mode with secure randomness)",
     key="seed_text",
+    persist_state="session",
 )
 try:
     delta = parse_delta(ss["delta_text"])
@@ -107,8 +111,10 @@ def request(config: PrivSynConfig) -> worker.RunRequest:
     )
 
 
-def draw(history: list | tuple, key: str, iterations: int | None = None) -> None:
-    chart = convergence_chart(history, iterations or config.gum.iterations)
+def draw(
+    history: list | tuple, key: str, iterations: int | None = None, live: bool = False
+) -> None:
+    chart = convergence_chart(history, iterations or config.gum.iterations, live=live)
     st.plotly_chart(chart, key=key)
 
 
@@ -134,12 +140,15 @@ def live() -> None:
     snap = current.progress.snapshot()
     if snap.outcome is not None:
         st.rerun()  # the whole app: state.collect() takes the outcome into the session
-    st.progress(
-        min(1.0, snap.fraction),
-        text=("Cancelling (at the next GUM iteration or stage)... " if snap.cancelling else "")
-        + snap.text,
+    if snap.cancelling:
+        st.warning("Cancelling: the run stops at the end of the current GUM iteration or stage.")
+    st.progress(min(1.0, snap.stage_fraction), text=snap.stage_text)
+    if snap.gum_text is not None:
+        st.progress(min(1.0, snap.gum_fraction or 0.0), text=snap.gum_text)
+    st.caption(
+        f"Running for {snap.seconds:.0f} s in the background: other pages keep working "
+        "meanwhile, and the result will be here when it is done."
     )
-    st.caption(f"Running for {snap.seconds:.0f} s. Other pages keep working meanwhile.")
     st.button(
         "Cancel",
         key="cancel",
@@ -147,7 +156,7 @@ def live() -> None:
         disabled=snap.cancelling,
         help="stops the run within one GUM iteration; the budget already spent stays spent",
     )
-    draw(snap.history, key="live", iterations=snap.iterations)
+    draw(snap.history, key="live", iterations=snap.iterations, live=True)
 
 
 if job is not None:

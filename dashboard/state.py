@@ -146,7 +146,7 @@ def collect() -> None:
     if current is None:
         if ss["run_state"] == "running":
             ss["run_state"] = "cancelled"
-            ss["interrupted_run"] = None
+            ss["interrupted_run"] = ss["interrupted_stage"] = ss["interrupted_rho"] = None
         return
     snap = current.progress.snapshot()
     if snap.outcome is None:
@@ -173,6 +173,8 @@ def collect() -> None:
     elif isinstance(outcome, worker.Cancelled):
         ss["run_state"] = "cancelled"
         ss["interrupted_run"] = outcome.run_id
+        ss["interrupted_stage"] = outcome.stage
+        ss["interrupted_rho"] = outcome.spent_rho
     else:
         ss["run_state"] = "refused" if outcome.refused else "failed"
         ss["run_message"] = outcome.message

@@ -119,6 +119,10 @@ class Done:
 class Cancelled:
     #: the run id under which the spend before the stop was recorded (None: nothing spent)
     run_id: int | None
+    #: the stage the run stopped in (None: before the engine started)
+    stage: str | None = None
+    #: rho spent before the stop (recorded under ``run_id`` unless the registry refused it)
+    spent_rho: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -293,7 +297,8 @@ def _run(request: RunRequest, progress: RunProgress) -> Outcome:
         result = request.synthesize(on_progress=progress.on_progress)
     except SynthesisCancelled as exc:
         spent = exc.ledger if exc.ledger.spent_rho > 0 else progress.spent
-        return Cancelled(records.record_interrupted(dataset, request.name, spent, request.settings))
+        run_id = records.record_interrupted(dataset, request.name, spent, request.settings)
+        return Cancelled(run_id, STAGE_TITLES[exc.stage], spent.spent_rho if spent else 0.0)
     except FailedAfterSpending as exc:
         return Failed(records.record_failure(dataset, request.name, exc, request.settings))
     except (InputError, BudgetExceededError) as exc:

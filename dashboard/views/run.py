@@ -186,16 +186,26 @@ if start:
     st.rerun()
 
 if ss["run_state"] == "cancelled":
-    recorded = ss.get("interrupted_run")
-    st.warning(
-        "The last run was cancelled. Measurements made before the stop have used privacy "
-        "budget; no table was released"
-        + (
-            f". Its spend is recorded as run {recorded} (History page)."
-            if recorded is not None
-            else " (it was stopped before it measured anything: nothing was spent)."
+    recorded, stage = ss.get("interrupted_run"), ss.get("interrupted_stage")
+    where = f" during {stage[0].lower()}{stage[1:]}" if stage else ""
+    if stage and ss["partial_history"]:
+        where += f" (after {len(ss['partial_history'])} GUM iterations)"
+    spent = ss.get("interrupted_rho")
+    if recorded is not None:
+        spend = (
+            "Measurements made before the stop have used privacy budget. Its spend is "
+            f"recorded as run {recorded} (History page)."
         )
-    )
+    elif spent:
+        spend = (
+            f"Measurements made before the stop used rho {spent:.4g} of privacy budget, "
+            "which the run registry could not record."
+        )
+    elif spent is None:
+        spend = "What it spent before the stop, if anything, is listed on the History page."
+    else:
+        spend = "It stopped before measuring anything: nothing was spent."
+    st.warning(f"The last run was cancelled{where}; no table was released. {spend}")
 elif ss["run_state"] in ("failed", "refused"):
     st.error(ss.get("run_message", "The run did not finish."))
 
@@ -230,4 +240,4 @@ if finished is not None:
     st.page_link("views/results.py", label="Download the synthetic table")
 elif ss["partial_history"]:
     st.caption("The stopped run's GUM iterations, up to the stop:")
-    draw(ss["partial_history"], key="partial")
+    draw(ss["partial_history"], key="partial", iterations=max(10, len(ss["partial_history"])))

@@ -24,8 +24,9 @@ The SQL reads each value as :mod:`privsyn_core.values` does, one value at a time
 
 Known differences from the in-memory reading, documented and tested: a *quoted* CSV cell
 with leading spaces before a missing spelling (``"  NA"``) is missing here, text there;
-fractional seconds of a datetime may differ in the last bit of the double; date-times with a
-UTC offset are converted to UTC here, while pandas refuses a column that mixes offsets.
+a blank line of a one-column CSV file is a missing value here, skipped there (files of two
+columns or more skip blank lines on both); fractional seconds of a datetime may differ in the
+last bit of the double. Date-times with a UTC offset are read in UTC on both.
 CSV files are read as UTF-8 (DuckDB) without pandas' per-value Windows-1252 fallback.
 """
 
@@ -267,7 +268,8 @@ def reading_query(source: str, texts: Sequence[str], dialect: Dialect) -> str:
         f1, f2, f3 = f"{t}_f1", f"{t}_f2", f"{t}_f3"
         clock = (
             f"{t}_hh * 3600 + {t}_mi * 60 + COALESCE({t}_ss, 0) - CASE WHEN {t}_sign = '-' "
-            f"THEN -1 WHEN {t}_sign = '+' THEN 1 ELSE 0 END * ({t}_zh * 3600 + {t}_zm * 60)"
+            f"THEN -1 WHEN {t}_sign = '+' THEN 1 ELSE 0 END "
+            f"* (COALESCE({t}_zh, 0) * 3600 + COALESCE({t}_zm, 0) * 60)"
         )
         fraction = f"CASE WHEN {t}_frac = '' THEN 0.0 ELSE TRY_CAST('0.' || {t}_frac AS DOUBLE) END"
         return ", ".join(

@@ -24,13 +24,16 @@ The SQL reads each value as :mod:`privsyn_core.values` does, one value at a time
 
 Known differences from the in-memory reading, documented and tested: a *quoted* CSV cell
 with leading spaces before a missing spelling (``"  NA"``) is missing here, text there;
-fractional seconds of a datetime may differ in the last bit of the double; date-times with a
-UTC offset are converted to UTC here, while pandas refuses a column that mixes offsets.
+a blank line of a one-column CSV file is a missing value here, skipped there (files of two
+columns or more skip blank lines on both); fractional seconds of a datetime may differ in the
+last bit of the double. Date-times with a UTC offset are read in UTC on both.
 CSV files are read as UTF-8 (DuckDB) without pandas' per-value Windows-1252 fallback.
 """
 
 from __future__ import annotations
 
+import tempfile
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import count
@@ -48,6 +51,7 @@ from privsyn_core.sql_counting import count_by_grouping_sets
 from privsyn_core.table import TableError
 from privsyn_core.values import (
     _ISO_DATE,
+    _ISO_DATETIME,
     _SLASH,
     _YMD_SLASH,
     NUMBER,
@@ -114,6 +118,12 @@ def quoted(name: str, dialect: Dialect) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def one_of(expr: str, values: Sequence[str]) -> str:
+    """``expr IN (values)`` spelled as comparisons: DuckDB's IN-list optimizer takes seconds
+    to plan the nested expressions of this module when they hold IN lists."""
+    return "(" + " OR ".join(f"{expr} = {v}" for v in values) + ")"
+
+
 def double(value: float) -> str:
     """A double literal that reads back exactly (shortest round-trip text)."""
     return f"CAST('{float(value)!r}' AS DOUBLE)"
@@ -128,12 +138,16 @@ def canonical_expr(column: str, kind: str, dialect: Dialect, *, csv: bool) -> st
     kind = kind.upper()
     text = dialect.text_type
     if kind.startswith(("VARCHAR", "STRING", "CHAR", "TEXT")):
-        stripped = f"NULLIF({dialect.trim(column, WHITESPACE)}, '')"
+        stripped = f"NULLIF({_stripped(column, dialect)}, '')"
         if not csv:
             return stripped
-        spellings = ", ".join(dialect.string(s) for s in CSV_MISSING)
-        spelled = f"{dialect.ltrim_spaces(column)} IN ({spellings})"
-        return f"CASE WHEN {spelled} THEN NULL ELSE {stripped} END"
+        spellings = [dialect.string(s) for s in CSV_MISSING]
+        # a cell is missing when its text after leading spaces is a spelling; the stripped
+        # text being one is necessary for that, and cheap to test first
+        return (
+            f"CASE WHEN {one_of(stripped, spellings)} AND "
+            f"{one_of(dialect.ltrim_spaces(column), spellings)} THEN NULL ELSE {stripped} END"
+        )
     if kind.startswith(("BOOL",)):
         return f"CASE WHEN {column} IS NULL THEN NULL WHEN {column} THEN 'True' ELSE 'False' END"
     if kind.startswith(("TINYINT", "SMALLINT", "INT", "BIGINT", "HUGEINT", "UTINYINT",
@@ -155,16 +169,15 @@ def canonical_expr(column: str, kind: str, dialect: Dialect, *, csv: bool) -> st
             f"THEN strftime({column}, '%Y-%m-%d %H:%M:%S') "
             f"ELSE strftime({column}, '%Y-%m-%d %H:%M:%S.%f') END"
         )
-    return f"NULLIF({dialect.trim(f'CAST({column} AS {text})', WHITESPACE)}, '')"
+    return f"NULLIF({_stripped(f'CAST({column} AS {text})', dialect)}, '')"
 
 
-def number_expr(t: str, dialect: Dialect) -> str:
-    """A plain decimal number as a finite double; NULL otherwise (``parse_numbers``)."""
-    value = f"TRY_CAST({t} AS DOUBLE)"
-    return (
-        f"CASE WHEN {dialect.full_match(t, NUMBER)} AND abs({value}) <= {double_max()} "
-        f"THEN {value} END"
-    )
+def _stripped(column: str, dialect: Dialect) -> str:
+    """``str.strip()``: the full trim only for values that start or end with a character
+    that may be whitespace (control characters, space, non-ASCII), which most do not."""
+    ends = f"ascii({column})", f"ascii(right({column}, 1))"
+    suspicious = " OR ".join(f"{e} <= 32 OR {e} > 127" for e in ends)
+    return f"CASE WHEN {suspicious} THEN {dialect.trim(column, WHITESPACE)} ELSE {column} END"
 
 
 def double_max() -> str:
@@ -176,15 +189,18 @@ def _int(expr: str) -> str:
 
 
 def _days_in_month(y: str, m: str) -> str:
-    leap = f"(({y}) % 4 = 0 AND (({y}) % 100 <> 0 OR ({y}) % 400 = 0))"
+    leap = f"({y} % 4 = 0 AND ({y} % 100 <> 0 OR {y} % 400 = 0))"
     return (
         f"CASE WHEN {m} = 2 THEN CASE WHEN {leap} THEN 29 ELSE 28 END "
-        f"WHEN {m} IN (4, 6, 9, 11) THEN 30 ELSE 31 END"
+        f"WHEN {one_of(m, ['4', '6', '9', '11'])} THEN 30 ELSE 31 END"
     )
 
 
 def _valid_date(y: str, m: str, d: str) -> str:
-    return f"({y} >= 1 AND {m} BETWEEN 1 AND 12 AND {d} >= 1 AND {d} <= {_days_in_month(y, m)})"
+    return (
+        f"COALESCE({y} >= 1 AND {m} BETWEEN 1 AND 12 AND {d} >= 1 "
+        f"AND {d} <= {_days_in_month(y, m)}, FALSE)"
+    )
 
 
 def _days(y: str, m: str, d: str, dialect: Dialect) -> str:
@@ -197,100 +213,111 @@ def _days(y: str, m: str, d: str, dialect: Dialect) -> str:
     return f"({era} * 146097 + {doe} - 719468)"
 
 
-@dataclass(frozen=True)
-class _DateParts:
-    """A date pattern with its fields: (year, month, day) as SQL integer expressions."""
-
-    matches: str
-    y: str
-    m: str
-    d: str
-
-    @property
-    def valid(self) -> str:
-        return f"({self.matches} AND {_valid_date(self.y, self.m, self.d)})"
-
-
-def _date_parts(t: str, dialect: Dialect) -> dict[str, _DateParts]:
-    def fields(pattern: str, order: tuple[int, int, int]) -> _DateParts:
-        y, m, d = (_int(dialect.extract(t, pattern, g)) for g in order)
-        return _DateParts(dialect.full_match(t, pattern), y, m, d)
-
-    iso = r"([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})"
-    ymd = r"([0-9]{4})/([0-9]{1,2})/([0-9]{1,2})"
-    slash = r"([0-9]{1,2})/([0-9]{1,2})/([0-9]{4})"
-    assert _ISO_DATE.count("[0-9]") == 3 and _YMD_SLASH.count("/") == 2 and "/" in _SLASH
-    return {
-        "iso": fields(iso, (1, 2, 3)),
-        "datetime": fields(_DATETIME_GROUPS, (1, 2, 3)),
-        "ymd": fields(ymd, (1, 2, 3)),
-        "dmy": fields(slash, (3, 2, 1)),
-        "mdy": fields(slash, (3, 1, 2)),
-    }
-
-
-#: the ISO date-time pattern with its fields in groups: date, hour, minute, second, fraction,
-#: zone ("Z", or sign, hours and minutes)
-_DATETIME_GROUPS = (
-    r"([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})[T ]([0-9]{1,2}):([0-9]{2})"
-    r"(?::([0-9]{2})(?:\.([0-9]+))?)?(Z|([+-])([0-9]{2}):?([0-9]{2}))?"
+#: which pattern a value's text matches (the patterns exclude each other)
+_MISSING, _NUMBER, _ISO, _DATETIME, _YMD, _SLASHED, _OTHER = 0, 1, 3, 4, 5, 6, 9
+#: the three numeric fields of every date pattern: Y-m-d, Y/m/d and a/b/Y alike
+_FIELDS = r"([0-9]+)[-/]([0-9]+)[-/]([0-9]+)(.*)"
+#: the ISO date-time pattern with its time fields in groups: hour, minute, second, fraction,
+#: zone sign, hours and minutes (engines read at most 9 groups)
+_TIME_GROUPS = (
+    r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}[T ]([0-9]{1,2}):([0-9]{2})"
+    r"(?::([0-9]{2})(?:\.([0-9]+))?)?(?:Z|([+-])([0-9]{2}):?([0-9]{2}))?"
 )
 
 
-def _time_valid(t: str, dialect: Dialect) -> str:
-    hour, minute, second = (_int(dialect.extract(t, _DATETIME_GROUPS, g)) for g in (4, 5, 6))
-    return f"({hour} <= 23 AND {minute} <= 59 AND COALESCE({second}, 0) <= 59)"
+def reading_query(source: str, texts: Sequence[str], dialect: Dialect) -> str:
+    """A query over ``source`` that reads each canonical-text column ``t`` of ``texts`` value
+    by value, as :mod:`privsyn_core.values` does, into the columns
 
+    * ``{t}_class``: its :class:`~privsyn_core.values.ValueClass` (``classify``);
+    * ``{t}_number``: a plain decimal number as a finite double, else NULL (``parse_numbers``);
+    * ``{t}_dmy``, ``{t}_mdy``: seconds since 1970 of a date (``parse_datetimes``, slashed
+      dates read day first or month first), else NULL.
 
-def class_expr(t: str, dialect: Dialect) -> str:
-    """The :class:`~privsyn_core.values.ValueClass` of canonical text ``t`` (``classify``)."""
-    value = f"TRY_CAST({t} AS DOUBLE)"
-    parts = _date_parts(t, dialect)
-    dt = parts["datetime"]
-    dmy, mdy = parts["dmy"].valid, parts["mdy"].valid
+    In layers, each naming what the next reads, so every field is extracted once and a
+    value's fields are read only for the pattern it matched.
+    """
     c = ValueClass
-    return (
-        f"CASE WHEN {t} IS NULL THEN {c.MISSING.value} "
-        f"WHEN {dialect.full_match(t, NUMBER)} AND abs({value}) <= {double_max()} "
-        f"THEN CASE WHEN {value} % 1 = 0 THEN {c.INTEGER.value} ELSE {c.DECIMAL.value} END "
-        f"WHEN {parts['iso'].valid} THEN {c.DATE_ISO.value} "
-        f"WHEN {dt.valid} AND {_time_valid(t, dialect)} THEN {c.DATETIME_ISO.value} "
-        f"WHEN {parts['ymd'].valid} THEN {c.DATE_YMD_SLASH.value} "
-        f"WHEN {dmy} AND {mdy} THEN {c.DATE_SLASH_AMBIGUOUS.value} "
-        f"WHEN {dmy} THEN {c.DATE_DMY.value} "
-        f"WHEN {mdy} THEN {c.DATE_MDY.value} "
-        f"ELSE {c.TEXT.value} END"
+    layer1 = ", ".join(
+        f"{t}, CASE WHEN {t} IS NULL THEN {_MISSING} "
+        f"WHEN {dialect.full_match(t, NUMBER)} THEN {_NUMBER} "
+        f"WHEN {dialect.full_match(t, _ISO_DATE)} THEN {_ISO} "
+        f"WHEN {dialect.full_match(t, _ISO_DATETIME)} THEN {_DATETIME} "
+        f"WHEN {dialect.full_match(t, _YMD_SLASH)} THEN {_YMD} "
+        f"WHEN {dialect.full_match(t, _SLASH)} THEN {_SLASHED} ELSE {_OTHER} END AS {t}_p"
+        for t in texts
     )
 
+    def fields(t: str) -> str:
+        dated = f"{t}_p BETWEEN {_ISO} AND {_SLASHED}"
+        out = [f"CASE WHEN {t}_p = {_NUMBER} THEN TRY_CAST({t} AS DOUBLE) END AS {t}_v"]
+        out += [
+            f"CASE WHEN {dated} THEN {_int(dialect.extract(t, _FIELDS, g))} END AS {t}_f{g}"
+            for g in (1, 2, 3)
+        ]
+        timed = f"{t}_p = {_DATETIME}"
+        for g, name in ((1, "hh"), (2, "mi"), (3, "ss"), (6, "zh"), (7, "zm")):
+            value = _int(dialect.extract(t, _TIME_GROUPS, g))
+            out.append(f"CASE WHEN {timed} THEN {value} END AS {t}_{name}")
+        for g, name in ((4, "frac"), (5, "sign")):
+            value = dialect.extract(t, _TIME_GROUPS, g)
+            out.append(f"CASE WHEN {timed} THEN {value} END AS {t}_{name}")
+        return ", ".join(out)
 
-def seconds_expr(t: str, dialect: Dialect, *, day_first: bool) -> str:
-    """Seconds since 1970 of a value in a recognised date format, NULL otherwise
-    (``parse_datetimes``: the first format that reads the value wins)."""
-    parts = _date_parts(t, dialect)
+    def checks(t: str) -> str:
+        f1, f2, f3 = f"{t}_f1", f"{t}_f2", f"{t}_f3"
+        clock = (
+            f"{t}_hh * 3600 + {t}_mi * 60 + COALESCE({t}_ss, 0) - CASE WHEN {t}_sign = '-' "
+            f"THEN -1 WHEN {t}_sign = '+' THEN 1 ELSE 0 END "
+            f"* (COALESCE({t}_zh, 0) * 3600 + COALESCE({t}_zm, 0) * 60)"
+        )
+        fraction = f"CASE WHEN {t}_frac = '' THEN 0.0 ELSE TRY_CAST('0.' || {t}_frac AS DOUBLE) END"
+        return ", ".join(
+            [
+                f"{_valid_date(f1, f2, f3)} AS {t}_ok",
+                f"{_valid_date(f3, f2, f1)} AS {t}_okd",
+                f"{_valid_date(f3, f1, f2)} AS {t}_okm",
+                f"COALESCE({t}_hh <= 23 AND {t}_mi <= 59 AND COALESCE({t}_ss, 0) <= 59, FALSE) "
+                f"AS {t}_tok",
+                f"CAST({_days(f1, f2, f3, dialect)} AS DOUBLE) * 86400 AS {t}_s",
+                f"CAST({_days(f3, f2, f1, dialect)} AS DOUBLE) * 86400 AS {t}_sd",
+                f"CAST({_days(f3, f1, f2, dialect)} AS DOUBLE) * 86400 AS {t}_sm",
+                f"CAST({clock} AS DOUBLE) + {fraction} AS {t}_clock",
+            ]
+        )
 
-    def day_seconds(p: _DateParts) -> str:
-        return f"CAST({_days(p.y, p.m, p.d, dialect)} AS DOUBLE) * 86400"
+    def outputs(t: str) -> str:
+        finite = f"abs({t}_v) <= {double_max()}"
+        klass = (
+            f"CASE {t}_p WHEN {_MISSING} THEN {c.MISSING.value} "
+            f"WHEN {_NUMBER} THEN CASE WHEN {finite} THEN CASE WHEN {t}_v % 1 = 0 "
+            f"THEN {c.INTEGER.value} ELSE {c.DECIMAL.value} END ELSE {c.TEXT.value} END "
+            f"WHEN {_ISO} THEN CASE WHEN {t}_ok THEN {c.DATE_ISO.value} ELSE {c.TEXT.value} END "
+            f"WHEN {_DATETIME} THEN CASE WHEN {t}_ok AND {t}_tok THEN {c.DATETIME_ISO.value} "
+            f"ELSE {c.TEXT.value} END "
+            f"WHEN {_YMD} THEN CASE WHEN {t}_ok THEN {c.DATE_YMD_SLASH.value} "
+            f"ELSE {c.TEXT.value} END "
+            f"WHEN {_SLASHED} THEN CASE WHEN {t}_okd AND {t}_okm "
+            f"THEN {c.DATE_SLASH_AMBIGUOUS.value} WHEN {t}_okd THEN {c.DATE_DMY.value} "
+            f"WHEN {t}_okm THEN {c.DATE_MDY.value} ELSE {c.TEXT.value} END "
+            f"ELSE {c.TEXT.value} END AS {t}_class"
+        )
+        number = f"CASE WHEN {t}_p = {_NUMBER} AND {finite} THEN {t}_v END AS {t}_number"
 
-    dt = parts["datetime"]
-    g = [_int(dialect.extract(t, _DATETIME_GROUPS, i)) for i in range(4, 7)]
-    fraction = dialect.extract(t, _DATETIME_GROUPS, 7)
-    sign = dialect.extract(t, _DATETIME_GROUPS, 9)
-    zone_h, zone_m = (_int(dialect.extract(t, _DATETIME_GROUPS, i)) for i in (10, 11))
-    offset = (
-        f"CASE WHEN {sign} = '' THEN 0 ELSE (CASE WHEN {sign} = '-' THEN -1 ELSE 1 END) * "
-        f"({zone_h} * 3600 + {zone_m} * 60) END"
-    )
-    clock = f"({g[0]} * 3600 + {g[1]} * 60 + COALESCE({g[2]}, 0) - {offset})"
-    frac = f"CASE WHEN {fraction} = '' THEN 0.0 ELSE TRY_CAST('0.' || {fraction} AS DOUBLE) END"
-    first, second = ("dmy", "mdy") if day_first else ("mdy", "dmy")
-    return (
-        f"CASE WHEN {parts['iso'].valid} THEN {day_seconds(parts['iso'])} "
-        f"WHEN {dt.valid} AND {_time_valid(t, dialect)} "
-        f"THEN {day_seconds(dt)} + CAST({clock} AS DOUBLE) + {frac} "
-        f"WHEN {parts['ymd'].valid} THEN {day_seconds(parts['ymd'])} "
-        f"WHEN {parts[first].valid} THEN {day_seconds(parts[first])} "
-        f"WHEN {parts[second].valid} THEN {day_seconds(parts[second])} END"
-    )
+        def seconds(first: str, second: str, name: str) -> str:
+            return (
+                f"CASE WHEN ({t}_p = {_ISO} OR {t}_p = {_YMD}) AND {t}_ok THEN {t}_s "
+                f"WHEN {t}_p = {_DATETIME} AND {t}_ok AND {t}_tok THEN {t}_s + {t}_clock "
+                f"WHEN {t}_p = {_SLASHED} THEN CASE WHEN {t}_ok{first} THEN {t}_s{first} "
+                f"WHEN {t}_ok{second} THEN {t}_s{second} END END AS {t}_{name}"
+            )
+
+        return ", ".join([t, klass, number, seconds("d", "m", "dmy"), seconds("m", "d", "mdy")])
+
+    q1 = f"SELECT {layer1} FROM {source}"
+    q2 = f"SELECT *, {', '.join(fields(t) for t in texts)} FROM ({q1}) AS l1"
+    q3 = f"SELECT *, {', '.join(checks(t) for t in texts)} FROM ({q2}) AS l2"
+    return f"SELECT {', '.join(outputs(t) for t in texts)} FROM ({q3}) AS l3"
 
 
 def cell_expr(value: str, edges: Sequence[float]) -> str:
@@ -310,8 +337,9 @@ def cell_expr(value: str, edges: Sequence[float]) -> str:
 
 
 def code_expr(codec: ColumnCodec, t: str, dialect: Dialect) -> str:
-    """The code of canonical text ``t`` under ``codec``; NULL where the codec refuses the
-    value (a missing value it has no code for, a category it does not list)."""
+    """The code of the value read in column ``t`` of :func:`reading_query` under ``codec``;
+    NULL where the codec refuses it (a missing value it has no code for, a category it does
+    not list)."""
     if isinstance(codec, CategoryCodec):
         keys = categories_as_text(codec.categories)
         branches = " ".join(f"WHEN {dialect.string(k)} THEN {i}" for i, k in enumerate(keys))
@@ -319,17 +347,17 @@ def code_expr(codec: ColumnCodec, t: str, dialect: Dialect) -> str:
         missing = codec.missing_code if codec.missing else "NULL"
         cases = f"CASE {t} {branches} ELSE {other} END" if keys else str(other)
         return f"CASE WHEN {t} IS NULL THEN {missing} ELSE {cases} END"
-    number = _codec_number(codec, t, dialect)
+    number = codec_number(codec, t)
     missing = codec.missing_code if codec.missing else "NULL"
-    return (
-        f"CASE WHEN {number} IS NULL THEN {missing} ELSE {cell_expr(number, codec.edges[1:-1])} END"
-    )
+    cell = cell_expr(number, codec.edges[1:-1])
+    return f"CASE WHEN {number} IS NULL THEN {missing} ELSE {cell} END"
 
 
-def _codec_number(codec: BinnedCodec, t: str, dialect: Dialect) -> str:
+def codec_number(codec: BinnedCodec, t: str) -> str:
+    """The column of :func:`reading_query` that holds ``t`` read by ``codec``."""
     if codec.datetime:
-        return f"({seconds_expr(t, dialect, day_first=day_first_format(codec.datetime_format))})"
-    return f"({number_expr(t, dialect)})"
+        return f"{t}_dmy" if day_first_format(codec.datetime_format) else f"{t}_mdy"
+    return f"{t}_number"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -342,14 +370,14 @@ Run = Callable[[str], list[tuple]]
 @dataclass(frozen=True)
 class _SqlNumbers:
     table: SqlTable
-    t: str
+    readings: str
     number: str
 
     def histogram(self, edges: np.ndarray, clip: bool) -> np.ndarray:
         cells = len(edges) - 1
         rows = self.table.run(
             f"SELECT cell, count(*) FROM (SELECT {cell_expr('v', list(edges))} - 1 AS cell "
-            f"FROM (SELECT {self.number} AS v FROM {self.table.texts}) AS n "
+            f"FROM (SELECT {self.number} AS v FROM {self.readings}) AS n "
             f"WHERE v IS NOT NULL) AS c GROUP BY cell"
         )
         counts = np.zeros(cells)
@@ -364,7 +392,7 @@ class _SqlNumbers:
 
     def bounds(self) -> tuple[float, float] | None:
         low, high = self.table.run(
-            f"SELECT min(v), max(v) FROM (SELECT {self.number} AS v FROM {self.table.texts}) AS n"
+            f"SELECT min({self.number}), max({self.number}) FROM {self.readings}"
         )[0]
         return None if low is None else (float(low), float(high))
 
@@ -375,7 +403,8 @@ class SqlTable:
     :class:`~privsyn_core.reading.RawTable`). ``source`` names a relation whose columns are
     ``columns`` with SQL types ``types``; ``csv`` says its text came from a CSV file (pandas'
     missing spellings apply). ``run`` executes a query and returns its rows; ``define`` creates
-    a view (name, query)."""
+    a view (name, query); ``store`` keeps a query's result where the engine keeps tables
+    (DuckDB: on disk), or defines a view."""
 
     source: str
     columns: tuple[str, ...]
@@ -384,18 +413,26 @@ class SqlTable:
     dialect: Dialect
     run: Run
     define: Callable[[str, str], None]
+    store: Callable[[str, str], None]
     coded_counter: Callable[[dict[str, int]], Counter] | None = None
     encoded_counter: Callable[[str, Domain], Counter] | None = None
-    texts: str = field(init=False)
     _classes: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
-    def __post_init__(self) -> None:
-        self.texts = f"privsyn_text_{next(_names)}"
+    def texts(self, names: Sequence[str]) -> str:
+        """A subquery: the canonical text ``t{i}`` of each column of ``names`` (``i`` its
+        position in the table). Queries name only the columns they read: planning the
+        reading of every column costs time on wide tables."""
         texts = ", ".join(
-            f"{canonical_expr(quoted(c, self.dialect), k, self.dialect, csv=self.csv)} AS t{i}"
-            for i, (c, k) in enumerate(zip(self.columns, self.types, strict=True))
+            f"{canonical_expr(quoted(c, self.dialect), self.types[i], self.dialect, csv=self.csv)}"
+            f" AS t{i}"
+            for i, c in ((self.columns.index(n), n) for n in names)
         )
-        self.define(self.texts, f"SELECT {texts} FROM {self.source}")
+        return f"(SELECT {texts} FROM {self.source}) AS texts"
+
+    def readings(self, names: Sequence[str]) -> str:
+        """A subquery: :func:`reading_query` of the columns ``names``."""
+        ts = [self._t(n) for n in names]
+        return f"({reading_query(self.texts(names), ts, self.dialect)}) AS readings"
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -408,14 +445,11 @@ class SqlTable:
         if not self._classes:  # every column's classes in one scan
             k = len(ValueClass)
             aggregates = ", ".join(
-                f"count(*) FILTER (WHERE k{i} = {v})"
+                f"count(*) FILTER (WHERE t{i}_class = {v})"
                 for i in range(len(self.columns))
                 for v in range(k)
             )
-            inner = ", ".join(
-                f"{class_expr(f't{i}', self.dialect)} AS k{i}" for i in range(len(self.columns))
-            )
-            row = self.run(f"SELECT {aggregates} FROM (SELECT {inner} FROM {self.texts}) AS k")[0]
+            row = self.run(f"SELECT {aggregates} FROM {self.readings(self.columns)}")[0]
             for i, c in enumerate(self.columns):
                 self._classes[c] = np.array(row[i * k : (i + 1) * k], dtype=float)
         return self._classes[name].copy()
@@ -423,16 +457,19 @@ class SqlTable:
     def value_counts(self, name: str) -> tuple[tuple[str, ...], np.ndarray]:
         t = self._t(name)
         rows = sorted(
-            self.run(f"SELECT {t}, count(*) FROM {self.texts} WHERE {t} IS NOT NULL GROUP BY {t}")
+            self.run(
+                f"SELECT {t}, count(*) FROM {self.texts([name])} WHERE {t} IS NOT NULL GROUP BY {t}"
+            )
         )
         return tuple(str(v) for v, _ in rows), np.array([n for _, n in rows], dtype=float)
 
     def numbers(self, codec: BinnedCodec) -> _SqlNumbers:
         t = self._t(codec.name)
-        number = _codec_number(codec, t, self.dialect)
+        number = codec_number(codec, t)
         if codec.unparsed == "error":
             bad = self.run(
-                f"SELECT min({t}) FROM {self.texts} WHERE {t} IS NOT NULL AND {number} IS NULL"
+                f"SELECT min({t}) FROM {self.readings([codec.name])} "
+                f"WHERE {t} IS NOT NULL AND {number} IS NULL"
             )[0][0]
             if bad is not None:
                 kind, what = (
@@ -443,7 +480,7 @@ class SqlTable:
                     f"{what}; fix the value, declare the column categorical, or leave its kind "
                     f"undeclared so values that do not fit are read as missing"
                 )
-        return _SqlNumbers(self, t, number)
+        return _SqlNumbers(self, self.readings([codec.name]), number)
 
     def encoded(self, codecs: Sequence[ColumnCodec], dtype: np.dtype) -> Counter:
         del dtype  # codes stay in the engine
@@ -454,16 +491,27 @@ class SqlTable:
             for i, (c, t) in enumerate(zip(codecs, ts, strict=True))
         )
         raw = ", ".join(f"{t} AS r{i}" for i, t in enumerate(ts))
-        self.define(
-            view,
-            f"SELECT {selected}, {raw} FROM {self.texts}",
-        )
+        readings = self.readings([c.name for c in codecs])
+        self.define(f"{view}_checked", f"SELECT {selected}, {raw} FROM {readings}")
+        # the codes alone, stored once where the engine keeps them (DuckDB: a table in a
+        # temporary database file), so every count reads small integers, not the raw file
+        codes = ", ".join(f"c{i}" for i in range(len(codecs)))
+        self.store(view, f"SELECT {codes} FROM {view}_checked")
+        refused = ", ".join(f"count(*) - count(c{i})" for i in range(len(codecs)))
+        if any(self.run(f"SELECT {refused} FROM {view}")[0]):
+            self._refuse(codecs, f"{view}_checked")
+        domain = Domain(tuple(c.name for c in codecs), tuple(c.size for c in codecs))
+        assert self.encoded_counter is not None
+        return self.encoded_counter(view, domain)
+
+    def _refuse(self, codecs: Sequence[ColumnCodec], checked: str) -> None:
+        """Name the first value that a codec refuses (one more scan, on failure only)."""
         checks = ", ".join(
             f"count(*) FILTER (WHERE c{i} IS NULL AND r{i} IS NULL), "
             f"min(r{i}) FILTER (WHERE c{i} IS NULL)"
             for i in range(len(codecs))
         )
-        row = self.run(f"SELECT {checks} FROM {view}")[0]
+        row = self.run(f"SELECT {checks} FROM {checked}")[0]
         for i, codec in enumerate(codecs):
             missing, bad = row[2 * i], row[2 * i + 1]
             if isinstance(codec, CategoryCodec) and bad is not None:
@@ -476,9 +524,6 @@ class SqlTable:
                     f"column {codec.name!r} has a missing value but its schema says it has "
                     f'none; set "missing": true for it or fill the values'
                 )
-        domain = Domain(tuple(c.name for c in codecs), tuple(c.size for c in codecs))
-        assert self.encoded_counter is not None
-        return self.encoded_counter(view, domain)
 
     def coded(self, sizes: dict[str, int]) -> Counter:
         """A counter over a pre-coded table (every column a code of ``sizes``)."""
@@ -548,13 +593,21 @@ def duckdb_table(path: str | Path) -> SqlTable:
     parquet = file.suffix.lower() in (".parquet", ".pq")
     literal = "'" + str(file).replace("'", "''") + "'"
     relation = f"read_parquet({literal})" if parquet else _csv_source(file)
-    connection = duckdb.connect(config={"memory_limit": MEMORY_LIMIT})
+    # a temporary database file holds the coded table (codes only), spilled out of memory
+    folder = tempfile.TemporaryDirectory(prefix="privsyn-duckdb-")
+    connection = duckdb.connect(
+        str(Path(folder.name) / "coded.duckdb"), config={"memory_limit": MEMORY_LIMIT}
+    )
+    connection.execute("SET enable_progress_bar = false")
 
     def run(query: str) -> list[tuple]:
         return connection.execute(query).fetchall()
 
     def define(name: str, query: str) -> None:
         connection.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {query}")
+
+    def store(name: str, query: str) -> None:
+        connection.execute(f"CREATE OR REPLACE TABLE {name} AS {query}")
 
     try:
         described = run(f"DESCRIBE SELECT * FROM {relation}")
@@ -569,9 +622,17 @@ def duckdb_table(path: str | Path) -> SqlTable:
     def encoded(view: str, domain: Domain) -> Counter:
         return GroupingSetsCounter(view, domain, run, DUCKDB)
 
-    table = SqlTable(relation, columns, types, not parquet, DUCKDB, run, define, coded, encoded)
-    table._connection = connection  # type: ignore[attr-defined]  # kept open with the table
+    table = SqlTable(
+        relation, columns, types, not parquet, DUCKDB, run, define, store, coded, encoded
+    )
+    # the database file goes when the table does
+    weakref.finalize(table, _close, connection, folder)
     return table
+
+
+def _close(connection: Any, folder: tempfile.TemporaryDirectory) -> None:
+    connection.close()
+    folder.cleanup()
 
 
 def spark_table(source: Any, *, spark: Any = None, master: str | None = None) -> SqlTable:
@@ -623,4 +684,4 @@ def spark_table(source: Any, *, spark: Any = None, master: str | None = None) ->
         names = ", ".join(f"c{i} AS {quoted(a, SPARK)}" for i, a in enumerate(domain.attributes))
         return SparkCounter(session.sql(f"SELECT {names} FROM {coded_view}"), domain)
 
-    return SqlTable(view, columns, types, csv, SPARK, run, define, coded, encoded)
+    return SqlTable(view, columns, types, csv, SPARK, run, define, define, coded, encoded)

@@ -233,7 +233,9 @@ def _classify(text: pd.Series) -> np.ndarray:
 
 
 def _parses(text: pd.Series, fmt: str) -> np.ndarray:
-    parsed = pd.to_datetime(text, format=fmt, errors="coerce")
+    # utc: a value's UTC offset is read on its own (without it pandas refuses a column whose
+    # values mix offsets, so one record could stop the run)
+    parsed = pd.to_datetime(text, format=fmt, errors="coerce", utc=True)
     return parsed.notna().to_numpy(dtype=bool)
 
 
@@ -261,7 +263,7 @@ def parse_datetimes(text: pd.Series, day_first: bool) -> np.ndarray:
     ):
         todo = np.isnan(seconds) & _matches(text, pattern)
         if todo.any():
-            stamps = pd.to_datetime(text[todo], format=fmt, errors="coerce")
+            stamps = pd.to_datetime(text[todo], format=fmt, errors="coerce", utc=True)
             seconds[todo] = seconds_since_epoch(stamps)
     return seconds
 

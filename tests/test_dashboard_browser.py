@@ -423,7 +423,14 @@ def test_a_long_run_on_a_table_on_disk_leaves_the_page_responsive(
     gum = re.compile(r"GUM iteration (\d+) of at most")
     user.page.get_by_text(gum).first.wait_for(timeout=300_000)
     first = int(gum.search(user.page.get_by_text(gum).first.inner_text()).group(1))
-    user.page.wait_for_timeout(1500)  # let the live chart draw a few iterations
+    deadline = time.time() + 120  # a few iterations on the live chart
+    while time.time() < deadline:
+        shown = gum.search(user.page.get_by_text(gum).first.inner_text())
+        if shown and int(shown.group(1)) >= first + 3:
+            break
+        user.page.wait_for_timeout(200)
+    user.page.mouse.wheel(0, 380)  # the progress bars and the whole chart in view
+    user.page.wait_for_timeout(600)
     user.shot("run-live.png")
 
     # widget reaction during the run: switch pages, timing click -> new page's heading
@@ -445,6 +452,7 @@ def test_a_long_run_on_a_table_on_disk_leaves_the_page_responsive(
     user.page.get_by_text("The last run was cancelled").wait_for(timeout=120_000)
     user.idle()
     user.page.get_by_text("Its spend is recorded as run").wait_for(timeout=10_000)
+    user.page.mouse.wheel(0, 300)
     user.page.wait_for_timeout(500)
     user.shot("run-cancelled.png")
     cancelled = [

@@ -156,7 +156,9 @@ def live() -> None:
         disabled=snap.cancelling,
         help="stops the run within one GUM iteration; the budget already spent stays spent",
     )
-    draw(snap.history, key="live", iterations=snap.iterations, live=True)
+    # the x axis grows with the run (up to its iteration cap), so early iterations are legible
+    shown = min(snap.iterations, max(10, len(snap.history) * 3 // 2 + 1))
+    draw(snap.history, key="live", iterations=shown, live=True)
 
 
 if job is not None:
@@ -187,7 +189,9 @@ if start:
 
 if ss["run_state"] == "cancelled":
     recorded, stage = ss.get("interrupted_run"), ss.get("interrupted_stage")
-    where = f" during {stage[0].lower()}{stage[1:]}" if stage else ""
+    # "Greedy marginal selection" reads "during greedy marginal selection"; "GUM" stays
+    title = stage[0].lower() + stage[1:] if stage and stage[1:2].islower() else stage
+    where = f" during {title}" if stage else ""
     if stage and ss["partial_history"]:
         where += f" (after {len(ss['partial_history'])} GUM iterations)"
     spent = ss.get("interrupted_rho")

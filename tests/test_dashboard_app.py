@@ -510,6 +510,29 @@ def test_cancel_stops_the_background_run_and_records_its_spend():
     assert at.session_state["finished"] is None
 
 
+def test_other_pages_work_during_a_run_and_show_it_in_the_sidebar():
+    at = go(app(), "run")
+    at.number_input(key="iterations").set_value(500).run()
+    at.checkbox(key="stop_at_plateau").uncheck().run()
+    at.button(key="run").click().run()
+    job = at.session_state["job"]
+    try:
+        go(at, "privacy")
+        assert at.title[0].value == "Privacy budget"
+        assert any("A synthesis of" in c.value and "is running" in c.value for c in at.caption)
+        at.number_input(key="epsilon").set_value(2.0).run()  # does not touch the running run
+        assert not at.exception and job.request.epsilon == 1.0
+        go(at, "data")
+        assert at.button(key="use_sample").disabled  # no new table under a running run
+        go(at, "run")
+        assert at.number_input(key="iterations").value == 500
+    finally:
+        job.cancel()
+        job.thread.join(timeout=120)
+    at.run()
+    assert at.session_state["run_state"] == "cancelled"
+
+
 def test_a_run_past_the_servers_cap_is_refused_and_says_so(monkeypatch):
     monkeypatch.setenv(worker.MAX_RUNS_VARIABLE, "1")
     assert worker.SLOTS.take()  # another session's run holds the only slot

@@ -446,6 +446,8 @@ def test_a_long_run_on_a_table_on_disk_leaves_the_page_responsive(
     now = int(gum.search(user.page.get_by_text(gum).first.inner_text()).group(1))
     assert now > first, (first, now)
     assert user.page.get_by_text("Synthesised").count() == 0, "the run was still going"
+    # the Run page's settings survived leaving it while its fragment polled the run
+    assert user.page.get_by_label("GUM iterations (at most)").input_value() == "500"
     assert max(reactions) < 15 and max(edits) < 15, (reactions, edits)
 
     user.page.get_by_role("button", name="Cancel").click()

@@ -252,10 +252,6 @@ class Job:
     progress: RunProgress
     thread: threading.Thread
 
-    @property
-    def running(self) -> bool:
-        return self.progress.snapshot().outcome is None
-
     def cancel(self) -> None:
         self.progress.cancel()
 

@@ -58,43 +58,70 @@ def indif_heatmap(noisy_indif: pd.DataFrame, marginals: Sequence[SelectedMargina
     return figure
 
 
-def convergence_chart(history: Sequence[GumIterationRecord], iterations: int) -> go.Figure:
-    """Mean and per-marginal L1 against the noisy targets, and alpha, per GUM iteration."""
-    figure = go.Figure()
+def convergence_chart(
+    history: Sequence[GumIterationRecord], iterations: int, *, live: bool = False
+) -> go.Figure:
+    """Mean and per-marginal L1 against the noisy targets, and alpha, per GUM iteration.
+
+    ``live``: for a run in progress, redrawn every half second, the marginals are drawn as
+    one band from the best to the worst marginal instead of a line each: hundreds of lines
+    cost the page a good part of a second per redraw, and the band tells the same story.
+    """
+    traces = []
     if history:
-        x = [h.iteration for h in history]
+        # NumPy arrays and one go.Figure(data=...) call: plotly validates arrays at once, not
+        # value by value, so the figure stays cheap to rebuild while a run redraws it live
+        x = np.array([h.iteration for h in history])
         keys = list(history[-1].errors)
-        for key in keys:
-            figure.add_trace(
+        errors = np.array(
+            [[h.errors.get(key, np.nan) for h in history] for key in keys], dtype=float
+        ).reshape(len(keys), len(history))
+        if live:
+            band = {"mode": "lines", "line": {"width": 0}, "hoverinfo": "skip"}
+            traces = [
+                go.Scatter(x=x, y=np.nanmin(errors, axis=0), showlegend=False, **band),
                 go.Scatter(
                     x=x,
-                    y=[h.errors.get(key) for h in history],
+                    y=np.nanmax(errors, axis=0),
+                    fill="tonexty",
+                    fillcolor="rgba(70, 130, 180, 0.25)",
+                    name="best to worst marginal",
+                    **band,
+                ),
+            ]
+        else:
+            traces = [
+                go.Scatter(
+                    x=x,
+                    y=errors[i],
                     mode="lines",
                     line={"width": 1},
                     opacity=0.35,
                     name=html.escape(" x ".join(key)),
                     showlegend=False,
                 )
-            )
-        figure.add_trace(
+                for i, key in enumerate(keys)
+            ]
+        traces.append(
             go.Scatter(
                 x=x,
-                y=[h.mean_error for h in history],
+                y=np.array([h.mean_error for h in history]),
                 mode="lines+markers",
                 name="mean L1",
                 line={"width": 3, "color": "black"},
             )
         )
-        figure.add_trace(
+        traces.append(
             go.Scatter(
                 x=x,
-                y=[h.alpha for h in history],
+                y=np.array([h.alpha for h in history]),
                 mode="lines",
                 name="alpha",
                 yaxis="y2",
                 line={"dash": "dot", "color": "firebrick"},
             )
         )
+    figure = go.Figure(data=traces)
     figure.update_layout(
         height=380,
         xaxis={"title": "GUM iteration", "range": [0, max(1, iterations)]},

@@ -1,8 +1,11 @@
-"""Per-session state: the table, its schema, the settings and the last result.
+"""Per-session state: the table (in memory, or a file on disk), its schema, the settings, the
+run in progress and the last result.
 
 Streamlit keeps ``st.session_state`` per browser session, so two people never see each
 other's table, settings or results. Results live here with a fingerprint of their inputs;
-the DP synthesis is never cached (a cache hit would replay the same noise).
+the DP synthesis is never cached (a cache hit would replay the same noise). A run works in a
+background thread (``dashboard.worker``); :func:`collect` moves its outcome in here on the
+first script run after it ends, whichever page that is.
 """
 
 from __future__ import annotations
@@ -15,8 +18,11 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from dashboard import worker
+from dashboard.sources import DiskTable
 from privsyn_core.io import read_table
 from privsyn_core.pipeline import SynthesisResult
+from privsyn_core.registry import file_fingerprint
 from privsyn_core.registry import fingerprint as registry_fingerprint
 from privsyn_core.schema import Schema
 
@@ -65,13 +71,17 @@ def init() -> None:
     for key, value in DEFAULTS.items():
         # re-assigned on every run, not just defaulted: Streamlit deletes a widget's value at
         # the end of any run that does not draw the widget, i.e. on every other page, and the
-        # Run page would then synthesise at the default epsilon instead of the one set
+        # Run page would then synthesise at the default epsilon instead of the one set. The
+        # widgets also say persist_state="session": without it, leaving a page while its
+        # polling fragment runs (a run in progress) still reset them to the defaults
         ss[key] = ss.get(key, value)
     if "table" not in ss:
         set_table(load_sample(), SAMPLE_NAME)
     ss.setdefault("run_state", "idle")
     ss.setdefault("finished", None)
     ss.setdefault("partial_history", [])
+    ss.setdefault("job", None)
+    collect()
 
 
 def load_sample() -> pd.DataFrame:
@@ -81,17 +91,93 @@ def load_sample() -> pd.DataFrame:
 def set_table(table: pd.DataFrame, name: str) -> None:
     ss = st.session_state
     ss["table"] = table
+    ss["disk"] = None
+    _new_table(name, table.columns)
+
+
+def set_disk(table: DiskTable) -> None:
+    """A file on disk becomes the session's table: only its path, size and column names come
+    into the session; a run reads it where it lies."""
+    ss = st.session_state
+    ss["table"] = None
+    ss["disk"] = table
+    # its number of integer codes per column (pre-coded files); None: not declared yet
+    ss["disk_codes"] = dict.fromkeys(table.columns)
+    ss["disk_precoded"] = False
+    _new_table(table.name, table.columns)
+
+
+def _new_table(name: str, columns: Any) -> None:
+    ss = st.session_state
     ss["table_name"] = name
+    ss["table_token"] = ss.get("table_token", 0) + 1
     ss["dataset_fingerprint"] = None
     # nothing declared: kinds, whole numbers, date formats and domains are decided privately
-    ss["schema"] = Schema.undeclared(table.columns)
+    ss["schema"] = Schema.undeclared(columns)
     ss["finished"] = None
     ss["run_state"] = "idle"
     ss["partial_history"] = []
 
 
-def table() -> pd.DataFrame:
+def table() -> pd.DataFrame | None:
+    """The session's table in memory; None when it is a file on disk (see :func:`disk`)."""
     return st.session_state["table"]
+
+
+def disk() -> DiskTable | None:
+    return st.session_state.get("disk")
+
+
+def job() -> worker.Job | None:
+    """The session's run in progress, if any."""
+    return st.session_state.get("job")
+
+
+def running() -> bool:
+    return job() is not None
+
+
+def collect() -> None:
+    """Move the session's finished run (done, cancelled, failed or refused) out of its worker
+    and into the session. A "running" state with no worker behind it is a run that was lost
+    (the session was restored without its thread): it is reported as cancelled."""
+    ss = st.session_state
+    current = ss.get("job")
+    if current is None:
+        if ss["run_state"] == "running":
+            ss["run_state"] = "cancelled"
+            ss["interrupted_run"] = ss["interrupted_stage"] = ss["interrupted_rho"] = None
+        return
+    snap = current.progress.snapshot()
+    if snap.outcome is None:
+        return
+    ss["job"] = None
+    ss["partial_history"] = list(snap.history)
+    same_table = ss.get("table_token") == ss.get("job_token")
+    if snap.dataset is not None and same_table:
+        ss["dataset_fingerprint"] = snap.dataset
+    outcome = snap.outcome
+    if isinstance(outcome, worker.Done):
+        ss["finished"] = Finished(
+            outcome.result,
+            f"{(snap.dataset or '')[:16]}-run{outcome.recorded.run_id}",
+            current.request.name,
+            current.request.epsilon,
+            current.request.delta,
+            outcome.seconds,
+            run_id=outcome.recorded.run_id,
+            bundle=outcome.recorded.bundle,
+            budget_warnings=outcome.recorded.budget_warnings,
+        )
+        ss["run_state"] = "done"
+    elif isinstance(outcome, worker.Cancelled):
+        ss["run_state"] = "cancelled"
+        ss["interrupted_run"] = outcome.run_id
+        ss["interrupted_stage"] = outcome.stage
+        ss["interrupted_rho"] = outcome.spent_rho
+    else:
+        ss["run_state"] = "refused" if outcome.refused else "failed"
+        ss["run_message"] = outcome.message
 
 
 def schema() -> Schema:
@@ -103,7 +189,10 @@ def dataset_fingerprint() -> str:
     value). Owner-only: it identifies the data and stays on this machine."""
     ss = st.session_state
     if ss.get("dataset_fingerprint") is None:
-        ss["dataset_fingerprint"] = registry_fingerprint(table())
+        on_disk = disk()
+        ss["dataset_fingerprint"] = (
+            file_fingerprint(on_disk.path) if on_disk is not None else registry_fingerprint(table())
+        )
     return ss["dataset_fingerprint"]
 
 

@@ -27,12 +27,11 @@ from tqdm import tqdm
 from privsyn_core.audit import CONFIDENCE, audit_engine
 from privsyn_core.bundle import bundle_bytes
 from privsyn_core.config import PrivSynConfig
-from privsyn_core.counting import Counter
 from privsyn_core.errors import FailedAfterSpending, InputError
 from privsyn_core.gum import GumSettings
 from privsyn_core.io import read_table
 from privsyn_core.noise import SecureNoise, SeededNoise
-from privsyn_core.pipeline import SynthesisResult, synthesize, synthesize_coded
+from privsyn_core.pipeline import SynthesisResult, synthesize
 from privsyn_core.planner import plan_budget
 from privsyn_core.privacy import (
     BudgetExceededError,
@@ -48,7 +47,7 @@ from privsyn_core.progress import (
     StageStarted,
     SynthesisCancelled,
 )
-from privsyn_core.registry import Registry, RunRecord, file_fingerprint, fingerprint
+from privsyn_core.registry import Registry, RunRecord, file_fingerprint
 from privsyn_core.schema import DRAFT_WARNING, Provenance, Schema, infer_schema
 
 
@@ -166,13 +165,22 @@ def _synthesize(args: argparse.Namespace) -> int:
     domain = _read_domain(args.domain)
     schema = Schema.load(args.schema) if args.schema else None
     if args.engine in ("duckdb", "spark"):
-        counter = _file_counter(args, domain)
-        run = partial(synthesize_coded, counter)
-        dataset = file_fingerprint(args.input)
+        source, spark = _file_source(args, domain)
+        run = partial(
+            synthesize,
+            source,
+            engine=args.engine,
+            spark=spark,
+            domain=domain,
+            schema=schema,
+            raw_domains=args.raw_domains,
+        )
     else:
         table = _read(args.input, args)
         run = partial(synthesize, table, domain=domain, schema=schema, raw_domains=args.raw_domains)
-        dataset = fingerprint(table)
+    # the same file has the same fingerprint on every engine (its bytes), so its budget is
+    # counted once whichever engine reads it
+    dataset = file_fingerprint(args.input)
     registry = None if args.no_registry else Registry()
     gum = GumSettings(iterations=args.iterations)
     config = PrivSynConfig(gum=gum)
@@ -267,30 +275,28 @@ def _decided_structure(result: SynthesisResult) -> str:
     return ", ".join(parts)
 
 
-def _file_counter(args: argparse.Namespace, domain: dict[str, object] | None) -> Counter:
-    """Counting where the file lies, on DuckDB or Spark: pre-coded tables only, for now."""
-    if domain is None or not all(
+def _file_source(args: argparse.Namespace, domain: dict[str, object] | None) -> tuple[str, Any]:
+    """The input for counting where the file lies, on DuckDB or Spark: a CSV file with a
+    header or a Parquet file, raw (with or without --schema) or pre-coded (--domain)."""
+    if domain is not None and not all(
         isinstance(v, int) and not isinstance(v, bool) for v in domain.values()
     ):
         raise UsageError(
-            f"--engine {args.engine} reads pre-coded tables: give --domain with a number of "
-            "codes for every column (raw tables need --engine numpy)"
+            f"--engine {args.engine} reads a pre-coded table with --domain giving a number of "
+            "codes for every column; for categories give --schema instead"
         )
-    if args.raw_domains or args.schema or args.no_header or args.delimiter or args.encoding:
+    if args.no_header or args.delimiter or args.encoding or args.names or args.na:
         raise UsageError(
-            f"--engine {args.engine} takes a CSV file with a header, or a Parquet file, and "
-            "--domain; drop the reading and schema options"
+            f"--engine {args.engine} takes a CSV file with a header (delimiter from the "
+            "header, UTF-8), or a Parquet file; drop the reading options"
         )
-    sizes = {k: int(v) for k, v in domain.items()}  # type: ignore[call-overload]
+    if not Path(args.input).exists():
+        raise UsageError(f"cannot read {args.input}: no such file")
     if args.engine == "spark":
-        from privsyn_core.spark_counter import SparkCounter
+        from privsyn_core.spark_counter import spark_session
 
-        if not Path(args.input).exists():
-            raise UsageError(f"cannot read {args.input}: no such file")
-        return SparkCounter.for_source(args.input, sizes, master=args.spark_master)
-    from privsyn_core.duckdb_counter import DuckDBCounter
-
-    return DuckDBCounter.for_file(Path(args.input), sizes)
+        return args.input, spark_session(args.spark_master)
+    return args.input, None
 
 
 def _write_bytes_atomically(data: bytes, target: Path) -> None:
@@ -322,7 +328,7 @@ def _schema_infer(args: argparse.Namespace) -> int:
 
 def _runs_list(args: argparse.Namespace) -> int:
     registry = Registry()
-    dataset = fingerprint(_read(args.table, args)) if args.table else None
+    dataset = file_fingerprint(args.table) if args.table else None
     runs = registry.runs(dataset)
     if not runs:
         print(f"no runs recorded in {registry.path}")
@@ -554,8 +560,9 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["numpy", "duckdb", "spark"],
         default="numpy",
         help="where counting happens: numpy (in memory, default), duckdb (scans the file out "
-        "of core) or spark (counts on a Spark cluster); duckdb and spark read pre-coded "
-        "tables and need --domain",
+        "of core) or spark (counts on a Spark cluster); duckdb and spark read a CSV file "
+        "with a header or a Parquet file, raw (with or without --schema) or pre-coded "
+        "(--domain with numbers of codes), and encode it in SQL",
     )
     syn.add_argument(
         "--spark-master",

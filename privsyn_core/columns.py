@@ -31,10 +31,10 @@ from privsyn_core.codecs import BinnedCodec, CategoryCodec, ColumnCodec, equal_w
 from privsyn_core.errors import InputError
 from privsyn_core.noise import NoiseSource
 from privsyn_core.privacy import Measurement
-from privsyn_core.private_domain import private_categories, private_range
+from privsyn_core.private_domain import categories_from_counts, range_from_histogram
+from privsyn_core.reading import FrameTable, RawTable
 from privsyn_core.schema import ColumnSchema, Kind, Provenance, Schema, kind_from_type
-from privsyn_core.structure import StructureDecision, measure_structure, read_structure
-from privsyn_core.values import canonical_text
+from privsyn_core.structure import StructureDecision, decide_structure, noisy_structure
 
 #: numeric columns of whole numbers get one bin per value up to this many values
 MAX_INTEGER_BINS = 100
@@ -148,8 +148,9 @@ def _kind_of_dtype(column: pd.Series) -> tuple[Kind, str]:
     return Kind.CATEGORICAL, "text column type -> categorical"
 
 
-def check_schema_matches(table: pd.DataFrame, schema: Schema) -> None:
-    names = [str(c) for c in table.columns]
+def check_schema_matches(table: pd.DataFrame | RawTable, schema: Schema) -> None:
+    frame = isinstance(table, pd.DataFrame)
+    names = [str(c) for c in table.columns] if frame else list(table.names)
     missing = [n for n in schema.names() if n not in names]
     if missing:
         raise InputError(
@@ -165,7 +166,7 @@ def check_schema_matches(table: pd.DataFrame, schema: Schema) -> None:
 
 
 def prepare_columns(
-    table: pd.DataFrame,
+    table: pd.DataFrame | RawTable,
     schema: Schema,
     *,
     rho_per_structure: float = 0.0,
@@ -180,21 +181,28 @@ def prepare_columns(
     then each open domain is estimated. ``delta_for_thresholds`` is split equally over the
     category estimates, whose number is known only once the kinds are (a DP output), so the
     whole reservation is used and every threshold is as low as it can be.
+
+    ``table`` is read only through :class:`~privsyn_core.reading.RawTable` (a DataFrame is
+    wrapped in :class:`~privsyn_core.reading.FrameTable`): aggregates, so a SQL backend can
+    answer them where the table lies.
     """
+    if isinstance(table, pd.DataFrame):
+        table = FrameTable(table)
     check_schema_matches(table, schema)
     measurements: list[Measurement] = []
     excluded: list[tuple[str, str]] = [
         (c.name, c.reason or "excluded by the schema") for c in schema.columns if c.exclude
     ]
-    texts = {spec.name: canonical_text(table[spec.name]) for spec in schema.included()}
     settled: list[tuple[ColumnSchema, list[StructureChoice]]] = []
     for spec in schema.included():
         if not needs_structure(spec):
             settled.append((spec, _declared_choices(spec)))
         elif raw_domains:
-            settled.append(_resolve(spec, read_structure(texts[spec.name]), Provenance.RAW))
+            decision = decide_structure(table.class_counts(spec.name), 0.0)
+            settled.append(_resolve(spec, decision, Provenance.RAW))
         else:
-            estimate = measure_structure(texts[spec.name], rho_per_structure, rng)
+            counts = table.class_counts(spec.name)
+            estimate = noisy_structure(spec.name, counts, rho_per_structure, rng)
             measurements.append(estimate.measurement)
             settled.append(_resolve(spec, estimate.decision, Provenance.PRIVATE))
     thresholded = sum(
@@ -205,7 +213,7 @@ def prepare_columns(
     for spec, choices in settled:
         try:
             item, spend = _prepare_domain(
-                spec, choices, texts[spec.name], rho_per_estimate, delta, rng, raw_domains
+                spec, choices, table, rho_per_estimate, delta, rng, raw_domains
             )
         except InputError as error:  # the measurements made before this one were paid for
             raise InputError(str(error), spent=(*measurements, *error.spent)) from None
@@ -237,7 +245,7 @@ def _why_left_out(spec: ColumnSchema) -> str:
 def _prepare_domain(
     spec: ColumnSchema,
     choices: list[StructureChoice],
-    text: pd.Series,
+    table: RawTable,
     rho: float,
     delta: float,
     rng: NoiseSource | np.random.Generator,
@@ -257,9 +265,9 @@ def _prepare_domain(
     ]
     lenient = any(c.name == "kind" and c.provenance is not Provenance.DECLARED for c in choices)
     if spec.kind is Kind.CATEGORICAL:
-        item, spend = _categorical(spec, text, may_be_missing, rho, delta, rng, raw)
+        item, spend = _categorical(spec, table, may_be_missing, rho, delta, rng, raw)
     else:
-        item, spend = _binned(spec, text, may_be_missing, lenient, rho, rng, raw)
+        item, spend = _binned(spec, table, may_be_missing, lenient, rho, rng, raw)
     if item is None:
         return None, spend
     item = replace(
@@ -317,7 +325,7 @@ def _join(*parts: str) -> str:
 
 def _categorical(
     spec: ColumnSchema,
-    text: pd.Series,
+    table: RawTable,
     may_be_missing: bool,
     rho: float,
     delta: float,
@@ -327,11 +335,11 @@ def _categorical(
     if spec.categories is not None:
         codec = CategoryCodec(spec.name, spec.categories, False, may_be_missing)
         return PreparedColumn(codec, Provenance.DECLARED), None
+    values, counts = table.value_counts(spec.name)
     if raw:
-        values = sorted(text.dropna().unique().tolist())
         codec = CategoryCodec(spec.name, tuple(values), False, may_be_missing)
         return PreparedColumn(codec, Provenance.RAW, "categories read off the data"), None
-    estimate = private_categories(text.rename(spec.name), rho, delta, rng)
+    estimate = categories_from_counts(spec.name, values, counts, rho, delta, rng)
     if not estimate.categories:
         return None, estimate.measurement
     codec = CategoryCodec(spec.name, estimate.categories, True, may_be_missing)
@@ -341,7 +349,7 @@ def _categorical(
 
 def _binned(
     spec: ColumnSchema,
-    column: pd.Series,
+    table: RawTable,
     may_be_missing: bool,
     lenient: bool,
     rho: float,
@@ -351,8 +359,7 @@ def _binned(
     is_datetime = spec.kind is Kind.DATETIME
     integer = True if is_datetime else bool(spec.integer)
     probe = _binned_codec(spec, (0.0, 1.0), integer, may_be_missing, lenient)
-    numbers = probe.numbers(column)
-    present = numbers[~np.isnan(numbers)]
+    numbers = table.numbers(probe)  # refuses values that do not read, if declared so
     spend = None
     provenance = Provenance.DECLARED
     note = ""
@@ -368,13 +375,14 @@ def _binned(
         lower, upper = spec.lower, spec.upper
         if lower is None or upper is None:
             if raw:
-                if present.size == 0:
+                bounds = numbers.bounds()
+                if bounds is None:
                     return None, None
-                lower = float(present.min()) if lower is None else lower
-                upper = float(present.max()) if upper is None else upper
+                lower = bounds[0] if lower is None else lower
+                upper = bounds[1] if upper is None else upper
                 provenance, note = Provenance.RAW, "bounds read off the data"
             else:
-                estimate = private_range(present, rho, rng, integer=integer)
+                estimate = range_from_histogram(numbers.histogram, rho, rng, integer=integer)
                 spend = replace(estimate.measurement, attributes=(spec.name,))
                 if estimate.lower is None or estimate.upper is None:
                     return None, spend

@@ -31,6 +31,7 @@ import codecs
 import csv
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -325,3 +326,51 @@ def _read_parquet(file: Path, names: Sequence[str] | None) -> pd.DataFrame:
     if table.shape[0] == 0:
         raise InputError(f"{file} has no rows: there is nothing to synthesise from")
     return table
+
+
+@dataclass(frozen=True)
+class FileDescription:
+    """What can be said of a table file without reading its rows: its column names (public:
+    they are in the output), its size on disk and its format."""
+
+    path: Path
+    columns: tuple[str, ...]
+    size_bytes: int
+    format: str
+
+
+def file_columns(path: str | Path) -> FileDescription:
+    """A CSV (with a header) or Parquet file's column names and size, read by DuckDB from the
+    header or the Parquet metadata: no row is loaded, whatever the file's size."""
+    import duckdb
+
+    file = Path(path)
+    if file.is_dir():
+        raise InputError(f"cannot read {path}: it is a folder, not a table file")
+    if not file.is_file():
+        raise InputError(f"cannot read {path}: no such file")
+    if file.stat().st_size == 0:
+        raise InputError(f"{path} is empty: give a table with a header row and data")
+    parquet = file.suffix.lower() in (".parquet", ".pq")
+    literal = "'" + str(file).replace("'", "''") + "'"
+    if parquet:
+        query = f"DESCRIBE SELECT * FROM read_parquet({literal})"
+    else:
+        with file.open("rb") as handle:
+            head = handle.read(_HEADER_BYTES)
+        delimiter = header_delimiter(_first_line(head, _bom_encoding(head) or "utf-8"))
+        query = (
+            f"DESCRIBE SELECT * FROM read_csv({literal}, header = true, all_varchar = true, "
+            f"delim = '{delimiter}', quote = '\"', escape = '\"')"
+        )
+    try:
+        with duckdb.connect() as connection:
+            described = connection.execute(query).fetchall()
+    except duckdb.Error as exc:
+        raise InputError(f"{path} is not a readable table ({exc})") from None
+    return FileDescription(
+        file,
+        tuple(str(row[0]) for row in described),
+        file.stat().st_size,
+        "parquet" if parquet else "csv",
+    )

@@ -24,7 +24,6 @@ from privsyn_core.columns import (
     PreparedColumn,
     check_schema_matches,
     decode_columns,
-    encode_columns,
     open_parts,
     prepare_columns,
 )
@@ -58,11 +57,13 @@ from privsyn_core.progress import (
     StageStarted,
     SynthesisCancelled,
 )
+from privsyn_core.reading import FrameTable, RawTable
 from privsyn_core.sampling import conditional_column, shuffled_column
 from privsyn_core.schema import Provenance, Schema
 from privsyn_core.selection import Selection, select_marginals
+from privsyn_core.sources import ENGINES, Engine, Source, load_source, source_width
 from privsyn_core.table import ColumnCodec as TableCodec
-from privsyn_core.table import DomainSpec, decode_table, encode_table, require_frame
+from privsyn_core.table import DomainSpec, decode_table, encode_table
 
 
 @dataclass(frozen=True)
@@ -216,10 +217,11 @@ class Measurements:
 
 
 def synthesize(
-    table: pd.DataFrame,
+    table: Source,
     epsilon: float,
     delta: float,
     *,
+    engine: Engine = "numpy",
     domain: DomainSpec | None = None,
     schema: Schema | None = None,
     raw_domains: bool = False,
@@ -227,9 +229,18 @@ def synthesize(
     config: PrivSynConfig | None = None,
     rng: np.random.Generator | None = None,
     on_progress: ProgressCallback | None = None,
+    spark: Any = None,
 ) -> SynthesisResult:
     """Synthesise a DP copy of ``table`` with PrivSyn at (epsilon, delta)-DP: :func:`measure`
     then :func:`generate`.
+
+    ``table`` is a pandas DataFrame, the path of a CSV (with a header) or Parquet file, or,
+    with ``engine="spark"``, a Spark DataFrame or a catalogue table's name. ``engine`` says
+    where the private table is counted: ``"numpy"`` loads it into memory; ``"duckdb"`` and
+    ``"spark"`` count (and encode, for a raw table) in SQL where it lies, and only counts come
+    into Python (:mod:`privsyn_core.sql_encoding`). The counts, hence the ledger and, in
+    debug mode, the synthetic table, are the same on every engine. ``spark`` is an existing
+    SparkSession (default: the running one, or ``local[2]``).
 
     Domains come from one of: ``domain``, mapping each column to its number of integer codes
     or its list of categories (pre-coded tables); or ``schema`` (:class:`Schema`), whose
@@ -244,13 +255,15 @@ def synthesize(
     ``rng`` selects debug mode: reproducible, and marked "not for release" in the ledger.
     """
     config = config or PrivSynConfig()
-    columns = len(table.columns) if isinstance(table, pd.DataFrame) else 0
+    columns = source_width(table, engine)
 
     def measured(noise_rng: np.random.Generator | None) -> Measurements:
         return measure(
             table,
             epsilon,
             delta,
+            engine=engine,
+            spark=spark,
             domain=domain,
             schema=schema,
             raw_domains=raw_domains,
@@ -311,31 +324,46 @@ def _measured_and_generated(
 
 
 def measure(
-    table: pd.DataFrame,
+    table: Source,
     epsilon: float,
     delta: float,
     *,
+    engine: Engine = "numpy",
     domain: DomainSpec | None = None,
     schema: Schema | None = None,
     raw_domains: bool = False,
     config: PrivSynConfig | None = None,
     rng: np.random.Generator | None = None,
     on_progress: ProgressCallback | None = None,
+    spark: Any = None,
 ) -> Measurements:
     """Every measurement PrivSyn makes on ``table``, and the choices made from them: the only
     part of a run that reads the private table (see :func:`synthesize` for the arguments;
     ``rng`` None means release-mode noise)."""
     config = config or PrivSynConfig()
-    noise: NoiseSource = SecureNoise() if rng is None else SeededNoise(rng)
     if domain is not None and schema is not None:
         raise InputError("give either a domain (pre-coded tables) or a schema, not both")
+    if engine not in ENGINES:
+        raise InputError(f"unknown engine {engine!r}: use one of {', '.join(ENGINES)}")
+    if engine == "numpy":
+        frame = load_source(table)
+        raw: RawTable = FrameTable(frame)
+    else:
+        from privsyn_core.sql_encoding import sql_table
+
+        raw = sql_table(table, engine, spark=spark)
+        if domain is not None:
+            counter = raw.coded(_code_sizes(domain, engine))
+            return measure_coded(
+                counter, epsilon, delta, config=config, rng=rng, on_progress=on_progress
+            )
+    noise: NoiseSource = SecureNoise() if rng is None else SeededNoise(rng)
     report = _Reporter(on_progress)
     preparation: Preparation | None = None
     rho_private = 0.0  # spent on structure and domains, before PrivSyn's own steps
     if domain is None:
-        table = require_frame(table)
-        schema = schema or Schema.undeclared(table.columns)
-        check_schema_matches(table, schema)
+        schema = schema or Schema.undeclared(raw.names)
+        check_schema_matches(raw, schema)
         parts = open_parts(schema)
         private = not raw_domains
         reserved = (
@@ -359,11 +387,13 @@ def measure(
     report.start(Stage.ENCODE)
     codecs: tuple[TableCodec, ...] = ()
     if domain is not None:
-        records, declared, codecs = encode_table(table, domain)
+        records, declared, codecs = encode_table(frame, domain)
+        counter: Counter = ArrayCounter(records, declared)
+        code_dtype = records.dtype
     else:
         try:
             preparation = prepare_columns(
-                table,
+                raw,
                 schema,
                 rho_per_structure=rho_structure / max(1, len(parts.structure)),
                 rho_per_estimate=rho_domains / max(1, parts.domain_estimates),
@@ -390,16 +420,14 @@ def measure(
                     if any(choice.provenance is Provenance.RAW for choice in c.choices)
                 ),
             )
-        records = encode_columns(table, preparation)
-        declared = Domain(
-            tuple(c.codec.name for c in preparation.columns),
-            tuple(c.codec.size for c in preparation.columns),
-        )
+        prepared = [c.codec for c in preparation.columns]
+        code_dtype = _code_dtype(max(c.size for c in prepared))
+        counter = raw.encoded(prepared, code_dtype)
     # the true row count is private: progress messages may be shown to anyone
-    report.finish(f"{records.shape[0]} columns checked against their domains")
+    report.finish(f"{len(counter.domain)} columns checked against their domains")
     return _measure_counts(
-        ArrayCounter(records, declared),
-        records.dtype,
+        counter,
+        code_dtype,
         ledger,
         rho_private,
         preparation,
@@ -430,9 +458,24 @@ def measure_coded(
     report.start(Stage.ENCODE)
     codecs = tuple(TableCodec(a, declared.size(a), None, np.int64) for a in declared)
     report.finish(f"{len(declared)} columns checked against their domains")
-    largest = max(declared.sizes)
-    dtype = np.dtype(np.uint8 if largest <= 256 else np.uint16 if largest <= 65536 else np.uint32)
+    dtype = _code_dtype(max(declared.sizes))
     return _measure_counts(counter, dtype, ledger, 0.0, None, codecs, config, noise, report)
+
+
+def _code_dtype(largest: int) -> np.dtype:
+    """The smallest unsigned type that holds codes ``0..largest-1``."""
+    return np.dtype(np.uint8 if largest <= 256 else np.uint16 if largest <= 65536 else np.uint32)
+
+
+def _code_sizes(domain: DomainSpec, engine: str) -> dict[str, int]:
+    """A pre-coded table's numbers of codes (the SQL engines read integer codes only)."""
+    values = domain.values()
+    if not all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in values):
+        raise InputError(
+            f"the {engine} engine reads a pre-coded table with a number of codes per column; "
+            "for categories give a schema instead (or use engine='numpy')"
+        )
+    return {str(k): int(v) for k, v in domain.items()}  # type: ignore[call-overload]
 
 
 def _measure_counts(

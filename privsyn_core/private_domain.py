@@ -22,6 +22,7 @@ code, and PrivSyn's own noisy 1-way marginal measures its rate.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,15 +55,41 @@ def private_categories(
     ``delta`` (the chance a value unique to one record is released).
     """
     counts = column.dropna().value_counts(sort=False)
+    order = sorted(range(len(counts)), key=lambda i: _order_key(counts.index[i]))
+    return categories_from_counts(
+        str(column.name),
+        [counts.index[i] for i in order],
+        counts.to_numpy(dtype=float)[order],
+        rho,
+        delta,
+        rng,
+    )
+
+
+def _order_key(value: object) -> tuple[str, object]:
+    return (type(value).__name__, value)
+
+
+def categories_from_counts(
+    name: str,
+    values: Sequence[object],
+    counts: np.ndarray,
+    rho: float,
+    delta: float,
+    rng: NoiseSource | np.random.Generator,
+) -> PrivateCategories:
+    """The mechanism of :func:`private_categories` on exact ``counts`` of distinct ``values``
+    (in their sorted order, so every counting backend draws the same noise for the same
+    value)."""
     noise = as_noise(rng)
     sigma = gaussian_sigma(rho)
     threshold = 1.0 + sigma * noise.tail_quantile(delta)
-    noisy = noise.add(counts.to_numpy(dtype=float), sigma, integer=True)
-    kept = [value for value, n in zip(counts.index, noisy, strict=True) if n >= threshold]
-    kept.sort(key=lambda v: (type(v).__name__, v))
+    noisy = noise.add(np.asarray(counts, dtype=float), sigma, integer=True)
+    kept = [value for value, n in zip(values, noisy, strict=True) if n >= threshold]
+    kept.sort(key=_order_key)
     measurement = Measurement(
         step="domain",
-        attributes=(str(column.name),),
+        attributes=(name,),
         sensitivity=1.0,
         rho=rho,
         sigma=sigma,
@@ -118,18 +145,32 @@ FINE_CELLS = 256
 FALSE_CELL_RATE = 1e-3
 
 
+#: exact counts of a column's numbers in the cells cut by ``edges`` (cell k is
+#: ``[e_k, e_k+1)``); values beyond the ends fall in the end cells (``clip``) or are left out
+Histogram = Callable[[np.ndarray, bool], np.ndarray]
+
+
+def histogram_of(values: np.ndarray) -> Histogram:
+    """The :data:`Histogram` of in-memory numbers (NaN and infinities left out)."""
+    finite = values[np.isfinite(values)]
+
+    def counts(edges: np.ndarray, clip: bool) -> np.ndarray:
+        cells = np.searchsorted(edges, finite, side="right") - 1
+        if clip:
+            cells = np.clip(cells, 0, edges.size - 2)
+        else:
+            cells = cells[(cells >= 0) & (cells <= edges.size - 2)]
+        return np.bincount(cells, minlength=edges.size - 1).astype(float)
+
+    return counts
+
+
 def _outer_cells(
-    values: np.ndarray, edges: np.ndarray, sigma: float, noise: NoiseSource, *, clip: bool
+    histogram: Histogram, edges: np.ndarray, sigma: float, noise: NoiseSource, *, clip: bool
 ) -> tuple[int, int, float, np.ndarray] | None:
     """Noisy histogram over the cells cut by ``edges``; the first and last cell whose noisy
-    count clears a Bonferroni threshold, and the noisy total. Values beyond the ends fall in
-    the end cells (``clip``) or are left out."""
-    cells = np.searchsorted(edges, values, side="right") - 1
-    if clip:
-        cells = np.clip(cells, 0, edges.size - 2)
-    else:
-        cells = cells[(cells >= 0) & (cells <= edges.size - 2)]
-    counts = np.bincount(cells, minlength=edges.size - 1).astype(float)
+    count clears a Bonferroni threshold, and the noisy total."""
+    counts = np.asarray(histogram(edges, clip), dtype=float)
     noisy = noise.add(counts, sigma, integer=True)
     # "1 +": a cell holding one record (an outlier) clears it with probability at most
     # FALSE_CELL_RATE / cells, as an empty cell would without the 1
@@ -153,8 +194,15 @@ def private_range(
     only if its noisy count clears a threshold that pure noise passes with probability 1e-3
     over the whole grid, so a lone outlier cannot set a bound.
     """
+    return range_from_histogram(histogram_of(values), rho, rng, integer=integer)
+
+
+def range_from_histogram(
+    histogram: Histogram, rho: float, rng: NoiseSource | np.random.Generator, *, integer: bool
+) -> PrivateRange:
+    """:func:`private_range` over the exact cell counts ``histogram`` gives (in memory, or
+    counted in SQL over a public grid): the same measurement on every backend."""
     noise = as_noise(rng)
-    finite = values[np.isfinite(values)]
     sigma = gaussian_sigma(rho / 2)
     measurement = Measurement(
         step="domain",
@@ -166,7 +214,7 @@ def private_range(
         mechanism=f"{noise.mechanism(integer=True)}: fixed log grid, then up to 256 cells",
     )
     coarse = _grid_edges()
-    found = _outer_cells(finite, coarse, sigma, noise, clip=True)
+    found = _outer_cells(histogram, coarse, sigma, noise, clip=True)
     if found is None:
         return PrivateRange(None, None, measurement)
     lower, upper = float(coarse[found[0]]), float(coarse[found[1] + 1])
@@ -175,7 +223,7 @@ def private_range(
     threshold = sigma * float(upper_quantile(FALSE_CELL_RATE / FINE_CELLS))
     cells = int(np.clip(found[2] / (4 * threshold), 1, FINE_CELLS))
     fine = np.linspace(lower, upper, cells + 1)
-    refined = _outer_cells(finite, fine, sigma, noise, clip=False) if cells > 1 else None
+    refined = _outer_cells(histogram, fine, sigma, noise, clip=False) if cells > 1 else None
     cell_edges: tuple[float, ...] = ()
     cell_counts: tuple[float, ...] = ()
     if refined is not None:

@@ -1,4 +1,4 @@
-"""How single values are read: as canonical text, as numbers, as dates, one value at a time.
+r"""How single values are read: as canonical text, as numbers, as dates, one value at a time.
 
 Why one value at a time: differential privacy compares neighbouring tables, ``D`` and ``D``
 plus one record. A rule that decides how to read a value by looking at *other* values lets one
@@ -15,6 +15,8 @@ The rules:
   typed table (Parquet, a DataFrame) and the same table read from CSV give the same text.
   Whole floats print as integers (``21.0`` -> ``"21"``: a column read as float only because it
   has blanks), datetimes in ISO form, surrounding spaces removed; blanks and NaN are missing.
+* **Digits are ASCII** (``0-9``) in every pattern, as SQL engines' regular expressions read
+  ``\d``, so every counting backend classifies a value the same way.
 * **Numbers** (:func:`parse_numbers`): plain decimal notation with an optional exponent
   (``-12``, ``3.5``, ``.5``, ``1e6``). ``inf``, ``nan``, ``1,000``, ``12%`` are not numbers.
 * **Dates** (:data:`DATE_FORMATS`): ISO dates and date-times, ``Y/m/d``, and ``d/m/Y`` or
@@ -33,13 +35,14 @@ import numpy as np
 import pandas as pd
 
 #: plain decimal numbers, optional sign and exponent; no thousands separators, no inf or nan
-NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
-_ISO_DATE = r"\d{4}-\d{1,2}-\d{1,2}"
+NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+_ISO_DATE = r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}"
 _ISO_DATETIME = (
-    r"\d{4}-\d{1,2}-\d{1,2}[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"
+    r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}[T ][0-9]{1,2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?"
+    r"(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
 )
-_SLASH = r"(\d{1,2})/(\d{1,2})/\d{4}"
-_YMD_SLASH = r"\d{4}/\d{1,2}/\d{1,2}"
+_SLASH = r"([0-9]{1,2})/([0-9]{1,2})/[0-9]{4}"
+_YMD_SLASH = r"[0-9]{4}/[0-9]{1,2}/[0-9]{1,2}"
 
 #: how date-times are written back when their column's values carry a time of day
 ISO_DATETIME_FORMAT = "%Y-%m-%d %H:%M:%S"
@@ -230,7 +233,9 @@ def _classify(text: pd.Series) -> np.ndarray:
 
 
 def _parses(text: pd.Series, fmt: str) -> np.ndarray:
-    parsed = pd.to_datetime(text, format=fmt, errors="coerce")
+    # utc: a value's UTC offset is read on its own (without it pandas refuses a column whose
+    # values mix offsets, so one record could stop the run)
+    parsed = pd.to_datetime(text, format=fmt, errors="coerce", utc=True)
     return parsed.notna().to_numpy(dtype=bool)
 
 
@@ -258,7 +263,7 @@ def parse_datetimes(text: pd.Series, day_first: bool) -> np.ndarray:
     ):
         todo = np.isnan(seconds) & _matches(text, pattern)
         if todo.any():
-            stamps = pd.to_datetime(text[todo], format=fmt, errors="coerce")
+            stamps = pd.to_datetime(text[todo], format=fmt, errors="coerce", utc=True)
             seconds[todo] = seconds_since_epoch(stamps)
     return seconds
 

@@ -6,17 +6,19 @@ import hashlib
 import io
 import json
 import re
+import time
 import zipfile
 
 import numpy as np
+import pandas as pd
 import pytest
 import streamlit as st
 from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
-from dashboard import charts, game
+from dashboard import charts, game, worker
 from privsyn_core.privacy import BudgetExceededError, rho_from_epsilon_delta
-from privsyn_core.registry import Registry, fingerprint
+from privsyn_core.registry import Registry, file_fingerprint, fingerprint
 from privsyn_core.schema import ColumnSchema, Kind
 
 APP = str(ROOT / "dashboard" / "app.py")
@@ -32,6 +34,18 @@ def app() -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
     assert not at.exception, at.exception
+    return at
+
+
+def run_and_wait(at: AppTest, timeout: float = 120) -> AppTest:
+    """Click Run and rerun the script until the background run has ended (the browser's
+    polling fragment does this in a real session)."""
+    at.button(key="run").click().run()
+    deadline = time.monotonic() + timeout
+    while at.session_state["run_state"] == "running" and time.monotonic() < deadline:
+        time.sleep(0.2)
+        at.run()
+    assert at.session_state["run_state"] != "running", "the run ended in time"
     return at
 
 
@@ -70,7 +84,7 @@ def test_run_marginals_and_results_flow_on_the_sample():
     at = go(app(), "run")
     at.number_input(key="iterations").set_value(10).run()
     at.text_input(key="seed_text").set_value("3").run()
-    at.button(key="run").click().run()
+    run_and_wait(at)
     assert not at.exception, [e.value for e in at.exception]
     finished = at.session_state["finished"]
     assert finished is not None and finished.result.n_records > 30_000
@@ -183,7 +197,7 @@ def test_a_malicious_column_name_is_shown_as_text(tmp_path):
     assert not at.exception
     go(at, "run")
     at.number_input(key="iterations").set_value(5).run()
-    at.button(key="run").click().run()
+    run_and_wait(at)
     assert at.session_state["finished"] is not None
     go(at, "marginals")
     srcdoc = at.get("iframe")[0].proto.srcdoc
@@ -205,10 +219,10 @@ def test_an_interrupted_run_is_reported_as_cancelled():
 def test_runs_without_a_seed_are_releases_and_seeded_runs_are_marked():
     at = go(app(), "run")
     at.number_input(key="iterations").set_value(5).run()
-    at.button(key="run").click().run()
+    run_and_wait(at)
     assert at.session_state["finished"].result.ledger.randomness == "release"
     at.text_input(key="seed_text").set_value("7").run()
-    at.button(key="run").click().run()
+    run_and_wait(at)
     assert at.session_state["finished"].result.ledger.randomness != "release"
     assert any("NOT for release" in w.value for w in at.warning)
     go(at, "results")
@@ -225,7 +239,7 @@ def test_runs_without_a_seed_are_releases_and_seeded_runs_are_marked():
 def run_once(at: AppTest, iterations: int = 5) -> AppTest:
     go(at, "run")
     at.number_input(key="iterations").set_value(iterations).run()
-    at.button(key="run").click().run()
+    run_and_wait(at)
     assert not at.exception, [e.value for e in at.exception]
     return at
 
@@ -467,3 +481,178 @@ def test_data_page_says_where_each_structural_choice_comes_from():
     ledger = at.session_state["finished"].result.ledger
     structure = [e.attributes[0] for e in ledger.entries if e.step == "structure"]
     assert "age" not in structure and "workclass" in structure
+
+
+# --- background runs: Cancel, the server-wide cap, a table on disk ------------------------------
+
+
+def test_cancel_stops_the_background_run_and_records_its_spend():
+    at = go(app(), "run")
+    at.number_input(key="iterations").set_value(500).run()
+    at.checkbox(key="stop_at_plateau").uncheck().run()
+    at.button(key="run").click().run()
+    assert at.session_state["run_state"] == "running"
+    job = at.session_state["job"]
+    deadline = time.monotonic() + 120
+    while not job.progress.snapshot().history and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert job.progress.snapshot().history, "GUM started"
+    at.run()  # the page meanwhile: still the run in progress, with its Cancel button
+    assert at.button(key="run").disabled
+    at.button(key="cancel").click().run()
+    job.thread.join(timeout=60)
+    at.run()
+    assert at.session_state["run_state"] == "cancelled" and at.session_state["job"] is None
+    (run,) = Registry().runs()
+    assert run.config["outcome"] == "cancelled" and run.rho > 0 and not run.has_bundle
+    assert any(f"Its spend is recorded as run {run.id}" in w.value for w in at.warning)
+    assert len(at.session_state["partial_history"]) < 500
+    assert at.session_state["finished"] is None
+
+
+def test_other_pages_work_during_a_run_and_show_it_in_the_sidebar():
+    at = go(app(), "run")
+    at.number_input(key="iterations").set_value(500).run()
+    at.checkbox(key="stop_at_plateau").uncheck().run()
+    at.button(key="run").click().run()
+    job = at.session_state["job"]
+    try:
+        go(at, "privacy")
+        assert at.title[0].value == "Privacy budget"
+        assert any("A synthesis of" in c.value and "is running" in c.value for c in at.caption)
+        at.number_input(key="epsilon").set_value(2.0).run()  # does not touch the running run
+        assert not at.exception and job.request.epsilon == 1.0
+        go(at, "data")
+        assert at.button(key="use_sample").disabled  # no new table under a running run
+        go(at, "run")
+        assert at.number_input(key="iterations").value == 500
+    finally:
+        job.cancel()
+        job.thread.join(timeout=120)
+    at.run()
+    assert at.session_state["run_state"] == "cancelled"
+
+
+def test_a_run_past_the_servers_cap_is_refused_and_says_so(monkeypatch):
+    monkeypatch.setenv(worker.MAX_RUNS_VARIABLE, "1")
+    assert worker.SLOTS.take()  # another session's run holds the only slot
+    try:
+        at = go(app(), "run")
+        at.button(key="run").click().run()
+        assert at.session_state["job"] is None and at.session_state["run_state"] == "idle"
+        assert any("already running 1 syntheses" in w.value for w in at.warning)
+        assert not Registry().runs()
+    finally:
+        worker.SLOTS.give_back()
+    run_and_wait(at)
+    assert at.session_state["run_state"] == "done"
+
+
+def coded_adult_file(tmp_path, rows: int = 4000):
+    table = pd.read_csv(ROOT / "assets" / "adult-coded.csv").head(rows)
+    path = tmp_path / "adult-coded.parquet"
+    table.to_parquet(path, index=False)
+    return path, table
+
+
+def test_a_table_on_disk_shows_columns_and_size_only_and_runs_on_duckdb(tmp_path):
+    path, table = coded_adult_file(tmp_path)
+    at = app()
+    for bad, why in [
+        ("", "type the path"),
+        ("relative/file.csv", "not a full path"),
+        (str(tmp_path / "absent.csv"), "there is no file"),
+        (str(tmp_path), "is a folder"),
+        (str(ROOT / "pyproject.toml"), "not a CSV"),
+    ]:
+        at.text_input(key="disk_path").set_value(bad).run()
+        at.button(key="use_disk").click().run()
+        assert not at.exception
+        assert any(why in e.value for e in at.error), (bad, [e.value for e in at.error])
+        assert at.session_state["disk"] is None
+    at.text_input(key="disk_path").set_value(str(path)).run()
+    at.button(key="use_disk").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["table"] is None
+    caption = next(c.value for c in at.caption if "file on disk" in c.value)
+    assert "Parquet" in caption and f"{len(table.columns)} columns" in caption
+    assert "KB" in caption
+    shown = " ".join(
+        [c.value for c in at.caption] + [m.value for m in at.markdown] + [i.value for i in at.info]
+    )
+    assert f"{len(table):,}" not in shown and str(len(table)) not in shown  # no row count
+    # no rows: no table on the page has the file's columns (a preview would); one lists them
+    tables = [d.value for d in at.dataframe]
+    assert not any(set(t.columns) & set(table.columns) for t in tables)
+    (names,) = [t for t in tables if list(t.columns) == ["column"]]
+    assert list(names["column"]) == list(table.columns)
+    at.radio(key="disk_mode").set_value(at.radio(key="disk_mode").options[1]).run()
+    tables = [d.value for d in at.dataframe]
+    assert [list(t.columns) for t in tables] == [["column"], ["column", "codes"]]
+
+    go(at, "run")
+    assert at.button(key="run").disabled  # numbers of codes still open
+    go(at, "data")
+    domain = (ROOT / "assets" / "adult-coded-domain.json").read_bytes()
+    at.file_uploader(key="disk_domain").set_value(("domain.json", domain, "application/json"))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert all(at.session_state["disk_codes"].values())
+    assert any("ready to run" in s.value for s in at.success)
+
+    go(at, "run")
+    at.number_input(key="iterations").set_value(5).run()
+    run_and_wait(at)
+    assert not at.exception, [e.value for e in at.exception]
+    finished = at.session_state["finished"]
+    assert finished is not None, [e.value for e in at.error]
+    assert list(finished.result.synthetic.columns) == list(table.columns)
+    (run,) = Registry().runs()
+    assert run.fingerprint == file_fingerprint(path) and run.config["engine"] == "duckdb"
+    assert run.has_bundle and run.name == path.name
+    go(at, "results")  # no in-memory table to compare with: said plainly
+    assert any("file on disk" in i.value for i in at.info)
+    go(at, "history")
+    assert list(frame(at, "noise")["id"]) == [run.id]
+
+
+def test_a_disk_file_with_a_value_outside_its_codes_is_a_readable_error(tmp_path):
+    path, _ = coded_adult_file(tmp_path, rows=500)
+    at = app()
+    at.text_input(key="disk_path").set_value(str(path)).run()
+    at.button(key="use_disk").click().run()
+    at.radio(key="disk_mode").set_value(at.radio(key="disk_mode").options[1]).run()
+    codes = json.loads((ROOT / "assets" / "adult-coded-domain.json").read_text())
+    codes["sex"] = 1  # the file has codes 0 and 1
+    at.file_uploader(key="disk_domain").set_value(
+        ("domain.json", json.dumps(codes).encode(), "application/json")
+    )
+    at.run()
+    go(at, "run")
+    run_and_wait(at)
+    assert at.session_state["run_state"] in ("failed", "refused")
+    assert any("sex" in e.value for e in at.error), [e.value for e in at.error]
+    assert not Registry().runs()  # nothing was measured, nothing spent
+
+
+def test_a_raw_csv_on_disk_is_encoded_with_the_schema_and_counted_on_duckdb(tmp_path):
+    path = tmp_path / "adult-part.csv"
+    path.write_text("".join((ROOT / "assets" / "adult.csv").open().readlines()[:3001]))
+    at = app()
+    at.text_input(key="disk_path").set_value(str(path)).run()
+    at.button(key="use_disk").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["disk"].columns == tuple(at.session_state["schema"].names())
+    editor = at.get("arrow_data_editor") or at.get("data_editor")
+    assert editor, "the schema editor is shown for a raw file"
+    go(at, "run")
+    at.number_input(key="iterations").set_value(5).run()
+    run_and_wait(at)
+    finished = at.session_state["finished"]
+    assert finished is not None, [e.value for e in at.error]
+    assert finished.result.end_to_end_dp
+    kept = list(finished.result.synthetic.columns)
+    left_out = [name for name, _ in finished.result.excluded]
+    assert kept and sorted(kept + left_out) == sorted(at.session_state["disk"].columns)
+    (run,) = Registry().runs()
+    assert run.config["engine"] == "duckdb" and run.fingerprint == file_fingerprint(path)

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -330,3 +331,149 @@ def test_the_distinguishing_game_plays_in_the_browser(server, chromium):
     assert user.page.locator("[data-testid='stException']").count() == 0
     user.assert_offline()
     user.close()
+
+
+def chained_table(rows: int, columns: int, rng) -> pd.DataFrame:
+    """Each column copies an earlier column's value with probability 0.7, else draws afresh:
+    every pair depends on others, so PrivSyn keeps many marginals and GUM has work to do."""
+    import numpy as np
+
+    values = np.empty((rows, columns), dtype=np.int8)
+    values[:, 0] = rng.integers(0, 6, rows)
+    for j in range(1, columns):
+        parent = values[:, rng.integers(0, j)]
+        values[:, j] = np.where(rng.random(rows) < 0.7, parent, rng.integers(0, 6, rows))
+    labels = np.array([f"v{k}" for k in range(6)])
+    return pd.DataFrame({f"c{j}": pd.Categorical(labels[values[:, j]]) for j in range(columns)})
+
+
+def switch_pages(user: Session, rounds: int, shot: str | None = None) -> list[float]:
+    """Seconds from a click on a page link to the new page's heading, Privacy and Run in
+    turn, ending on Run: a round trip through the server's script run each time."""
+    reactions = []
+    for title, heading in [("Privacy", "Privacy budget"), ("Run", "Run PrivSyn")] * rounds:
+        started = time.perf_counter()
+        user.page.get_by_role("link", name=title).first.click()
+        user.page.get_by_role("heading", name=heading).first.wait_for(timeout=30_000)
+        reactions.append(time.perf_counter() - started)
+        if shot and title == "Privacy" and len(reactions) == 3:
+            user.page.wait_for_timeout(1200)  # the sidebar shows the run meanwhile
+            user.shot(shot)
+        user.page.wait_for_timeout(300)
+    return reactions
+
+
+def edit_epsilon(user: Session, values: list[str]) -> list[float]:
+    """Seconds from Enter in the epsilon field to the Privacy page's new total rho."""
+    metric = user.page.locator("[data-testid='stMetricValue']").first
+    reactions = []
+    for value in values:
+        before = metric.inner_text()
+        field = user.page.get_by_label("epsilon")
+        field.fill(value)
+        started = time.perf_counter()
+        field.press("Enter")
+        deadline = started + 30
+        while metric.inner_text() == before and time.perf_counter() < deadline:
+            user.page.wait_for_timeout(10)
+        reactions.append(time.perf_counter() - started)
+        assert metric.inner_text() != before, f"epsilon {value} was never taken up"
+        user.page.wait_for_timeout(300)
+    return reactions
+
+
+def test_a_long_run_on_a_table_on_disk_leaves_the_page_responsive(
+    server, server_registry, chromium, tmp_path, capsys
+):
+    """600,000 rows x 12 columns in a Parquet file read through the "table on disk" input
+    (GUM takes seconds per iteration on it); while GUM runs in the worker, switching pages and
+    editing epsilon must still work (reaction times are printed next to the same measured
+    with no run, not asserted tightly: the machine is shared), and Cancel must end the run."""
+    import numpy as np
+
+    path = tmp_path / "chained-600k.parquet"
+    chained_table(600_000, 12, np.random.default_rng(5)).to_parquet(path, index=False)
+    user = Session(chromium, server)
+    user.page.get_by_text("Table on disk").click()
+    user.page.get_by_label("Path of the file").fill(str(path))
+    user.page.get_by_label("Path of the file").press("Enter")
+    user.idle()
+    user.page.get_by_role("button", name="Use this file").click()
+    user.idle()
+    user.page.get_by_role("heading", name=path.name).wait_for(timeout=30_000)
+    caption = user.page.get_by_text("Parquet file on disk").inner_text()
+    assert "12 columns" in caption and ("MB" in caption or "KB" in caption)
+    assert "600,000" not in user.page.inner_text("body")  # no row count anywhere
+    user.page.wait_for_timeout(300)
+    user.shot("data-disk.png")
+
+    user.open("Run")
+    # the same, with no run: for comparison in the same moment
+    idle = switch_pages(user, 5)
+    user.page.get_by_role("link", name="Privacy").first.click()
+    user.page.get_by_role("heading", name="Privacy budget").first.wait_for(timeout=30_000)
+    idle_edits = edit_epsilon(user, ["0.5", "2", "1"] * 2)
+    user.open("Run")
+    user.page.get_by_label("GUM iterations (at most)").fill("500")
+    user.page.keyboard.press("Enter")
+    user.idle()
+    user.page.get_by_text("stop when the error stops falling").click()
+    user.idle()
+    user.page.get_by_role("button", name="Run synthesis").click()
+    gum = re.compile(r"GUM iteration (\d+) of at most")
+    user.page.get_by_text(gum).first.wait_for(timeout=300_000)
+    first = int(gum.search(user.page.get_by_text(gum).first.inner_text()).group(1))
+    deadline = time.time() + 120  # a few iterations on the live chart
+    while time.time() < deadline:
+        shown = gum.search(user.page.get_by_text(gum).first.inner_text())
+        if shown and int(shown.group(1)) >= first + 3:
+            break
+        user.page.wait_for_timeout(200)
+    user.page.mouse.wheel(0, 380)  # the progress bars and the whole chart in view
+    user.page.wait_for_timeout(600)
+    user.shot("run-live.png")
+
+    # widget reaction during the run: switch pages, timing click -> new page's heading
+    reactions = switch_pages(user, 5, shot="privacy-during-run.png")
+    # and a widget: epsilon on the Privacy page, timing Enter -> the new total rho shown
+    user.page.get_by_role("link", name="Privacy").first.click()
+    user.page.get_by_role("heading", name="Privacy budget").first.wait_for(timeout=30_000)
+    edits = edit_epsilon(user, ["0.5", "2", "1"] * 2)
+    user.page.get_by_role("link", name="Run").first.click()
+    user.page.get_by_role("heading", name="Run PrivSyn").first.wait_for(timeout=30_000)
+    # still the same run, further on: the worker kept going while the pages switched
+    user.page.get_by_text(gum).first.wait_for(timeout=60_000)
+    now = int(gum.search(user.page.get_by_text(gum).first.inner_text()).group(1))
+    assert now > first, (first, now)
+    assert user.page.get_by_text("Synthesised").count() == 0, "the run was still going"
+    # the Run page's settings survived leaving it while its fragment polled the run
+    assert user.page.get_by_label("GUM iterations (at most)").input_value() == "500"
+    assert max(reactions) < 15 and max(edits) < 15, (reactions, edits)
+
+    user.page.get_by_role("button", name="Cancel").click()
+    user.page.get_by_text("The last run was cancelled").wait_for(timeout=120_000)
+    user.idle()
+    user.page.get_by_text("Its spend is recorded as run").wait_for(timeout=10_000)
+    user.page.mouse.wheel(0, 300)
+    user.page.wait_for_timeout(500)
+    user.shot("run-cancelled.png")
+    cancelled = [
+        r for r in Registry(server_registry).runs() if r.config.get("outcome") == "cancelled"
+    ]
+    assert cancelled and cancelled[-1].name == path.name and cancelled[-1].rho > 0
+    assert user.page.locator("[data-testid='stException']").count() == 0
+    user.assert_offline()
+    user.close()
+    with capsys.disabled():
+        print(
+            f"\n[browser] page switch during a 600k x 12 run on DuckDB (GUM iterations "
+            f"{first + 1} -> {now + 1}): median {statistics.median(reactions):.2f} s, max "
+            f"{max(reactions):.2f} s over {len(reactions)} switches; with no run: median "
+            f"{statistics.median(idle):.2f} s, max {max(idle):.2f} s"
+        )
+        print(
+            f"[browser] epsilon edit -> new total rho during that run: median "
+            f"{statistics.median(edits):.2f} s, max {max(edits):.2f} s over {len(edits)} edits; "
+            f"with no run: median {statistics.median(idle_edits):.2f} s, max "
+            f"{max(idle_edits):.2f} s"
+        )

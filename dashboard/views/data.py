@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from dashboard import state
+from dashboard import sources, state
 from dashboard.structure_tables import structure_frame, structure_plan_frame
 from privsyn_core.errors import InputError
 from privsyn_core.io import read_table
@@ -20,10 +20,23 @@ st.write(
     "artifacts may be shared."
 )
 
+busy = state.running()
+if busy:
+    st.info(
+        "A synthesis of this table is running (Run page): load another table when it has "
+        "finished or been cancelled."
+    )
 upload = st.file_uploader(
-    "Upload a CSV or Parquet file", type=["csv", "txt", "parquet", "pq"], key="upload"
+    "Upload a CSV or Parquet file",
+    type=["csv", "txt", "parquet", "pq"],
+    key="upload",
+    disabled=busy,
 )
-if upload is not None and st.session_state.get("uploaded_name") != (upload.name, upload.size):
+if (
+    upload is not None
+    and not busy
+    and st.session_state.get("uploaded_name") != (upload.name, upload.size)
+):
     suffix = Path(upload.name).suffix or ".csv"
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / f"upload{suffix}"
@@ -38,15 +51,131 @@ if upload is not None and st.session_state.get("uploaded_name") != (upload.name,
         st.session_state["uploaded_name"] = (upload.name, upload.size)
         st.success(f"Loaded {upload.name}.")
 
-if st.button("Use the bundled Adult sample", key="use_sample"):
+if st.button("Use the bundled Adult sample", key="use_sample", disabled=busy):
     state.set_table(state.load_sample(), state.SAMPLE_NAME)
     st.session_state.pop("uploaded_name", None)
 
-table = state.table()
-st.subheader(st.session_state["table_name"])
-state.owner_badge()
-st.caption(f"{table.shape[0]:,} rows x {table.shape[1]} columns (true counts: owner-only).")
-st.dataframe(table.head(200), key="preview", width="stretch")
+with st.expander(
+    "Table on disk: a file on this server, too big to upload", expanded=state.disk() is not None
+):
+    st.write(
+        "Type the full path of a CSV or Parquet file on the machine that runs this dashboard. "
+        "It is not loaded: a run reads it where it lies, through DuckDB, out of core."
+        + (
+            f" This server reads tables only from {sources.allowed_root()}."
+            if sources.allowed_root() is not None
+            else ""
+        )
+    )
+    st.text_input(
+        "Path of the file", key="disk_path", placeholder="/data/census.parquet", disabled=busy
+    )
+    if st.button("Use this file", key="use_disk", disabled=busy):
+        try:
+            described = sources.describe(st.session_state.get("disk_path") or "")
+        except InputError as exc:
+            st.error(f"Cannot use that path: {exc}.")
+        else:
+            state.set_disk(described)
+            st.session_state.pop("uploaded_name", None)
+
+
+def codes_editor(on_disk: sources.DiskTable) -> None:
+    """Numbers of codes per column of a pre-coded file on disk, typed or from a domain file."""
+    st.subheader("Number of codes per column")
+    st.write(
+        "In a **pre-coded** file every value is a whole number from 0 to its column's number "
+        "of codes minus 1. Declare each column's number of codes (public, like a schema: it "
+        "costs no budget), here or from a domain file such as "
+        '`assets/adult-coded-domain.json` (`{"column": codes, ...}`). A value outside its '
+        "range stops the run before anything is measured."
+    )
+    domain_file = st.file_uploader(
+        "Domain file (JSON)", type=["json"], key="disk_domain", disabled=busy
+    )
+    codes = dict(st.session_state["disk_codes"])
+    if domain_file is not None and st.session_state.get("disk_domain_name") != (
+        domain_file.name,
+        domain_file.size,
+    ):
+        try:
+            declared = sources.domain_codes(domain_file.getvalue(), on_disk.columns)
+        except InputError as exc:
+            st.error(f"Cannot use {domain_file.name}: {exc}")
+        else:
+            codes = declared
+            st.session_state["disk_codes"] = codes
+            st.session_state["disk_domain_name"] = (domain_file.name, domain_file.size)
+            st.session_state.pop("disk_codes_editor", None)
+    edited = st.data_editor(
+        pd.DataFrame({"column": list(codes), "codes": [codes[c] for c in codes]}),
+        key="disk_codes_editor",
+        hide_index=True,
+        width="stretch",
+        disabled=["column"] if not busy else True,
+        column_config={
+            "codes": st.column_config.NumberColumn(
+                "number of codes", min_value=1, step=1, help="values run from 0 to this minus 1"
+            )
+        },
+    )
+    updated = {
+        row["column"]: None if pd.isna(row["codes"]) else int(row["codes"])
+        for row in edited.to_dict("records")
+    }
+    if updated != st.session_state["disk_codes"] and not busy:
+        st.session_state["disk_codes"] = updated
+        st.session_state["finished"] = None
+    open_columns = [c for c, k in updated.items() if not k]
+    if open_columns:
+        st.info(
+            f"{len(open_columns)} of {len(updated)} columns have no number of codes yet: a run "
+            "needs all of them."
+        )
+    else:
+        st.success("Every column has its number of codes: ready to run (Run page).")
+
+
+PRECODED = "pre-coded: whole numbers 0..k-1 (declare k per column)"
+RAW = "raw values: text, numbers, dates (encoded in SQL with the schema below)"
+
+on_disk = state.disk()
+if on_disk is not None:
+    st.subheader(on_disk.name)
+    state.owner_badge()
+    st.caption(
+        f"{on_disk.kind} file on disk: {on_disk.path}, {sources.human_size(on_disk.size)}, "
+        f"{len(on_disk.columns)} columns. Its rows are never shown and never counted here (the "
+        "number of rows is private too); a run reads them through DuckDB, where the file lies."
+    )
+    names, mode = st.columns([1, 2])
+    names.dataframe(
+        pd.DataFrame({"column": list(on_disk.columns)}),
+        key="disk_columns",
+        hide_index=True,
+        height=min(300, 38 + 35 * len(on_disk.columns)),
+    )
+    coded = mode.radio(
+        "What the file holds",
+        [RAW, PRECODED],
+        index=1 if st.session_state.get("disk_precoded") else 0,
+        key="disk_mode",
+        disabled=busy,
+        help="raw values get the same schema as an uploaded table (below); pre-coded files "
+        "need each column's number of codes",
+    )
+    if (coded == PRECODED) != st.session_state.get("disk_precoded", False):
+        st.session_state["disk_precoded"] = coded == PRECODED
+        st.session_state["finished"] = None
+    if coded == PRECODED:
+        codes_editor(on_disk)
+        st.stop()
+else:
+    table = state.table()
+    st.subheader(st.session_state["table_name"])
+    state.owner_badge()
+    st.caption(f"{table.shape[0]:,} rows x {table.shape[1]} columns (true counts: owner-only).")
+    st.dataframe(table.head(200), key="preview", width="stretch")
 
 st.subheader("Columns")
 st.write(
@@ -120,6 +249,7 @@ def _schema_from(rows: pd.DataFrame) -> Schema:
 raw = st.toggle(
     "Read undeclared structure and domains off the raw data (demo shortcut: NOT end-to-end DP)",
     key="raw_domains",
+    persist_state="session",
 )
 edited = st.data_editor(
     _rows(state.schema()),

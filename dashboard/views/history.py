@@ -28,7 +28,8 @@ if notice := ss.pop("history_notice", None):
     st.success(notice)
 
 registry = records.registry_or_stop()
-dataset = state.dataset_fingerprint()
+with st.spinner("Reading the table to recognise its runs (once per table)"):
+    dataset = state.dataset_fingerprint()
 show_all = st.toggle("Show runs on every dataset", key="history_all")
 try:
     listed = registry.runs(None if show_all else dataset)

@@ -24,13 +24,40 @@ st.write(
 left, right = st.columns(2)
 with left:
     st.number_input(
-        "epsilon", min_value=0.01, max_value=100.0, step=0.1, key="epsilon", format="%.2f"
+        "epsilon",
+        min_value=0.01,
+        max_value=100.0,
+        step=0.1,
+        key="epsilon",
+        persist_state="session",
+        format="%.2f",
     )
-    st.text_input("delta", key="delta_text", help="for example 1e-9; must be below 1/rows")
+    st.text_input(
+        "delta",
+        key="delta_text",
+        persist_state="session",
+        help="for example 1e-9; must be below 1/rows",
+    )
 with right:
-    st.slider("share for 1-way marginals", 0.02, 0.5, key="one_way_share", step=0.01)
-    st.slider("share for InDif scores", 0.02, 0.5, key="indif_share", step=0.01)
-    st.slider("share for private domains", 0.01, 0.2, key="domain_share", step=0.01)
+    st.slider(
+        "share for 1-way marginals",
+        0.02,
+        0.5,
+        key="one_way_share",
+        persist_state="session",
+        step=0.01,
+    )
+    st.slider(
+        "share for InDif scores", 0.02, 0.5, key="indif_share", persist_state="session", step=0.01
+    )
+    st.slider(
+        "share for private domains",
+        0.01,
+        0.2,
+        key="domain_share",
+        persist_state="session",
+        step=0.01,
+    )
 
 try:
     delta = parse_delta(st.session_state["delta_text"])

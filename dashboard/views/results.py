@@ -47,6 +47,12 @@ st.caption(
     "never part of the release."
 )
 real = state.table()
+if real is None:
+    st.info(
+        "The table is a file on disk, counted where it lies: the dashboard does not load it, "
+        "so it cannot compare it row by row with the synthetic table."
+    )
+    st.stop()
 if not st.toggle("Show the owner-only comparison", key="show_fidelity"):
     st.stop()
 

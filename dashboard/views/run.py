@@ -1,9 +1,11 @@
 """Run: one button; stage progress, a live GUM convergence chart, and Cancel.
 
-The synthesis runs inside the script; the engine's progress callback updates the page.
-Clicking Cancel (or any widget) interrupts the script at its next Streamlit call, which
-happens inside the callback; the next run of this page sees the stale "running" flag and
-reports the cancellation, keeping the partial convergence history.
+The synthesis runs in a background thread (``dashboard.worker``): this script starts it and
+returns, so the page and every other page keep working during a long run. A fragment polls
+the run's progress a few times a second and redraws the stage, the GUM iteration and the
+convergence chart; when the run ends it reruns the app, and ``state.collect`` moves the
+outcome into the session. Cancel sets a flag the engine's progress callback reads: the run
+stops at the next stage boundary or GUM iteration, and what it had spent is recorded.
 
 Every run goes through the run registry: it must fit the table's lifetime budget before it
 starts, and a finished run is recorded with its release bundle. A result the registry does not
@@ -12,47 +14,41 @@ record is discarded, so nothing off the record is ever offered.
 
 from __future__ import annotations
 
-import time
+from functools import partial
+from typing import Any
 
 import numpy as np
 import streamlit as st
 
-from dashboard import records, state
+from dashboard import state, worker
 from dashboard.charts import convergence_chart
 from dashboard.settings import current_config, parse_delta, parse_seed, public_settings
-from privsyn_core import GumProgress, StageFinished, StageStarted, SynthesisCancelled, synthesize
-from privsyn_core.errors import FailedAfterSpending, InputError
-from privsyn_core.privacy import BudgetExceededError, PrivacyLedger
-from privsyn_core.progress import STAGE_TITLES, Stage
+from privsyn_core import synthesize
+from privsyn_core.config import PrivSynConfig
+from privsyn_core.errors import InputError
+from privsyn_core.registry import file_fingerprint
+from privsyn_core.registry import fingerprint as registry_fingerprint
+
+#: seconds between two looks at a run's progress
+POLL = 0.5
 
 st.title("Run PrivSyn")
 ss = st.session_state
+job = state.job()
 
-
-def _recorded_interruption(interrupted: dict | None) -> int | None:
-    """The run id under which the interrupted run's spend was recorded. The stopped script
-    records it at its next Streamlit call (within one GUM iteration) while this rerun has
-    already started, so wait for it a little."""
-    if interrupted is None:
-        return None
-    deadline = time.monotonic() + 5.0
-    while interrupted["pending"] and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return interrupted["run"]
-
-
-if ss["run_state"] == "running":  # the previous run was interrupted by a click
-    ss["run_state"] = "cancelled"
-
-st.number_input("GUM iterations (at most)", 1, 500, key="iterations", step=10)
+st.number_input(
+    "GUM iterations (at most)", 1, 500, key="iterations", persist_state="session", step=10
+)
 st.checkbox(
     "stop when the error stops falling (1% over 10 iterations)",
     key="stop_at_plateau",
+    persist_state="session",
     help="GUM's error against the noisy targets flattens out; stopping there saves time",
 )
 st.text_input(
     "seed (debug mode, not for release; empty: release mode with secure randomness)",
     key="seed_text",
+    persist_state="session",
 )
 try:
     delta = parse_delta(ss["delta_text"])
@@ -62,130 +58,165 @@ except InputError as exc:
     st.error(f"{exc} (fix it on the Privacy page)")
     st.stop()
 
+on_disk = state.disk()
 st.write(
-    f"Table **{ss['table_name']}**, epsilon **{ss['epsilon']:g}**, delta **{delta:g}**"
-    + (" — domains read off the raw data (**not end-to-end DP**)" if ss["raw_domains"] else "")
+    f"Table **{ss['table_name']}**"
+    + (" (a file on disk, counted by DuckDB)" if on_disk is not None else "")
+    + f", epsilon **{ss['epsilon']:g}**, delta **{delta:g}**"
+    + (
+        " — domains read off the raw data (**not end-to-end DP**)"
+        if ss["raw_domains"] and not (on_disk is not None and ss["disk_precoded"])
+        else ""
+    )
 )
-start = st.button("Run synthesis", type="primary", key="run")
-st.button("Cancel", key="cancel", help="stops the run; the budget already spent stays spent")
 
-if ss["run_state"] == "cancelled":
-    recorded = _recorded_interruption(ss.get("interrupted"))
-    st.warning(
-        "The last run was cancelled. Measurements made before the stop have used privacy "
-        "budget; no table was released"
-        + (
-            f". Its spend is recorded as run {recorded} (History page)."
-            if recorded is not None
-            else "."
-        )
+
+def request(config: PrivSynConfig) -> worker.RunRequest:
+    """The engine call for the session's table with everything bound now, in the script:
+    the worker thread must not read the session."""
+    epsilon = float(ss["epsilon"])
+    rng = None if seed is None else np.random.default_rng(seed)
+    settings = public_settings(delta, seed)
+    known = ss.get("dataset_fingerprint")
+    if on_disk is None:
+        table, schema, raw = state.table(), state.schema(), bool(ss["raw_domains"])
+        run = partial(
+            synthesize, table, epsilon, delta, schema=schema, raw_domains=raw, config=config,
+            rng=rng,
+        )  # fmt: skip
+        dataset = partial(registry_fingerprint, table)
+    else:
+        # counted where the file lies, on DuckDB: a pre-coded file with its numbers of codes,
+        # a raw one encoded in SQL with the session's schema
+        if ss["disk_precoded"]:
+            sizes = {name: int(codes) for name, codes in ss["disk_codes"].items()}
+            declared: dict[str, Any] = {"domain": sizes}
+            settings = {**settings, "raw_domains": False, "domain": sizes}
+        else:
+            declared = {"schema": state.schema(), "raw_domains": bool(ss["raw_domains"])}
+        settings = {**settings, "engine": "duckdb"}
+        run = partial(
+            synthesize, on_disk.path, epsilon, delta, engine="duckdb", config=config, rng=rng,
+            **declared,
+        )  # fmt: skip
+        dataset = partial(file_fingerprint, on_disk.path)
+    return worker.RunRequest(
+        synthesize=run,
+        dataset=(lambda: known) if known else dataset,
+        name=ss["table_name"],
+        epsilon=epsilon,
+        delta=delta,
+        config=config,
+        settings=settings,
     )
 
-progress = st.progress(0.0, text="idle")
-chart = st.empty()
-stages = list(Stage)
+
+def draw(
+    history: list | tuple, key: str, iterations: int | None = None, live: bool = False
+) -> None:
+    chart = convergence_chart(history, iterations or config.gum.iterations, live=live)
+    st.plotly_chart(chart, key=key)
 
 
-def draw(history: list, key: str) -> None:
-    chart.plotly_chart(convergence_chart(history, config.gum.iterations), key=key)
+def not_ready() -> str | None:
+    """Why the session's table cannot run yet (a disk file with undeclared codes)."""
+    if on_disk is None or not ss["disk_precoded"]:
+        return None
+    missing = [name for name, codes in ss["disk_codes"].items() if not codes]
+    if missing:
+        return (
+            f"Declare the number of codes of every column of {on_disk.name} on the Data page "
+            f"first ({len(missing)} still open, e.g. {missing[0]!r})."
+        )
+    return None
 
+
+@st.fragment(run_every=POLL)
+def live() -> None:
+    """The run in progress: redrawn from a snapshot of its progress every POLL seconds."""
+    current = state.job()
+    if current is None:
+        return
+    snap = current.progress.snapshot()
+    if snap.outcome is not None:
+        st.rerun()  # the whole app: state.collect() takes the outcome into the session
+    if snap.cancelling:
+        st.warning("Cancelling: the run stops at the end of the current GUM iteration or stage.")
+    st.progress(min(1.0, snap.stage_fraction), text=snap.stage_text)
+    if snap.gum_text is not None:
+        st.progress(min(1.0, snap.gum_fraction or 0.0), text=snap.gum_text)
+    st.caption(
+        f"Running for {snap.seconds:.0f} s in the background: other pages keep working "
+        "meanwhile, and the result will be here when it is done."
+    )
+    st.button(
+        "Cancel",
+        key="cancel",
+        on_click=current.cancel,
+        disabled=snap.cancelling,
+        help="stops the run within one GUM iteration; the budget already spent stays spent",
+    )
+    # the x axis grows with the run (up to its iteration cap), so early iterations are legible
+    shown = min(snap.iterations, max(10, len(snap.history) * 3 // 2 + 1))
+    draw(snap.history, key="live", iterations=shown, live=True)
+
+
+if job is not None:
+    st.button("Run synthesis", type="primary", key="run", disabled=True)
+    live()
+    st.stop()
+
+waiting = not_ready()
+start = st.button("Run synthesis", type="primary", key="run", disabled=waiting is not None)
+if waiting:
+    st.info(waiting)
 
 if start:
-    refused = records.check(state.dataset_fingerprint(), float(ss["epsilon"]), delta)
-    if refused:
-        ss["run_state"] = "refused"
-        records.stop_with(refused)
+    started = worker.start(request(config))
+    if started is None:
+        st.warning(
+            f"The server is already running {worker.SLOTS.busy} syntheses, its limit for all "
+            f"users together ({worker.MAX_RUNS_VARIABLE}={worker.max_runs()}). Nothing was "
+            "started and no budget was spent: try again when one of them finishes."
+        )
+        st.stop()
+    ss["job"] = started
+    ss["job_token"] = ss.get("table_token")
     ss["run_state"] = "running"
     ss["partial_history"] = []
     ss["finished"] = None
-    # what the interruption handler below needs, taken while Streamlit calls still work
-    dataset, name, settings = (
-        state.dataset_fingerprint(),
-        ss["table_name"],
-        public_settings(delta, seed),
-    )
-    spent: list[PrivacyLedger | None] = [None]
-    # "pending" until this script either finishes or records its interruption
-    interrupted = ss["interrupted"] = {"pending": True, "run": None}
-    last_draw = [0.0]
-    started = time.perf_counter()
+    st.rerun()
 
-    def on_progress(event: object) -> bool:
-        if isinstance(event, StageStarted):
-            done = stages.index(event.stage) / len(stages)
-            progress.progress(done, text=event.title)
-        elif isinstance(event, StageFinished):
-            spent[0] = event.spent
-            done = (stages.index(event.stage) + 1) / len(stages)
-            progress.progress(done, text=f"{STAGE_TITLES[event.stage]}: {event.summary}")
-        elif isinstance(event, GumProgress):
-            ss["partial_history"].append(event)
-            share = (stages.index(Stage.GUM) + event.iteration / event.iterations) / len(stages)
-            progress.progress(
-                share,
-                text=f"GUM iteration {event.iteration + 1} of at most {event.iterations}: "
-                f"mean L1 {event.mean_error:.4f}",
-            )
-            now = time.perf_counter()
-            if now - last_draw[0] > 0.2:
-                last_draw[0] = now
-                draw(ss["partial_history"], key=f"live-{event.iteration}")
-        return True
-
-    try:
-        result = synthesize(
-            state.table(),
-            float(ss["epsilon"]),
-            delta,
-            schema=state.schema(),
-            raw_domains=bool(ss["raw_domains"]),
-            config=config,
-            rng=None if seed is None else np.random.default_rng(seed),
-            on_progress=on_progress,
+if ss["run_state"] == "cancelled":
+    recorded, stage = ss.get("interrupted_run"), ss.get("interrupted_stage")
+    # "Greedy marginal selection" reads "during greedy marginal selection"; "GUM" stays
+    title = stage[0].lower() + stage[1:] if stage and stage[1:2].islower() else stage
+    where = f" during {title}" if stage else ""
+    if stage and ss["partial_history"]:
+        where += f" (after {len(ss['partial_history'])} GUM iterations)"
+    spent = ss.get("interrupted_rho")
+    if recorded is not None:
+        spend = (
+            "Measurements made before the stop have used privacy budget. Its spend is "
+            f"recorded as run {recorded} (History page)."
         )
-    except FailedAfterSpending as exc:
-        ss["run_state"] = "failed"
-        records.stop_with(records.record_failure(dataset, name, exc, settings))
-    except (InputError, BudgetExceededError) as exc:
-        ss["run_state"] = "failed"
-        st.error(f"The run could not start or finish: {exc}")
-        st.stop()
-    except SynthesisCancelled as exc:
-        ss["run_state"] = "cancelled"
-        st.warning(str(exc))
-        st.stop()
-    except BaseException:
-        # Cancel (any click) stops the script at its next Streamlit call, inside on_progress,
-        # with Streamlit's own exception; every later st.* call, session_state included,
-        # raises it again. So record what was spent (the page has already shown results of
-        # those measurements) from values taken beforehand, then let the stop go on.
-        interrupted["run"] = records.record_interrupted(dataset, name, spent[0], settings)
-        interrupted["pending"] = False
-        raise
-    interrupted["pending"] = False
-    seconds = time.perf_counter() - started
-    try:
-        recorded = records.record(dataset, name, result, config, settings)
-    except (BudgetExceededError, *records.REGISTRY_ERRORS) as exc:
-        ss["run_state"] = "failed"
-        records.stop_with(records.not_recorded(exc))
-    ss["finished"] = state.Finished(
-        result,
-        state.fingerprint(state.table(), state.schema(), {"epsilon": ss["epsilon"]}),
-        ss["table_name"],
-        float(ss["epsilon"]),
-        delta,
-        seconds,
-        run_id=recorded.run_id,
-        bundle=recorded.bundle,
-        budget_warnings=recorded.budget_warnings,
-    )
-    ss["run_state"] = "done"
-    progress.progress(1.0, text=f"done in {seconds:.1f} s")
+    elif spent:
+        spend = (
+            f"Measurements made before the stop used rho {spent:.4g} of privacy budget, "
+            "which the run registry could not record."
+        )
+    elif spent is None:
+        spend = "What it spent before the stop, if anything, is listed on the History page."
+    else:
+        spend = "It stopped before measuring anything: nothing was spent."
+    st.warning(f"The last run was cancelled{where}; no table was released. {spend}")
+elif ss["run_state"] in ("failed", "refused"):
+    st.error(ss.get("run_message", "The run did not finish."))
 
 finished = ss.get("finished")
 if finished is not None:
     result = finished.result
+    st.progress(1.0, text=f"done in {finished.seconds:.1f} s")
     draw(list(result.history), key="final")
     state.dp_badge()
     st.success(
@@ -212,4 +243,5 @@ if finished is not None:
     st.page_link("views/marginals.py", label="See the marginals")
     st.page_link("views/results.py", label="Download the synthetic table")
 elif ss["partial_history"]:
-    draw(ss["partial_history"], key="partial")
+    st.caption("The stopped run's GUM iterations, up to the stop:")
+    draw(ss["partial_history"], key="partial", iterations=max(10, len(ss["partial_history"])))

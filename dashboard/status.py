@@ -1,0 +1,26 @@
+"""The run in progress, in the sidebar of every other page: the worker keeps running while the
+user looks at other pages, and this says how far it is and when it ends."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import state
+
+#: seconds between two looks at the run's progress (the Run page itself looks more often)
+POLL = 1.0
+
+
+@st.fragment(run_every=POLL)
+def run_status() -> None:
+    current = state.job()
+    if current is None:
+        return
+    snap = current.progress.snapshot()
+    if snap.outcome is not None:
+        st.rerun()  # the whole app: state.collect() takes the outcome into the session
+    st.caption(f"A synthesis of {current.request.name} is running ({snap.seconds:.0f} s)")
+    st.progress(min(1.0, snap.stage_fraction), text=snap.stage_text)
+    if snap.gum_text is not None:
+        st.progress(min(1.0, snap.gum_fraction or 0.0), text=snap.gum_text)
+    st.page_link("views/run.py", label="Watch it or cancel it on the Run page")

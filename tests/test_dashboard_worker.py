@@ -1,0 +1,125 @@
+"""The dashboard's background runs (dashboard/worker.py), without Streamlit: the server-wide
+cap, Cancel within one GUM iteration with its spend recorded, refusals before anything runs."""
+
+from __future__ import annotations
+
+import threading
+import time
+from functools import partial
+
+import numpy as np
+from conftest import ROOT
+
+from dashboard import worker
+from privsyn_core import synthesize
+from privsyn_core.config import PrivSynConfig
+from privsyn_core.errors import InputError
+from privsyn_core.gum import GumSettings
+from privsyn_core.io import read_table
+from privsyn_core.privacy import rho_from_epsilon_delta
+from privsyn_core.progress import GumProgress
+from privsyn_core.registry import Registry, fingerprint
+
+SETTINGS = {"epsilon": 1.0, "delta": 1e-9}
+
+
+def request(run, config: PrivSynConfig | None = None, dataset: str = "table") -> worker.RunRequest:
+    return worker.RunRequest(
+        synthesize=run,
+        dataset=lambda: dataset,
+        name="t.csv",
+        epsilon=1.0,
+        delta=1e-9,
+        config=config or PrivSynConfig(),
+        settings=SETTINGS,
+    )
+
+
+def ended(job: worker.Job, timeout: float = 120) -> worker.Outcome:
+    job.thread.join(timeout)
+    outcome = job.progress.snapshot().outcome
+    assert outcome is not None, "the run ended"
+    return outcome
+
+
+def test_the_cap_refuses_a_run_past_it_and_a_slot_frees_when_a_run_ends(monkeypatch):
+    monkeypatch.setenv(worker.MAX_RUNS_VARIABLE, "1")
+    release = threading.Event()
+
+    def blocked(*, on_progress):
+        release.wait(30)
+        raise InputError("stopped by the test")
+
+    first = worker.start(request(blocked))
+    assert first is not None and worker.SLOTS.busy == 1
+    assert worker.start(request(blocked)) is None  # past the cap: not started, no thread
+    release.set()
+    outcome = ended(first)
+    assert isinstance(outcome, worker.Failed) and "stopped by the test" in outcome.message
+    assert worker.SLOTS.busy == 0
+    again = worker.start(request(blocked))
+    assert again is not None
+    ended(again)
+
+
+def test_a_bug_in_a_run_is_an_outcome_and_frees_its_slot():
+    def broken(*, on_progress):
+        raise ZeroDivisionError("oops")
+
+    outcome = ended(worker.start(request(broken)))
+    assert isinstance(outcome, worker.Failed) and "internal error" in outcome.message
+    assert worker.SLOTS.busy == 0
+
+
+def test_cancel_stops_within_one_gum_iteration_and_records_the_spend():
+    table = read_table(ROOT / "assets" / "adult.csv")
+    config = PrivSynConfig(gum=GumSettings(iterations=500, patience=None))
+    run = partial(synthesize, table, 1.0, 1e-9, config=config, rng=np.random.default_rng(1))
+    job = worker.start(request(run, config, dataset=fingerprint(table)))
+    deadline = time.monotonic() + 120
+    while len(job.progress.snapshot().history) < 3 and time.monotonic() < deadline:
+        assert job.progress.snapshot().outcome is None, job.progress.snapshot().outcome
+        time.sleep(0.01)
+    seen = len(job.progress.snapshot().history)
+    assert seen >= 3, "GUM started"
+    job.cancel()
+    outcome = ended(job)
+    snap = job.progress.snapshot()
+    assert isinstance(outcome, worker.Cancelled) and snap.cancelling
+    # the callback reads the flag after every iteration: at most the one under way finishes
+    assert seen <= len(snap.history) <= seen + 1
+    (recorded,) = Registry().runs()
+    assert outcome.run_id == recorded.id and recorded.config["outcome"] == "cancelled"
+    assert not recorded.has_bundle
+    # every measurement is made before GUM starts: all of them are on the record
+    assert recorded.ledger["measurements"][-1]["step"] == "marginal"
+    assert 0 < recorded.rho <= rho_from_epsilon_delta(1.0, 1e-9) * (1 + 1e-9)
+
+
+def test_a_run_past_the_lifetime_budget_is_refused_before_it_starts():
+    Registry().set_lifetime_budget("table", "t.csv", rho_from_epsilon_delta(1.0, 1e-9) / 2)
+    called = []
+    outcome = ended(worker.start(request(lambda *, on_progress: called.append(1))))
+    assert isinstance(outcome, worker.Failed) and outcome.refused
+    assert "Run refused" in outcome.message and not called
+    assert not Registry().runs()
+
+
+def test_progress_snapshots_are_taken_while_the_worker_writes():
+    progress = worker.RunProgress(iterations=10)
+
+    def writer():
+        for i in range(2000):
+            progress.on_progress(GumProgress(i, 2000, 0.5, 0.1, {}, 0.0))
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    lengths = []
+    while thread.is_alive():
+        lengths.append(len(progress.snapshot().history))
+    thread.join()
+    assert lengths == sorted(lengths)  # every snapshot a consistent prefix
+    assert len(progress.snapshot().history) == 2000
+    assert progress.on_progress(GumProgress(0, 1, 0.5, 0.1, {}, 0.0)) is True
+    progress.cancel()
+    assert progress.on_progress(GumProgress(1, 1, 0.5, 0.1, {}, 0.0)) is False

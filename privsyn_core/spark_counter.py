@@ -4,14 +4,16 @@
 The table is a Spark DataFrame: handed over through the API, a table of the session's
 catalogue, or a Parquet or CSV path. Codes are checked against their declared domain in Spark
 SQL first (a value that is missing, not a whole number or outside ``0..k-1`` stops the run,
-with its column and value; the same query as the DuckDB backend's).
+with its column and value, named by the same query as the DuckDB backend's).
 
 Why not the DuckDB backend's ``GROUPING SETS`` queries: Spark plans ``GROUPING SETS`` as an
 ``Expand`` that copies every row once per attribute set of the query before aggregating, so a
 batch of 64 pairs moves 64 times the table through the aggregation (a 1M x 50 table on
 ``local[2]`` had not finished after 9 minutes; DuckDB counted it in about a minute). Instead,
 each batch of attribute sets is one scan that counts partition by partition in NumPy
-(``DataFrame.mapInArrow``): a task gathers its Arrow batches of codes into chunks of
+(``DataFrame.mapInArrow``). Spark packs the codes of the columns the batch needs into a few
+63-bit words a row (:func:`_packing`; moving values to Python costs per value), and a task
+gathers its Arrow batches of words into chunks of
 :data:`CHUNK_ROWS` rows, turns them into a mixed-radix cell index per attribute set (the same
 C-order index as :func:`privsyn_core.marginals.cell_index`) and adds ``np.bincount`` of it to
 one count array per set. At the end of its partition it emits one row per set (the counts as
@@ -23,8 +25,12 @@ Memory stays bounded: a batch holds at most :data:`MAX_CELLS` cells of count arr
 larger than that is counted alone), so a task needs ``8 * MAX_CELLS`` bytes of counts plus one
 chunk of codes, and the driver receives at most one partial per set and partition. Only counts
 come back to the driver, never rows. The function shipped to the executors is built here as a
-closure over plain numbers that imports only NumPy and PyArrow, so executors need those two
-(PySpark's own requirements for Arrow) and not this package.
+closure over plain numbers that imports only NumPy and PyArrow, so executors need a Python
+with those two (PySpark's own requirements for Arrow) and not this package; in local mode
+:func:`spark_session` runs the workers on this interpreter.
+
+Spark reads a Parquet file in parallel by row groups: a file written as one row group is
+counted by one task, whatever the number of cores.
 """
 
 from __future__ import annotations

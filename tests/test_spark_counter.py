@@ -105,3 +105,39 @@ def test_values_that_are_not_codes_are_refused_naming_the_column(spark, rows, sc
     with pytest.raises(InputError) as info:
         SparkCounter.for_source(frame, {"a": 2, "b": 2}, spark=spark)
     assert all(part in str(info.value) for part in named), str(info.value)
+
+
+def test_the_counting_function_runs_where_this_package_cannot_be_imported(tmp_path):
+    """Executors need NumPy and PyArrow, not privsyn_core: the function Spark ships is
+    unpickled and run in a Python where importing the package fails."""
+    import subprocess
+    import sys
+
+    from pyspark import cloudpickle
+
+    from privsyn_core.spark_counter import _packing, _partition_counter
+
+    layout = _packing([3, 70])
+    shipped = tmp_path / "function.pickle"
+    shipped.write_bytes(cloudpickle.dumps(_partition_counter(layout, [(3, 70)], [[0, 1]], 4)))
+    a, b = np.array([0, 2, 2, 1, 2]), np.array([69, 0, 0, 5, 1])
+    words = a | (b << layout[1][1])
+    script = f"""
+import pickle, sys
+import numpy as np, pyarrow as pa
+sys.modules["privsyn_core"] = None  # any import of the package fails
+count = pickle.loads(open({str(shipped)!r}, "rb").read())
+batch = pa.RecordBatch.from_arrays([pa.array({words.tolist()}, pa.int64())], names=["w0"])
+(out,) = count(iter([batch.slice(0, 2), batch.slice(2, 3)]))
+print(out.column(1)[0].as_py(), np.frombuffer(out.column(2)[0].as_py(), "<i8").tolist())
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    expected = np.bincount(a * 70 + b, minlength=210)
+    nonzero = np.flatnonzero(expected)
+    assert done.stdout.split(" ", 1) == [
+        "True",
+        str(np.concatenate([nonzero, expected[nonzero]]).tolist()) + "\n",
+    ]

@@ -2,11 +2,12 @@
 (out of core) or Spark (``--engine spark``, in ``local[2]`` mode).
 
 Writes a ``--rows`` x ``--cols`` table (planted factors: every five columns share a hidden
-factor, so selection finds dependencies) to a Parquet file in chunks of one million rows, so
-the generator never holds the table either; then times ``privsyn synthesize --engine duckdb
---rows N`` as a separate process and reports its wall seconds, per-stage seconds, marginals,
-GUM iterations and peak RSS (the whole process, DuckDB included). The file is not kept.
-Spark's peak RSS is the Python driver's; the JVM's memory is its own.
+factor, so selection finds dependencies) to a Parquet file in chunks of one million rows (row
+groups of :data:`ROW_GROUP` rows), so the generator never holds the table either; then times
+``privsyn synthesize --engine duckdb --rows N`` as a separate process and reports its wall
+seconds, per-stage seconds, marginals, GUM iterations and peak RSS (the whole process, DuckDB
+included). The file is not kept. Spark's peak RSS is the Python driver's; the JVM and its
+Python workers are reported apart, as the sum of each process's own peak (an upper bound).
 Run: ``python benchmarks/duckdb_file.py [--rows 10000000] [--cols 50] [--synthetic 1000000]
 [--engine duckdb|spark]``.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -28,6 +30,9 @@ import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parent.parent
 CHUNK = 1_000_000
+#: rows per Parquet row group: both engines read a file in parallel by row groups, so one
+#: group of a million rows would leave a core idle (Spark's own writers cut about 128 MB)
+ROW_GROUP = 131_072
 
 
 def write_planted(path: Path, rows: int, cols: int, seed: int) -> dict[str, int]:
@@ -47,7 +52,7 @@ def write_planted(path: Path, rows: int, cols: int, seed: int) -> dict[str, int]
                 arrays.append(
                     pa.array(np.where(rng.random(n) < keeps[c], copy, noise).astype(np.uint8))
                 )
-            writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+            writer.write_table(pa.Table.from_arrays(arrays, schema=schema), ROW_GROUP)
     return {f"c{c:03d}": int(sizes[c]) for c in range(cols)}
 
 
@@ -94,7 +99,36 @@ def main() -> None:
             f"{args.epsilon:g}: {seconds:.0f} s end to end (process), {report['marginals']} "
             f"marginals, {report['iterations']} GUM iterations, peak RSS "
             f"{report['peak_rss_mb']:.0f} MB"
+            + (
+                f" (Spark's JVM and Python workers: {report['descendants_peak_rss_mb']:.0f} MB)"
+                if args.engine == "spark"
+                else ""
+            )
         )
+
+
+def descendants_peak_mb() -> float:
+    """The sum of the peak RSS of this process's descendants still running (Spark's JVM and
+    its Python workers), from ``/proc`` (Linux); 0 where there is none or no ``/proc``."""
+    parents: dict[int, int] = {}
+    peaks: dict[int, float] = {}
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(
+                line.split(":", 1) for line in status.read_text().splitlines() if ":" in line
+            )
+        except OSError:
+            continue
+        pid = int(status.parent.name)
+        parents[pid] = int(fields.get("PPid", "0"))
+        peaks[pid] = int(fields.get("VmHWM", "0 kB").split()[0]) / 1024
+    me, total = os.getpid(), 0.0
+    for pid in peaks:
+        ancestor = parents.get(pid, 0)
+        while ancestor and ancestor != me:
+            ancestor = parents.get(ancestor, 0)
+        total += peaks[pid] if ancestor == me else 0.0
+    return total
 
 
 def child(
@@ -122,6 +156,7 @@ def child(
                 "marginals": len(result.marginals),
                 "iterations": len(result.history),
                 "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                "descendants_peak_rss_mb": descendants_peak_mb(),
             }
         )
     )

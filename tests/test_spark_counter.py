@@ -64,3 +64,80 @@ def test_the_cli_on_spark_writes_the_same_table_and_ledger_as_in_memory(spark, t
         assert main(argv) == 0, capsys.readouterr().err
         outputs[engine] = (out.read_bytes(), json.loads(ledger.read_text()))
     assert outputs["numpy"] == outputs["spark"]
+
+
+def test_partial_counts_of_many_partitions_some_empty_sum_to_the_in_memory_counts(spark):
+    rng = np.random.default_rng(5)
+    sizes = {"a": 3, "b": 70, "c": 5, "d": 300}  # b and d need 7 and 9 bits of a packed word
+    records = np.stack([rng.integers(0, k, 2_000) for k in sizes.values()])
+    table = pd.DataFrame({name: records[i] for i, name in enumerate(sizes)})
+    # hash-partitioned on a 3-valued column into 8 partitions: at most 3 hold rows
+    frame = spark.createDataFrame(table).repartition(8, "a")
+    lengths = frame.rdd.glom().map(len).collect()
+    assert len(lengths) == 8 and lengths.count(0) >= 5 and sum(lengths) == 2_000
+    counter = SparkCounter.for_source(frame, sizes, spark=spark)
+    counter.max_cells = 1_000  # one set (a, b, c, d) alone beyond it, the others in 3 scans
+    expected = ArrayCounter(records, counter.domain)
+    sets = [("a",), ("d",), ("b", "a"), ("a", "b", "c", "d"), ("c", "d"), (), ("d",)]
+    for ours, theirs in zip(counter.count(sets), expected.count(sets), strict=True):
+        assert ours.attributes == theirs.attributes and ours.shape == theirs.shape
+        assert np.array_equal(ours.values, theirs.values)
+
+
+def test_a_dataframe_with_no_rows_counts_zeros(spark):
+    frame = spark.createDataFrame([(1, 0)], "a INT, b INT").filter("a > 5")
+    (table,) = SparkCounter.for_source(frame, {"a": 2, "b": 3}, spark=spark).count([("a", "b")])
+    assert table.shape == (2, 3) and not table.values.any()
+
+
+@pytest.mark.parametrize(
+    ("rows", "schema", "named"),
+    [
+        ([(0, 1), (-1, 0)], "a INT, b INT", ["'a'", "'-1'"]),
+        ([(0, 1), (1, 2)], "a INT, b INT", ["'b'", "'2'"]),
+        ([("0", "1"), ("1.5", "0")], "a STRING, b STRING", ["'a'", "'1.5'"]),
+        ([(0.0, 1), (1.0, 0), (0.5, 1)], "a DOUBLE, b INT", ["'a'", "'0.5'"]),
+        ([(0, 1), (None, 0)], "a INT, b INT", ["'a'", "missing"]),
+    ],
+)
+def test_values_that_are_not_codes_are_refused_naming_the_column(spark, rows, schema, named):
+    frame = spark.createDataFrame(rows, schema)
+    with pytest.raises(InputError) as info:
+        SparkCounter.for_source(frame, {"a": 2, "b": 2}, spark=spark)
+    assert all(part in str(info.value) for part in named), str(info.value)
+
+
+def test_the_counting_function_runs_where_this_package_cannot_be_imported(tmp_path):
+    """Executors need NumPy and PyArrow, not privsyn_core: the function Spark ships is
+    unpickled and run in a Python where importing the package fails."""
+    import subprocess
+    import sys
+
+    from pyspark import cloudpickle
+
+    from privsyn_core.spark_counter import _packing, _partition_counter
+
+    layout = _packing([3, 70])
+    shipped = tmp_path / "function.pickle"
+    shipped.write_bytes(cloudpickle.dumps(_partition_counter(layout, [(3, 70)], [[0, 1]], 4)))
+    a, b = np.array([0, 2, 2, 1, 2]), np.array([69, 0, 0, 5, 1])
+    words = a | (b << layout[1][1])
+    script = f"""
+import pickle, sys
+import numpy as np, pyarrow as pa
+sys.modules["privsyn_core"] = None  # any import of the package fails
+count = pickle.loads(open({str(shipped)!r}, "rb").read())
+batch = pa.RecordBatch.from_arrays([pa.array({words.tolist()}, pa.int64())], names=["w0"])
+(out,) = count(iter([batch.slice(0, 2), batch.slice(2, 3)]))
+print(out.column(1)[0].as_py(), np.frombuffer(out.column(2)[0].as_py(), "<i8").tolist())
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    expected = np.bincount(a * 70 + b, minlength=210)
+    nonzero = np.flatnonzero(expected)
+    assert done.stdout.split(" ", 1) == [
+        "True",
+        str(np.concatenate([nonzero, expected[nonzero]]).tolist()) + "\n",
+    ]

@@ -50,8 +50,9 @@ UpdateStrategy = Literal[
     "half_half_plus_replace",
 ]
 
-#: which implementation runs an update: the fused numba loops or the NumPy passes
-GumKernel = Literal["compiled", "reference"]
+#: which implementation runs an update: the fused numba loops, the NumPy passes, or "auto"
+#: (see :attr:`GumSettings.kernel`)
+GumKernel = Literal["auto", "compiled", "reference"]
 
 #: threads GUM splits its passes over (the development machine has two cores)
 _WORKERS = 2
@@ -85,11 +86,14 @@ class GumSettings:
     #: each iteration costs seconds, so stopping at the plateau buys time at no accuracy.
     patience: int | None = 10
     min_improvement: float = 0.01
-    #: "reference" (NumPy, the default) or "compiled" (numba): same rules, same distribution.
-    #: The compiled kernel is opt-in: on a 600k x 100 table it is only about 1.2x faster (the
-    #: update is bound by memory traffic, not by Python), and a fresh environment spends
-    #: about 9 s compiling it on first use, more than it saves on tables of Adult's size
-    kernel: GumKernel = "reference"
+    #: "auto" (the default), "compiled" (numba) or "reference" (NumPy): same rules, same
+    #: distribution. "auto" runs the compiled kernel on a component whose records times
+    #: marginals reach :data:`COMPILED_BATCH_FROM` (a wide table: 600k x 100 with hundreds
+    #: of marginals) when numba is installed, else the reference. Why not compiled everywhere:
+    #: on Adult-sized tables an update is dominated by per-marginal Python work both kernels
+    #: share, so compiling saves nothing while importing numba and loading its cached
+    #: kernels costs about half a second per process, a third of an Adult run.
+    kernel: GumKernel = "auto"
 
     def __post_init__(self) -> None:
         if self.iterations < 0:
@@ -102,8 +106,10 @@ class GumSettings:
             raise InputError(f"patience must be >= 1 or None, got {self.patience}")
         if not 0 <= self.min_improvement < 1:
             raise InputError(f"min_improvement must lie in [0, 1), got {self.min_improvement}")
-        if self.kernel not in ("compiled", "reference"):
-            raise InputError(f"kernel must be 'compiled' or 'reference', got {self.kernel!r}")
+        if self.kernel not in ("auto", "compiled", "reference"):
+            raise InputError(
+                f"kernel must be 'auto', 'compiled' or 'reference', got {self.kernel!r}"
+            )
         if self.strategy not in _DUPLICATE_SHARE:
             raise InputError(
                 f"unknown update strategy {self.strategy!r}; choose one of "
@@ -170,6 +176,20 @@ def l1_error(records: np.ndarray, target: GumTarget) -> float:
         cell_index(records, target.rows, target.shape), minlength=target.frequencies.size
     )
     return float(np.abs(counts / n - target.frequencies).sum())
+
+
+def resolve_kernel(kernel: GumKernel, n_records: int, n_targets: int) -> GumKernel:
+    """The kernel "auto" stands for on a component of ``n_records`` records and
+    ``n_targets`` marginals (see :attr:`GumSettings.kernel`); other choices stand."""
+    if kernel != "auto":
+        return kernel
+    if n_records * n_targets < COMPILED_BATCH_FROM:
+        return "reference"
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return "reference"
+    return "compiled"
 
 
 def initial_errors(records: np.ndarray, targets: Sequence[GumTarget]) -> list[float]:
@@ -305,12 +325,13 @@ def update_towards(
 ) -> float:
     """One GUM step for one marginal, in place on ``records``; returns the L1 before it.
 
-    ``kernel="compiled"`` runs the fused numba loops of :mod:`privsyn_core.gum_kernel`;
+    ``kernel="compiled"`` runs the fused numba loops of :mod:`privsyn_core.gum_kernel`
+    ("auto" decides by the table's size alone, see :func:`resolve_kernel`);
     ``"reference"`` the NumPy passes. Both draw every random number from ``rng`` and agree in
     distribution, not record for record (they turn the Generator's bits into draws
     differently).
     """
-    if kernel == "compiled":
+    if resolve_kernel(kernel, records.shape[1], 1) == "compiled":
         return compiled_update(records, target, alpha, duplicate_share, rng, pool, scratch)
     return reference_update(records, target, alpha, duplicate_share, rng, pool)
 
@@ -620,9 +641,13 @@ def _iterate(
     history: list[GumIterationRecord],
     pool: ThreadPoolExecutor,
 ) -> tuple[list[GumIterationRecord], bool]:
+    kernels = [
+        resolve_kernel(settings.kernel, records.shape[1], len(targets))
+        for records, targets in components
+    ]
     scratches = [
-        UpdateScratch.for_records(records.shape[1]) if settings.kernel == "compiled" else None
-        for records, _ in components
+        UpdateScratch.for_records(records.shape[1]) if kernel == "compiled" else None
+        for (records, _), kernel in zip(components, kernels, strict=True)
     ]
     for t in range(settings.iterations):
         started = time.perf_counter()
@@ -632,7 +657,7 @@ def _iterate(
             order = sorted(range(len(targets)), key=lambda k, c=c: -errors[(c, k)])
             for k in order:
                 errors[(c, k)] = update_towards(
-                    records, targets[k], alpha, share, rng, pool, settings.kernel, scratches[c]
+                    records, targets[k], alpha, share, rng, pool, kernels[c], scratches[c]
                 )
         record = GumIterationRecord(
             iteration=t,

@@ -394,7 +394,7 @@ def compiled_update(
     if plan is None:
         return error
 
-    selection_seed, addition_seed = rng.bit_generator.random_raw(2)
+    selection_seed, addition_seed, pairing_seed = rng.bit_generator.random_raw(3)
     thresholds = plan.thresholds.astype(np.uint64)
     buffer = scratch.selected
 
@@ -407,8 +407,7 @@ def compiled_update(
     )
     if removed.size == 0:
         return error
-    new_cells = np.repeat(np.arange(n_cells), quota_counts(plan.add, removed.size))
-    rng.shuffle(new_cells)
+    new_cells = gum_kernel.shuffled_cells(quota_counts(plan.add, removed.size), pairing_seed)
     words = _record_words(records)
     flat_words = words.reshape(-1)
 

@@ -10,10 +10,12 @@ chain through the whole table, so selection keeps hundreds of pairs (about 850 a
 740 marginals after combining) in one component: the worst case for GUM's per-marginal cost.
 
 Prints seconds per stage, seconds per GUM iteration, total seconds (median over
-``--repeats`` runs), the number of marginals and GUM iterations, and peak resident memory
-(the process's high-water mark, which includes the table itself).
+``--repeats`` runs) and the process's CPU seconds over them (on a shared machine wall time
+varies with the neighbours' load, CPU time much less), the number of marginals and GUM
+iterations, and peak resident memory (the process's high-water mark, which includes the
+table itself).
 Run: ``python benchmarks/scale.py [--table planted|dense] [--rows 600000] [--cols 100]
-[--epsilon 1] [--repeats 3] [--kernel compiled|reference]``.
+[--epsilon 1] [--repeats 3] [--kernel auto|compiled|reference]``.
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ def main() -> None:
     parser.add_argument("--cols", type=int, default=100)
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--iterations", type=int, default=GumSettings().iterations)
-    parser.add_argument("--kernel", choices=["compiled", "reference"], default="compiled")
+    parser.add_argument("--kernel", choices=["auto", "compiled", "reference"], default="auto")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3, help="runs (seeds seed, seed+1, ...)")
     args = parser.parse_args()
@@ -108,9 +110,9 @@ def main() -> None:
         return True
 
     config = PrivSynConfig(gum=GumSettings(iterations=args.iterations, kernel=args.kernel))
-    totals, stage_runs = [], []
+    totals, stage_runs, cpu = [], [], []
     for run in range(args.repeats):
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         result = synthesize(
             table,
             args.epsilon,
@@ -121,10 +123,12 @@ def main() -> None:
             on_progress=progress,
         )
         totals.append(time.perf_counter() - started)
+        cpu.append(time.process_time() - cpu_started)
         stage_runs.append(result.stage_seconds)
         per_iteration = [h.seconds for h in result.history]
         print(
-            f"run {run}: {totals[-1]:.1f} s, {len(result.marginals)} marginals, "
+            f"run {run}: {totals[-1]:.1f} s ({cpu[-1]:.1f} CPU s), "
+            f"{len(result.marginals)} marginals, "
             f"{len(result.history)} GUM iterations "
             f"(median {median(per_iteration) if per_iteration else 0:.2f} s each), "
             f"{len(result.appended)} appended",
@@ -135,7 +139,8 @@ def main() -> None:
     print_table(stages)
     print(
         f"\nrows {args.rows}, cols {args.cols}, epsilon {args.epsilon:g}, {args.repeats} runs: "
-        f"median total {median(totals):.1f} s (min {min(totals):.1f}, max {max(totals):.1f}), "
+        f"median total {median(totals):.1f} s (min {min(totals):.1f}, max {max(totals):.1f}; "
+        f"median CPU {median(cpu):.1f} s), "
         f"peak RSS {peak_rss_mb():.0f} MB (table alone {before:.0f} MB)"
     )
 

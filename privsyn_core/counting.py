@@ -22,7 +22,7 @@ from typing import Protocol
 import numpy as np
 
 from privsyn_core.domain import Domain
-from privsyn_core.marginals import MarginalTable, count_marginal
+from privsyn_core.marginals import MarginalTable, count_marginals
 from privsyn_core.one_way import ValueGrouping
 
 
@@ -46,7 +46,7 @@ class ArrayCounter:
     domain: Domain
 
     def count(self, attribute_sets: Sequence[tuple[str, ...]]) -> list[MarginalTable]:
-        return [count_marginal(self.records, self.domain, s) for s in attribute_sets]
+        return count_marginals(self.records, self.domain, attribute_sets)
 
 
 @dataclass(frozen=True, eq=False)

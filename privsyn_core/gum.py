@@ -38,7 +38,7 @@ from typing import Literal
 import numpy as np
 
 from privsyn_core.errors import InputError
-from privsyn_core.marginals import cell_index
+from privsyn_core.marginals import COMPILED_BATCH_FROM, cell_index
 from privsyn_core.sampling import quota_counts
 
 UpdateStrategy = Literal[
@@ -50,8 +50,9 @@ UpdateStrategy = Literal[
     "half_half_plus_replace",
 ]
 
-#: which implementation runs an update: the fused numba loops or the NumPy passes
-GumKernel = Literal["compiled", "reference"]
+#: which implementation runs an update: the fused numba loops, the NumPy passes, or "auto"
+#: (see :attr:`GumSettings.kernel`)
+GumKernel = Literal["auto", "compiled", "reference"]
 
 #: threads GUM splits its passes over (the development machine has two cores)
 _WORKERS = 2
@@ -85,11 +86,14 @@ class GumSettings:
     #: each iteration costs seconds, so stopping at the plateau buys time at no accuracy.
     patience: int | None = 10
     min_improvement: float = 0.01
-    #: "reference" (NumPy, the default) or "compiled" (numba): same rules, same distribution.
-    #: The compiled kernel is opt-in: on a 600k x 100 table it is only about 1.2x faster (the
-    #: update is bound by memory traffic, not by Python), and a fresh environment spends
-    #: about 9 s compiling it on first use, more than it saves on tables of Adult's size
-    kernel: GumKernel = "reference"
+    #: "auto" (the default), "compiled" (numba) or "reference" (NumPy): same rules, same
+    #: distribution. "auto" runs the compiled kernel on a component whose records times
+    #: marginals reach :data:`COMPILED_BATCH_FROM` (a wide table: 600k x 100 with hundreds
+    #: of marginals) when numba is installed, else the reference. Why not compiled everywhere:
+    #: on Adult-sized tables an update is dominated by per-marginal Python work both kernels
+    #: share, so compiling saves nothing while importing numba and loading its cached
+    #: kernels costs about half a second per process, a third of an Adult run.
+    kernel: GumKernel = "auto"
 
     def __post_init__(self) -> None:
         if self.iterations < 0:
@@ -102,8 +106,10 @@ class GumSettings:
             raise InputError(f"patience must be >= 1 or None, got {self.patience}")
         if not 0 <= self.min_improvement < 1:
             raise InputError(f"min_improvement must lie in [0, 1), got {self.min_improvement}")
-        if self.kernel not in ("compiled", "reference"):
-            raise InputError(f"kernel must be 'compiled' or 'reference', got {self.kernel!r}")
+        if self.kernel not in ("auto", "compiled", "reference"):
+            raise InputError(
+                f"kernel must be 'auto', 'compiled' or 'reference', got {self.kernel!r}"
+            )
         if self.strategy not in _DUPLICATE_SHARE:
             raise InputError(
                 f"unknown update strategy {self.strategy!r}; choose one of "
@@ -170,6 +176,46 @@ def l1_error(records: np.ndarray, target: GumTarget) -> float:
         cell_index(records, target.rows, target.shape), minlength=target.frequencies.size
     )
     return float(np.abs(counts / n - target.frequencies).sum())
+
+
+def resolve_kernel(kernel: GumKernel, n_records: int, n_targets: int) -> GumKernel:
+    """The kernel "auto" stands for on a component of ``n_records`` records and
+    ``n_targets`` marginals (see :attr:`GumSettings.kernel`); other choices stand."""
+    if kernel != "auto":
+        return kernel
+    if n_records * n_targets < COMPILED_BATCH_FROM:
+        return "reference"
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return "reference"
+    return "compiled"
+
+
+def initial_errors(records: np.ndarray, targets: Sequence[GumTarget]) -> list[float]:
+    """The L1 error of every target on ``records``, all at once (they order GUM's first
+    iteration).
+
+    One by one on a record-major table each target would stream the whole table (hundreds
+    of targets, 60 MB each at 600,000 x 100: tens of seconds). Instead the table is copied
+    once to attribute-major order, where a target reads only its own two or three byte
+    columns, and counted in one batch (compiled when numba is installed, see
+    :mod:`privsyn_core.count_kernel`).
+    """
+    if not targets:
+        return []
+    n = records.shape[1]
+    columns = columns_of(records)
+    if n * len(targets) < COMPILED_BATCH_FROM:  # not worth importing numba (Adult)
+        return [l1_error(columns, target) for target in targets]
+    try:
+        from privsyn_core.count_kernel import count_sets
+    except ImportError:  # numba is the optional 'compiled' extra
+        return [l1_error(columns, target) for target in targets]
+    counts = count_sets(columns, [t.rows for t in targets], [t.shape for t in targets])
+    return [
+        float(np.abs(c / n - t.frequencies).sum()) for c, t in zip(counts, targets, strict=True)
+    ]
 
 
 def _uniform_u32(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -275,17 +321,34 @@ def update_towards(
     rng: np.random.Generator,
     pool: ThreadPoolExecutor | None = None,
     kernel: GumKernel = "reference",
+    scratch: UpdateScratch | None = None,
 ) -> float:
     """One GUM step for one marginal, in place on ``records``; returns the L1 before it.
 
-    ``kernel="compiled"`` runs the fused numba loops of :mod:`privsyn_core.gum_kernel`;
+    ``kernel="compiled"`` runs the fused numba loops of :mod:`privsyn_core.gum_kernel`
+    ("auto" decides by the table's size alone, see :func:`resolve_kernel`);
     ``"reference"`` the NumPy passes. Both draw every random number from ``rng`` and agree in
     distribution, not record for record (they turn the Generator's bits into draws
     differently).
     """
-    if kernel == "compiled":
-        return compiled_update(records, target, alpha, duplicate_share, rng, pool)
+    if resolve_kernel(kernel, records.shape[1], 1) == "compiled":
+        return compiled_update(records, target, alpha, duplicate_share, rng, pool, scratch)
     return reference_update(records, target, alpha, duplicate_share, rng, pool)
+
+
+@dataclass(frozen=True, eq=False)
+class UpdateScratch:
+    """Record-sized work arrays of the compiled update, made once per table and reused by
+    every update of a run: the cell of each record and the rows selected. Allocating them
+    afresh per update (7 MB at 600,000 records, hundreds of updates per iteration) costs a
+    page fault per 4 kB touched, about a millisecond per update."""
+
+    cells: np.ndarray
+    selected: np.ndarray
+
+    @classmethod
+    def for_records(cls, n: int) -> UpdateScratch:
+        return cls(np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int64))
 
 
 def compiled_update(
@@ -295,9 +358,16 @@ def compiled_update(
     duplicate_share: float,
     rng: np.random.Generator,
     pool: ThreadPoolExecutor | None = None,
+    scratch: UpdateScratch | None = None,
 ) -> float:
     """:func:`reference_update` with its per-record passes fused into compiled loops, each
-    split over the threads of ``pool`` (the kernels release the GIL)."""
+    split over the threads of ``pool`` (the kernels release the GIL).
+
+    ``scratch`` (see :class:`UpdateScratch`) lends the record-sized work arrays; without it
+    they are allocated for this update. The removed rows keep their record order and the new
+    cells are shuffled instead (the pairing of rows to cells is uniformly random either way),
+    so the rewrite sweeps the table in one direction.
+    """
     try:  # numba: an optional extra, imported only by those who ask for the compiled kernel
         from privsyn_core import gum_kernel
     except ImportError:
@@ -312,7 +382,8 @@ def compiled_update(
     shape = np.asarray(target.shape, dtype=np.int64)
     strides = np.cumprod(np.r_[1, shape[:0:-1]])[::-1].copy()
     bounds = _part_bounds(n, pool)
-    cells = np.empty(n, dtype=np.int32 if n_cells < 2**31 else np.int64)
+    scratch = scratch if scratch is not None else UpdateScratch.for_records(n)
+    cells = scratch.cells if n_cells < 2**31 else np.empty(n, dtype=np.int64)
     counts = np.zeros((bounds.size - 1, n_cells), dtype=np.int64)
 
     def count(part: int, lo: int, hi: int) -> None:
@@ -323,9 +394,9 @@ def compiled_update(
     if plan is None:
         return error
 
-    selection_seed, addition_seed = rng.bit_generator.random_raw(2)
+    selection_seed, addition_seed, pairing_seed = rng.bit_generator.random_raw(3)
     thresholds = plan.thresholds.astype(np.uint64)
-    buffer = np.empty(n, dtype=np.int64)
+    buffer = scratch.selected
 
     def select(part: int, lo: int, hi: int) -> tuple[int, int]:
         return gum_kernel.select_rows(cells, thresholds, plan.over, selection_seed, buffer, lo, hi)
@@ -336,14 +407,15 @@ def compiled_update(
     )
     if removed.size == 0:
         return error
-    rng.shuffle(removed)
-    new_cells = np.repeat(np.arange(n_cells), quota_counts(plan.add, removed.size))
+    new_cells = gum_kernel.shuffled_cells(quota_counts(plan.add, removed.size), pairing_seed)
     words = _record_words(records)
+    flat_words = words.reshape(-1)
 
     def rewrite(part: int, lo: int, hi: int) -> None:
         gum_kernel.apply_additions(
             records,
             words,
+            flat_words,
             removed,
             new_cells,
             plan.occupied,
@@ -502,6 +574,34 @@ def record_major(n_attributes: int, n_records: int, dtype: np.dtype) -> np.ndarr
     return np.zeros((n_records, padded), dtype=dtype).T
 
 
+#: records per block of the transposing copies below (a block of both layouts stays in cache)
+_TRANSPOSE_BLOCK = 8192
+
+
+def columns_of(records: np.ndarray, n_attributes: int | None = None) -> np.ndarray:
+    """The first ``n_attributes`` (default all) attributes of ``records`` as a C-contiguous
+    attribute-major ``(attributes, n)`` array.
+
+    Copied block by block of records: NumPy's own transposing copy of a record-major byte
+    array walks one attribute at a time across the whole table and is ten times slower
+    (seconds at 600,000 x 100).
+    """
+    k = records.shape[0] if n_attributes is None else n_attributes
+    n = records.shape[1]
+    out = np.empty((k, n), dtype=records.dtype)
+    for lo in range(0, n, _TRANSPOSE_BLOCK):
+        out[:, lo : lo + _TRANSPOSE_BLOCK] = records[:k, lo : lo + _TRANSPOSE_BLOCK]
+    return out
+
+
+def fill_record_major(records: np.ndarray, columns: np.ndarray) -> None:
+    """``records[:k] = columns`` for a record-major ``records``, block by block (see
+    :func:`columns_of`)."""
+    k, n = columns.shape
+    for lo in range(0, n, _TRANSPOSE_BLOCK):
+        records[:k, lo : lo + _TRANSPOSE_BLOCK] = columns[:, lo : lo + _TRANSPOSE_BLOCK]
+
+
 ProgressHook = Callable[[GumIterationRecord], bool]
 
 
@@ -520,9 +620,9 @@ def run_gum(
     ``False``.
     """
     errors = {
-        (c, k): l1_error(records, target)
+        (c, k): error
         for c, (records, targets) in enumerate(components)
-        for k, target in enumerate(targets)
+        for k, error in enumerate(initial_errors(records, targets))
     }
     history: list[GumIterationRecord] = []
     if not errors:
@@ -540,6 +640,14 @@ def _iterate(
     history: list[GumIterationRecord],
     pool: ThreadPoolExecutor,
 ) -> tuple[list[GumIterationRecord], bool]:
+    kernels = [
+        resolve_kernel(settings.kernel, records.shape[1], len(targets))
+        for records, targets in components
+    ]
+    scratches = [
+        UpdateScratch.for_records(records.shape[1]) if kernel == "compiled" else None
+        for (records, _), kernel in zip(components, kernels, strict=True)
+    ]
     for t in range(settings.iterations):
         started = time.perf_counter()
         alpha = settings.alpha(t)
@@ -548,7 +656,7 @@ def _iterate(
             order = sorted(range(len(targets)), key=lambda k, c=c: -errors[(c, k)])
             for k in order:
                 errors[(c, k)] = update_towards(
-                    records, targets[k], alpha, share, rng, pool, settings.kernel
+                    records, targets[k], alpha, share, rng, pool, kernels[c], scratches[c]
                 )
         record = GumIterationRecord(
             iteration=t,

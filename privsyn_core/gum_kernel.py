@@ -40,11 +40,47 @@ from __future__ import annotations
 
 import numba as nb
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 _TO_UNIT = 2.0**-53
+
+
+#: records ahead of the current one whose memory the rewrite loop asks for in advance
+_PREFETCH_AHEAD = 12
+
+
+@intrinsic
+def _prefetch(typingctx, array, index):  # type: ignore[no-untyped-def]
+    """Hint the CPU to load the cache line holding element ``index`` of C-contiguous
+    ``array`` (LLVM's ``llvm.prefetch``: read, keep in all cache levels). A hint only: it
+    never faults and never changes a result.
+
+    Why: a duplication copies a random source record onto a removed row, tens of thousands
+    per update; each copy is two cache misses on a 60 MB table, and the loop body is too long
+    for the CPU to run far enough ahead on its own. Asking a dozen records ahead keeps many
+    misses in flight and made the rewrite 3-7 times faster at 600,000 x 100.
+    """
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        pointer = builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(8).as_pointer())
+        prefetch = builder.module.declare_intrinsic(
+            "llvm.prefetch",
+            fnty=ir.FunctionType(
+                ir.VoidType(),
+                [ir.IntType(8).as_pointer(), ir.IntType(32), ir.IntType(32), ir.IntType(32)],
+            ),
+        )
+        i32 = ir.IntType(32)
+        builder.call(prefetch, [pointer, i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return types.void(array, index), codegen
 
 
 @nb.njit(cache=True)
@@ -156,9 +192,33 @@ def gather_selection(
 
 
 @nb.njit(cache=True, nogil=True)
+def shuffled_cells(quota: np.ndarray, seed: np.uint64) -> np.ndarray:
+    """``quota[c]`` copies of each cell ``c``, in uniformly random order (Fisher-Yates on
+    the counter-based hash): the new cell of each removed row. Three times faster than
+    ``np.repeat`` plus ``Generator.shuffle`` on the hundreds of thousands of additions of
+    an early update on a wide table."""
+    total = 0
+    for c in range(quota.size):
+        total += quota[c]
+    out = np.empty(total, dtype=np.int64)
+    k = 0
+    for c in range(quota.size):
+        for _ in range(quota[c]):
+            out[k] = c
+            k += 1
+    for i in range(total - 1, 0, -1):
+        j = np.int64(_unit(seed, i) * (i + 1))  # uniform on 0..i (bias below 2^-53 i)
+        swap = out[i]
+        out[i] = out[j]
+        out[j] = swap
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
 def apply_additions(
     records: np.ndarray,
     words: np.ndarray,
+    flat_words: np.ndarray,
     removed: np.ndarray,
     new_cells: np.ndarray,
     duplicable: np.ndarray,
@@ -178,19 +238,30 @@ def apply_additions(
     ``duplicate_share``, a copy of a source row of that cell drawn uniformly; otherwise, or
     when the cell has no sources, only the marginal's attributes are set to the cell's values.
     ``words`` is the same memory as records of 64-bit words, one row per record (a copy is
-    then a dozen word moves instead of a hundred byte moves), or empty when the layout does
-    not allow it.
+    then a dozen word moves instead of a hundred byte moves), and ``flat_words`` its flat
+    view (for prefetching); both are empty when the layout does not allow it. ``removed``
+    ascends, so the rows written sweep the table in one direction.
     """
     width = records.shape[0]
     by_words = words.shape[0] > 0
+    n_words = words.shape[1]
     for j in range(lo, hi):
+        ahead = j + _PREFETCH_AHEAD
+        if by_words and ahead < hi:
+            _prefetch(flat_words, removed[ahead] * n_words)
+            _prefetch(flat_words, removed[ahead] * n_words + n_words - 1)
+            cell = new_cells[ahead]
+            if available[cell] > 0:  # the source it would copy from, if it duplicates
+                pick = start[cell] + np.int64(_unit(seed, 2 * ahead + 1) * available[cell])
+                _prefetch(flat_words, sources[pick] * n_words)
+                _prefetch(flat_words, sources[pick] * n_words + n_words - 1)
         cell = new_cells[j]
         row = removed[j]
         if duplicable[cell] and available[cell] > 0 and _unit(seed, 2 * j) < duplicate_share:
             pick = start[cell] + np.int64(_unit(seed, 2 * j + 1) * available[cell])
             source = sources[pick]
             if by_words:
-                for w in range(words.shape[1]):
+                for w in range(n_words):
                     words[row, w] = words[source, w]
             else:
                 for a in range(width):

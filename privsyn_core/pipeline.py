@@ -33,7 +33,14 @@ from privsyn_core.consistency import ConsistencyReport, make_consistent
 from privsyn_core.counting import ArrayCounter, Counter, RecodedCounter
 from privsyn_core.domain import Domain
 from privsyn_core.errors import FailedAfterSpending, InputError
-from privsyn_core.gum import GumIterationRecord, GumTarget, record_major, run_gum
+from privsyn_core.gum import (
+    GumIterationRecord,
+    GumTarget,
+    columns_of,
+    fill_record_major,
+    record_major,
+    run_gum,
+)
 from privsyn_core.indif import measure_indif
 from privsyn_core.marginal_graph import AppendPlan, gum_components, marginal_graph, plan_appending
 from privsyn_core.marginals import MarginalTable
@@ -659,8 +666,11 @@ def generate(
     if not finished:
         report.stop()
     for names, arr, _ in components:
+        # one transposing copy: reading a record-major attribute alone streams the whole array
+        columns = columns_of(arr, len(names))
         for row, name in enumerate(names):
-            synthetic[engine.index(name)] = arr[row]
+            synthetic[engine.index(name)] = columns[row]
+        del columns
     report.finish(f"{len(history)} iterations over {len(gum_marginals)} marginals")
 
     report.start(Stage.APPEND)
@@ -735,9 +745,12 @@ def _gum_problems(
     problems = []
     for names in gum_components(attributes, [m.attributes for m in marginals], separate=separate):
         position = {a: i for i, a in enumerate(names)}
-        arr = record_major(len(names), n, dtype)
+        columns = np.empty((len(names), n), dtype=dtype)
         for row, name in enumerate(names):
-            arr[row] = shuffled_column(one_way[engine.index(name)].values, n, rng)
+            columns[row] = shuffled_column(one_way[engine.index(name)].values, n, rng)
+        arr = record_major(len(names), n, dtype)
+        fill_record_major(arr, columns)  # not a strided write of the whole array per column
+        del columns
         targets = [
             GumTarget(
                 m.attributes,

@@ -258,3 +258,35 @@ def test_compiled_update_is_reproducible_from_the_seed_whatever_the_threads():
 def test_gum_settings_reject_an_unknown_kernel():
     with pytest.raises(ValueError, match="kernel"):
         GumSettings(kernel="gpu")
+
+
+def test_compiled_update_pairs_removed_rows_with_new_cells_at_random():
+    """The compiled rewrite visits removed rows in record order and shuffles the new cells
+    instead: rows filling each cell must come from all over the table, not from the front
+    for low cells and the back for high ones (row positions must stay meaningless)."""
+    rng = np.random.default_rng(12)
+    n = 40_000
+    records = record_major(2, n, np.uint8)
+    records[0] = 0  # every record starts in cell (0, 0)
+    records[1] = 0
+    target = GumTarget(("a", "b"), (0, 1), (2, 3), np.full(6, 1 / 6))
+    before = records[:2].copy()
+    update_towards(records, target, 1.0, 0.0, rng, kernel="compiled")  # replacement only
+    cells = cell_index(records, (0, 1), (2, 3))
+    moved = np.flatnonzero((records[:2] != before).any(axis=0))
+    assert moved.size > 0.5 * n
+    for cell in range(1, 6):
+        positions = moved[cells[moved] == cell]
+        assert positions.size > 0.1 * n
+        # mean position of a uniform sample of rows: n/2 with sd n / sqrt(12 m)
+        assert abs(positions.mean() - n / 2) < 5 * n / np.sqrt(12 * positions.size)
+
+
+def test_auto_kernel_is_the_reference_on_small_tables_and_compiled_on_wide_ones():
+    from privsyn_core.gum import resolve_kernel
+
+    assert GumSettings().kernel == "auto"
+    assert resolve_kernel("auto", 48_842, 20) == "reference"  # Adult: no numba import
+    assert resolve_kernel("auto", 600_000, 700) == "compiled"  # numba is installed in tests
+    assert resolve_kernel("reference", 600_000, 700) == "reference"
+    assert resolve_kernel("compiled", 10, 1) == "compiled"

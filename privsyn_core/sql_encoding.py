@@ -684,4 +684,9 @@ def spark_table(source: Any, *, spark: Any = None, master: str | None = None) ->
         names = ", ".join(f"c{i} AS {quoted(a, SPARK)}" for i, a in enumerate(domain.attributes))
         return SparkCounter(session.sql(f"SELECT {names} FROM {coded_view}"), domain)
 
-    return SqlTable(view, columns, types, csv, SPARK, run, define, define, coded, encoded)
+    def store(name: str, query: str) -> None:
+        # cached where Spark keeps data (executors' memory, spilling to their disks), so each
+        # count reads codes instead of reading and encoding the source again
+        session.sql(f"CACHE TABLE {name} AS {query}")
+
+    return SqlTable(view, columns, types, csv, SPARK, run, define, store, coded, encoded)

@@ -76,9 +76,7 @@ def test_the_cli_on_duckdb_writes_the_same_table_and_ledger_as_in_memory(tmp_pat
     assert outputs["numpy"][1] == outputs["duckdb"][1]
 
 
-def test_the_cli_says_duckdb_reads_codes_or_a_schema_not_categories_in_a_domain(
-    tmp_path, capsys
-):
+def test_the_cli_says_duckdb_reads_codes_or_a_schema_not_categories_in_a_domain(tmp_path, capsys):
     from privsyn_core.cli import main
 
     domain = tmp_path / "d.json"

@@ -244,3 +244,13 @@ def test_file_columns_reads_the_header_not_the_rows(raw, tmp_path):
     parquet = tmp_path / "t.parquet"
     pd.DataFrame({"a b": [1], "c": ["x"]}).to_parquet(parquet)
     assert file_columns(parquet).columns == ("a b", "c")
+
+
+def test_the_sql_constants_are_pandas_and_python_rules():
+    """The missing spellings are pandas' own, the whitespace is what ``str.strip`` removes."""
+    from pandas._libs.parsers import STR_NA_VALUES
+
+    from privsyn_core.sql_encoding import CSV_MISSING, WHITESPACE
+
+    assert set(CSV_MISSING) == set(STR_NA_VALUES)
+    assert set(WHITESPACE) == {chr(i) for i in range(0x110000) if chr(i).isspace()}

@@ -83,14 +83,19 @@ def fingerprint(table: pd.DataFrame) -> str:
 
 
 def file_fingerprint(path: str | Path) -> str:
-    """A stable hash of a table file's bytes, for tables counted where they lie (DuckDB)
-    without loading them (owner-only). It differs from :func:`fingerprint` of the same table
-    loaded into memory."""
+    """A stable hash of a table file's bytes (owner-only): the fingerprint of a file input on
+    every engine, so the same file spends from one budget whichever engine reads it. It
+    differs from :func:`fingerprint` of the same table loaded into memory."""
     digest = hashlib.sha256(b"file:")
     with Path(path).open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def bytes_fingerprint(data: bytes) -> str:
+    """:func:`file_fingerprint` of a file holding ``data`` (an uploaded file's bytes)."""
+    return hashlib.sha256(b"file:" + data).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -225,7 +225,9 @@ _TIME_GROUPS = (
 )
 
 
-def reading_query(source: str, texts: Sequence[str], dialect: Dialect) -> str:
+def reading_query(
+    source: str, texts: Sequence[str], dialect: Dialect, keep: Sequence[str] = ()
+) -> str:
     """A query over ``source`` that reads each canonical-text column ``t`` of ``texts`` value
     by value, as :mod:`privsyn_core.values` does, into the columns
 
@@ -235,7 +237,8 @@ def reading_query(source: str, texts: Sequence[str], dialect: Dialect) -> str:
       dates read day first or month first), else NULL.
 
     In layers, each naming what the next reads, so every field is extracted once and a
-    value's fields are read only for the pattern it matched.
+    value's fields are read only for the pattern it matched. Columns ``keep`` of ``source``
+    pass through.
     """
     c = ValueClass
     layer1 = ", ".join(
@@ -314,10 +317,11 @@ def reading_query(source: str, texts: Sequence[str], dialect: Dialect) -> str:
 
         return ", ".join([t, klass, number, seconds("d", "m", "dmy"), seconds("m", "d", "mdy")])
 
-    q1 = f"SELECT {layer1} FROM {source}"
+    q1 = f"SELECT {''.join(f'{k}, ' for k in keep)}{layer1} FROM {source}"
     q2 = f"SELECT *, {', '.join(fields(t) for t in texts)} FROM ({q1}) AS l1"
     q3 = f"SELECT *, {', '.join(checks(t) for t in texts)} FROM ({q2}) AS l2"
-    return f"SELECT {', '.join(outputs(t) for t in texts)} FROM ({q3}) AS l3"
+    kept = "".join(f"{k}, " for k in keep)
+    return f"SELECT {kept}{', '.join(outputs(t) for t in texts)} FROM ({q3}) AS l3"
 
 
 def cell_expr(value: str, edges: Sequence[float]) -> str:
@@ -442,16 +446,27 @@ class SqlTable:
         return f"t{self.columns.index(name)}"
 
     def class_counts(self, name: str) -> np.ndarray:
-        if not self._classes:  # every column's classes in one scan
+        if not self._classes:
+            # one scan: each column's distinct values and their counts (GROUPING SETS), then
+            # each distinct value classified once, its class weighted by its count
+            ts = [f"t{i}" for i in range(len(self.columns))]
+            grouped = (
+                f"(SELECT {', '.join(ts)}, {self.dialect.grouping}({', '.join(ts)}) AS g, "
+                f"count(*) AS n FROM {self.texts(self.columns)} "
+                f"GROUP BY GROUPING SETS ({', '.join(f'({t})' for t in ts)})) AS grouped"
+            )
+            readings = reading_query(grouped, ts, self.dialect, keep=("g", "n"))
+            full = (1 << len(ts)) - 1
             k = len(ValueClass)
             aggregates = ", ".join(
-                f"count(*) FILTER (WHERE t{i}_class = {v})"
-                for i in range(len(self.columns))
+                f"sum(n) FILTER (WHERE g = {full & ~(1 << (len(ts) - 1 - i))} AND t{i}_class = {v})"
+                for i in range(len(ts))
                 for v in range(k)
             )
-            row = self.run(f"SELECT {aggregates} FROM {self.readings(self.columns)}")[0]
+            row = self.run(f"SELECT {aggregates} FROM ({readings}) AS readings")[0]
             for i, c in enumerate(self.columns):
-                self._classes[c] = np.array(row[i * k : (i + 1) * k], dtype=float)
+                counts = [0 if x is None else x for x in row[i * k : (i + 1) * k]]
+                self._classes[c] = np.array(counts, dtype=float)
         return self._classes[name].copy()
 
     def value_counts(self, name: str) -> tuple[tuple[str, ...], np.ndarray]:
@@ -684,4 +699,9 @@ def spark_table(source: Any, *, spark: Any = None, master: str | None = None) ->
         names = ", ".join(f"c{i} AS {quoted(a, SPARK)}" for i, a in enumerate(domain.attributes))
         return SparkCounter(session.sql(f"SELECT {names} FROM {coded_view}"), domain)
 
-    return SqlTable(view, columns, types, csv, SPARK, run, define, define, coded, encoded)
+    def store(name: str, query: str) -> None:
+        # cached where Spark keeps data (executors' memory, spilling to their disks), so each
+        # count reads codes instead of reading and encoding the source again
+        session.sql(f"CACHE TABLE {name} AS {query}")
+
+    return SqlTable(view, columns, types, csv, SPARK, run, define, store, coded, encoded)

@@ -76,12 +76,16 @@ def test_the_cli_on_duckdb_writes_the_same_table_and_ledger_as_in_memory(tmp_pat
     assert outputs["numpy"][1] == outputs["duckdb"][1]
 
 
-def test_the_cli_says_duckdb_needs_a_pre_coded_table(tmp_path, capsys):
+def test_the_cli_says_duckdb_reads_codes_or_a_schema_not_categories_in_a_domain(tmp_path, capsys):
     from privsyn_core.cli import main
 
+    domain = tmp_path / "d.json"
+    domain.write_text('{"a": ["x", "y"]}')
     out = tmp_path / "o.csv"
     argv = ["synthesize", str(ADULT), "--epsilon", "1", "--engine", "duckdb", "-o", str(out)]
-    assert main(argv) == 2
+    assert main([*argv, "--domain", str(domain)]) == 2
     message = capsys.readouterr().err
-    assert "--engine duckdb reads pre-coded tables" in message and len(message.splitlines()) == 1
+    assert "give --schema instead" in message and len(message.splitlines()) == 1
+    assert main([*argv, "--delimiter", ";"]) == 2
+    assert "drop the reading options" in capsys.readouterr().err
     assert not out.exists()

@@ -16,7 +16,7 @@ from privsyn_core.codecs import BinnedCodec, CategoryCodec
 from privsyn_core.io import file_columns, read_table
 from privsyn_core.private_domain import _grid_edges
 from privsyn_core.reading import FrameTable
-from privsyn_core.registry import Registry, file_fingerprint
+from privsyn_core.registry import Registry, bytes_fingerprint, file_fingerprint
 from privsyn_core.schema import Schema
 from privsyn_core.sql_encoding import duckdb_table
 from privsyn_core.table import TableError
@@ -235,6 +235,7 @@ def test_the_cli_on_duckdb_synthesises_a_raw_file_like_numpy_and_fingerprints_it
     # one dataset, two runs: the budget of the same file is counted once, whatever the engine
     runs = Registry().runs(file_fingerprint(raw))
     assert len(runs) == 2
+    assert bytes_fingerprint(raw.read_bytes()) == file_fingerprint(raw)
 
 
 def test_file_columns_reads_the_header_not_the_rows(raw, tmp_path):
@@ -244,3 +245,13 @@ def test_file_columns_reads_the_header_not_the_rows(raw, tmp_path):
     parquet = tmp_path / "t.parquet"
     pd.DataFrame({"a b": [1], "c": ["x"]}).to_parquet(parquet)
     assert file_columns(parquet).columns == ("a b", "c")
+
+
+def test_the_sql_constants_are_pandas_and_python_rules():
+    """The missing spellings are pandas' own, the whitespace is what ``str.strip`` removes."""
+    from pandas._libs.parsers import STR_NA_VALUES
+
+    from privsyn_core.sql_encoding import CSV_MISSING, WHITESPACE
+
+    assert set(CSV_MISSING) == set(STR_NA_VALUES)
+    assert set(WHITESPACE) == {chr(i) for i in range(0x110000) if chr(i).isspace()}

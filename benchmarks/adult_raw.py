@@ -23,9 +23,9 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import median, print_table, timed  # noqa: E402
 from privsyn_core import synthesize  # noqa: E402
-from privsyn_core.columns import coded_frame  # noqa: E402
+from privsyn_core.data.columns import coded_frame  # noqa: E402
+from privsyn_core.data.io import read_table  # noqa: E402
 from privsyn_core.evaluation import fidelity_report  # noqa: E402
-from privsyn_core.io import read_table  # noqa: E402
 
 NAMES = [
     "age", "workclass", "fnlwgt", "education", "education-num", "marital-status",

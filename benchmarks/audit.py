@@ -1,7 +1,7 @@
 """Empirical privacy audit of every noisy step, in both randomness modes.
 
 For each step (1-way marginals, InDif scores, a 2-way marginal) and each claimed epsilon, the
-step runs many times on two neighbouring datasets and :mod:`privsyn_core.audit` plays the
+step runs many times on two neighbouring datasets and :mod:`privsyn_core.privacy.audit` plays the
 distinguishing game. Printed per row: the claimed epsilon (the ledger's CKS conversion of the
 step's rho at delta), the exact epsilon of a Gaussian separating *these* neighbours (the
 most any audit of them could find), the measured lower bound (99% confidence), and the
@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import print_table  # noqa: E402
-from privsyn_core.audit import AUDIT_DOMAIN, audit_engine  # noqa: E402
-from privsyn_core.noise import SecureNoise, SeededNoise  # noqa: E402
+from privsyn_core.privacy.audit import AUDIT_DOMAIN, audit_engine  # noqa: E402
+from privsyn_core.privacy.noise import SecureNoise, SeededNoise  # noqa: E402
 
 DELTA = 1e-6
 

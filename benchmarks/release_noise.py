@@ -70,7 +70,7 @@ def main() -> None:
         f"{100 * added / median(totals['debug']):.1f}% of the median debug run"
     )
     probe = (
-        "import time, numpy as np; from privsyn_core.noise import SecureNoise; "
+        "import time, numpy as np; from privsyn_core.privacy.noise import SecureNoise; "
         "t = time.perf_counter(); SecureNoise().add(np.zeros(3), 1.0, integer=False); "
         "print(time.perf_counter() - t)"
     )

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import median, print_table  # noqa: E402
 from privsyn_core import GumProgress, PrivSynConfig, StageFinished, synthesize  # noqa: E402
-from privsyn_core.gum import GumSettings  # noqa: E402
+from privsyn_core.generation.gum import GumSettings  # noqa: E402
 
 
 def planted_table(rows: int, cols: int, rng: np.random.Generator) -> tuple[pd.DataFrame, dict]:

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from privsyn_core.gum import GumIterationRecord
+from privsyn_core.generation.gum import GumIterationRecord
 from privsyn_core.pipeline import SelectedMarginal
 
 

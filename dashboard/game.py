@@ -1,6 +1,6 @@
 """The distinguishing game on the Learn page: its inputs, one play, and the verdict in words.
 
-Glue only: every statistic comes from :func:`privsyn_core.audit.audit_engine`. The noise is
+Glue only: every statistic comes from :func:`privsyn_core.privacy.audit.audit_engine`. The noise is
 debug mode (seeded NumPy) on purpose: both tables are generated, nothing private is measured,
 debug noise is fast, and a seed lets a whole class reproduce the same picture. A play is kept
 in ``st.session_state`` with the inputs it was played with, never behind ``st.cache_*``.
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from privsyn_core.audit import AuditResult, audit_engine
-from privsyn_core.noise import SeededNoise
+from privsyn_core.privacy.audit import AuditResult, audit_engine
+from privsyn_core.privacy.noise import SeededNoise
 
 #: fixed, so the page has one knob that matters (epsilon); stated on the page
 DELTA = 1e-6

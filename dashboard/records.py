@@ -19,15 +19,15 @@ import streamlit as st
 
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.errors import FailedAfterSpending
-from privsyn_core.noise import RELEASE
 from privsyn_core.pipeline import SynthesisResult
-from privsyn_core.privacy import (
+from privsyn_core.privacy.ledger import (
     BudgetExceededError,
     PrivacyLedger,
     epsilon_from_rho,
     rho_from_epsilon_delta,
 )
-from privsyn_core.registry import BudgetStatus, BudgetWarning, Registry, default_path
+from privsyn_core.privacy.noise import RELEASE
+from privsyn_core.release.registry import BudgetStatus, BudgetWarning, Registry, default_path
 
 #: what opening or using the registry file raises (unwritable folder, not a database, locked)
 REGISTRY_ERRORS = (OSError, sqlite3.Error)

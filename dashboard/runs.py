@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from privsyn_core.registry import RunRecord
+from privsyn_core.release.registry import RunRecord
 
 #: ledger steps in the order the pipeline spends them
 STEP_ORDER = ("domain", "one_way", "indif", "marginal")

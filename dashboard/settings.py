@@ -8,7 +8,7 @@ import streamlit as st
 
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.errors import InputError
-from privsyn_core.gum import GumSettings
+from privsyn_core.generation.gum import GumSettings
 
 
 def parse_delta(text: str) -> float:

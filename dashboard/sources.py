@@ -16,8 +16,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from privsyn_core.data.io import file_columns
 from privsyn_core.errors import InputError
-from privsyn_core.io import file_columns
 
 SUFFIXES = {".csv": "CSV", ".txt": "CSV", ".parquet": "Parquet", ".pq": "Parquet"}
 ROOT_VARIABLE = "PRIVSYN_DISK_ROOT"
@@ -84,7 +84,7 @@ def checked_path(text: str) -> Path:
 
 def describe(text: str) -> DiskTable:
     """Check ``text`` names a readable table file and read its column names (the Parquet
-    footer, or the CSV header), never its rows (``privsyn_core.io.file_columns``)."""
+    footer, or the CSV header), never its rows (``privsyn_core.data.io.file_columns``)."""
     path = checked_path(text)
     try:
         described = file_columns(path)

@@ -20,11 +20,11 @@ import streamlit as st
 
 from dashboard import worker
 from dashboard.sources import DiskTable
-from privsyn_core.io import read_table
+from privsyn_core.data.io import read_table
+from privsyn_core.data.schema import Schema
 from privsyn_core.pipeline import SynthesisResult
-from privsyn_core.registry import file_fingerprint
-from privsyn_core.registry import fingerprint as registry_fingerprint
-from privsyn_core.schema import Schema
+from privsyn_core.release.registry import file_fingerprint
+from privsyn_core.release.registry import fingerprint as registry_fingerprint
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "assets" / "adult.csv"
@@ -76,7 +76,7 @@ def init() -> None:
         # polling fragment runs (a run in progress) still reset them to the defaults
         ss[key] = ss.get(key, value)
     if "table" not in ss:
-        set_table(load_sample(), SAMPLE_NAME)
+        use_sample()
     ss.setdefault("run_state", "idle")
     ss.setdefault("finished", None)
     ss.setdefault("partial_history", [])
@@ -88,11 +88,19 @@ def load_sample() -> pd.DataFrame:
     return read_table(SAMPLE)
 
 
-def set_table(table: pd.DataFrame, name: str) -> None:
+def use_sample() -> None:
+    set_table(load_sample(), SAMPLE_NAME, file_fingerprint(SAMPLE))
+
+
+def set_table(table: pd.DataFrame, name: str, file_print: str | None = None) -> None:
+    """``table`` becomes the session's table. ``file_print`` is the registry fingerprint of
+    the file it was read from (:func:`~privsyn_core.release.registry.file_fingerprint`), so a
+    file spends from one budget whether the dashboard or the command line reads it."""
     ss = st.session_state
     ss["table"] = table
     ss["disk"] = None
     _new_table(name, table.columns)
+    ss["dataset_fingerprint"] = file_print
 
 
 def set_disk(table: DiskTable) -> None:

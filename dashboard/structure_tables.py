@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from privsyn_core.columns import PreparedColumn, needs_structure
-from privsyn_core.schema import ColumnSchema, Kind, Provenance, Schema
+from privsyn_core.data.columns import PreparedColumn, needs_structure
+from privsyn_core.data.schema import ColumnSchema, Kind, Provenance, Schema
 
 DECLARED = Provenance.DECLARED.value
 

@@ -32,9 +32,9 @@ from typing import Any
 from dashboard import records
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.errors import FailedAfterSpending, InputError
-from privsyn_core.gum import GumIterationRecord
+from privsyn_core.generation.gum import GumIterationRecord
 from privsyn_core.pipeline import SynthesisResult
-from privsyn_core.privacy import BudgetExceededError, PrivacyLedger
+from privsyn_core.privacy.ledger import BudgetExceededError, PrivacyLedger
 from privsyn_core.progress import (
     STAGE_TITLES,
     GumProgress,

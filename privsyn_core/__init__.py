@@ -12,18 +12,18 @@ from typing import TYPE_CHECKING, Any
 _HOMES = {
     "PrivSynConfig": "privsyn_core.config",
     "Domain": "privsyn_core.domain",
-    "GumSettings": "privsyn_core.gum",
+    "GumSettings": "privsyn_core.generation.gum",
     "Measurements": "privsyn_core.pipeline",
     "SelectedMarginal": "privsyn_core.pipeline",
     "SynthesisResult": "privsyn_core.pipeline",
     "generate": "privsyn_core.pipeline",
     "measure": "privsyn_core.pipeline",
     "synthesize": "privsyn_core.pipeline",
-    "BudgetExceededError": "privsyn_core.privacy",
-    "Measurement": "privsyn_core.privacy",
-    "PrivacyLedger": "privsyn_core.privacy",
-    "epsilon_from_rho": "privsyn_core.privacy",
-    "rho_from_epsilon_delta": "privsyn_core.privacy",
+    "BudgetExceededError": "privsyn_core.privacy.ledger",
+    "Measurement": "privsyn_core.privacy.ledger",
+    "PrivacyLedger": "privsyn_core.privacy.ledger",
+    "epsilon_from_rho": "privsyn_core.privacy.ledger",
+    "rho_from_epsilon_delta": "privsyn_core.privacy.ledger",
     "GumProgress": "privsyn_core.progress",
     "ProgressEvent": "privsyn_core.progress",
     "Stage": "privsyn_core.progress",
@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from privsyn_core.config import PrivSynConfig
     from privsyn_core.domain import Domain
     from privsyn_core.errors import TableError
-    from privsyn_core.gum import GumSettings
+    from privsyn_core.generation.gum import GumSettings
     from privsyn_core.pipeline import (
         Measurements,
         SelectedMarginal,
@@ -70,7 +70,7 @@ if TYPE_CHECKING:
         measure,
         synthesize,
     )
-    from privsyn_core.privacy import (
+    from privsyn_core.privacy.ledger import (
         BudgetExceededError,
         Measurement,
         PrivacyLedger,

@@ -4,441 +4,34 @@ Every failure the user can fix (a missing file, a value outside its domain, a ba
 ends the program with status 2 and one line on stderr saying what to do; the output file is
 written to a temporary name and moved into place only when complete, so a failed or
 interrupted run leaves nothing behind.
+
+The parser and the error handling live here and import almost nothing, so ``privsyn --help``
+and a usage mistake answer at once; the commands (:mod:`privsyn_core.commands`) load the engine
+only when one runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import re
 import sys
-import tempfile
-import time
-from collections.abc import Sequence
-from functools import partial
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-import pandas as pd
-from tqdm import tqdm
-
-from privsyn_core.audit import CONFIDENCE, audit_engine
-from privsyn_core.bundle import bundle_bytes
-from privsyn_core.config import PrivSynConfig
-from privsyn_core.errors import FailedAfterSpending, InputError
-from privsyn_core.gum import GumSettings
-from privsyn_core.io import read_table
-from privsyn_core.noise import SecureNoise, SeededNoise
-from privsyn_core.pipeline import SynthesisResult, synthesize
-from privsyn_core.planner import plan_budget
-from privsyn_core.privacy import (
-    BudgetExceededError,
-    PrivacyLedger,
-    check_epsilon_delta,
-    rho_from_epsilon_delta,
-)
-from privsyn_core.progress import (
-    STAGE_TITLES,
-    GumProgress,
-    ProgressEvent,
-    StageFinished,
-    StageStarted,
-    SynthesisCancelled,
-)
-from privsyn_core.registry import Registry, RunRecord, file_fingerprint
-from privsyn_core.schema import DRAFT_WARNING, Provenance, Schema, infer_schema
+from privsyn_core.errors import InputError, UsageError
+from privsyn_core.privacy.ledger import BudgetExceededError, check_epsilon_delta
+from privsyn_core.progress import SynthesisCancelled
 
 
-class UsageError(Exception):
-    """A problem with the command's input, reported as one line."""
+def _command(name: str) -> Callable[[argparse.Namespace], int]:
+    """The command ``name`` of :mod:`privsyn_core.commands`, imported when it runs."""
 
+    def run(args: argparse.Namespace) -> int:
+        from privsyn_core import commands
 
-def _read(path: str, args: argparse.Namespace, *, infer_types: bool = False) -> pd.DataFrame:
-    names = [n.strip() for n in args.names.split(",")] if getattr(args, "names", None) else None
-    return read_table(
-        path,
-        delimiter=getattr(args, "delimiter", None),
-        encoding=getattr(args, "encoding", None),
-        header=not getattr(args, "no_header", False),
-        names=names,
-        na_values=getattr(args, "na", None),
-        infer_types=infer_types,
-    )
+        return getattr(commands, name)(args)
 
-
-def _read_domain(path: str | None) -> dict[str, object] | None:
-    if path is None:
-        return None
-    file = Path(path)
-    if not file.is_file():
-        raise UsageError(f"cannot read domain file {path}: no such file")
-    try:
-        domain = json.loads(file.read_text())
-    except json.JSONDecodeError as exc:
-        raise UsageError(
-            f"domain file {path} is not valid JSON ({exc.msg}, line {exc.lineno})"
-        ) from None
-    if not isinstance(domain, dict):
-        raise UsageError(
-            f"domain file {path} must map each column to its number of codes or its categories"
-        )
-    return domain
-
-
-def _check_output(path: str) -> Path:
-    """Fail before any work (and any budget spent) if the output cannot be written."""
-    target = Path(path)
-    if target.is_dir():
-        raise UsageError(
-            f"cannot write {path}: it is a folder; give a file name such as {path}/out.csv"
-        )
-    if not target.parent.is_dir():
-        raise UsageError(f"cannot write {path}: folder {target.parent} does not exist")
-    if not os.access(target.parent, os.W_OK):
-        raise UsageError(f"cannot write {path}: no permission to write in {target.parent}")
-    return target
-
-
-def _write_atomically(frame: pd.DataFrame, target: Path) -> None:
-    """Write to a temporary file beside ``target`` and move it into place when complete."""
-    handle, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
-    os.close(handle)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file normal permissions
-    try:
-        if target.suffix.lower() in (".parquet", ".pq"):
-            frame.to_parquet(tmp, index=False)
-        else:
-            frame.to_csv(tmp, index=False)
-        os.replace(tmp, target)
-    except OSError as exc:
-        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-class _ProgressBar:
-    """One tqdm bar over all stages and GUM iterations, on stderr. It also keeps the ledger of
-    the last finished stage: what an interrupted run had spent (the bar has shown results of
-    those measurements, such as GUM's error against the noisy marginals)."""
-
-    def __init__(self, iterations: int, enabled: bool) -> None:
-        self.spent: PrivacyLedger | None = None
-        self.bar = tqdm(
-            total=len(STAGE_TITLES) + iterations,
-            file=sys.stderr,
-            disable=not enabled or not sys.stderr.isatty(),
-            leave=False,
-            unit="step",
-            bar_format="{desc:<44} {percentage:3.0f}%|{bar}| {elapsed}<{remaining}",
-        )
-
-    def __call__(self, event: ProgressEvent) -> bool:
-        if isinstance(event, StageStarted):
-            self.bar.set_description_str(event.title)
-        elif isinstance(event, StageFinished):
-            self.spent = event.spent
-            self.bar.update(1)
-        elif isinstance(event, GumProgress):
-            self.bar.set_description_str(
-                f"GUM {event.iteration + 1}/{event.iterations}, mean L1 {event.mean_error:.4f}"
-            )
-            self.bar.update(1)
-        return True
-
-    def close(self) -> None:
-        self.bar.close()
-
-
-def _synthesize(args: argparse.Namespace) -> int:
-    target = _check_output(args.output)
-    ledger_target = _check_output(args.ledger) if args.ledger else None
-    bundle_target = _check_output(args.bundle) if args.bundle else None
-    if args.bundle and args.raw_domains:
-        raise UsageError("--bundle holds only DP artifacts and cannot go with --raw-domains")
-    if args.domain and args.schema:
-        raise UsageError("give either --domain (pre-coded tables) or --schema, not both")
-    domain = _read_domain(args.domain)
-    schema = Schema.load(args.schema) if args.schema else None
-    if args.engine in ("duckdb", "spark"):
-        source, spark = _file_source(args, domain)
-        run = partial(
-            synthesize,
-            source,
-            engine=args.engine,
-            spark=spark,
-            domain=domain,
-            schema=schema,
-            raw_domains=args.raw_domains,
-        )
-    else:
-        table = _read(args.input, args)
-        run = partial(synthesize, table, domain=domain, schema=schema, raw_domains=args.raw_domains)
-    # the same file has the same fingerprint on every engine (its bytes), so its budget is
-    # counted once whichever engine reads it
-    dataset = file_fingerprint(args.input)
-    registry = None if args.no_registry else Registry()
-    gum = GumSettings(iterations=args.iterations)
-    config = PrivSynConfig(gum=gum)
-    # no seed: release mode (secure, exact noise); a seed: debug mode, marked not for release
-    rng = None if args.seed is None else np.random.default_rng(args.seed)
-    if registry is not None:
-        registry.check(dataset, rho_from_epsilon_delta(args.epsilon, args.delta))
-    settings = {
-        "epsilon": args.epsilon,
-        "delta": args.delta,
-        "iterations": args.iterations,
-        "schema": args.schema,
-        "domain": args.domain,
-        "raw_domains": args.raw_domains,
-    }
-    bar = _ProgressBar(args.iterations, enabled=not args.quiet)
-    started = time.perf_counter()
-    try:
-        result = run(
-            args.epsilon,
-            args.delta,
-            n_records=args.rows,
-            config=config,
-            rng=rng,
-            on_progress=bar,
-        )
-    except FailedAfterSpending as error:
-        if registry is None:
-            raise
-        failed = {**settings, "outcome": f"failed: {error}"}
-        run_id = registry.record(dataset, Path(args.input).name, error.ledger, failed)
-        raise InputError(f"{error}; the spend is recorded as run {run_id}") from None
-    except KeyboardInterrupt:
-        if registry is not None and bar.spent is not None and bar.spent.spent_rho > 0:
-            stopped = {**settings, "outcome": "interrupted"}
-            run_id = registry.record(dataset, Path(args.input).name, bar.spent, stopped)
-            print(f"privsyn: the budget spent so far is recorded as run {run_id}", file=sys.stderr)
-        raise
-    finally:
-        bar.close()
-    _write_atomically(result.synthetic, target)
-    run_id, bundle = None, None
-    if registry is not None:
-        run_id, bundle = registry.record_result(
-            dataset, Path(args.input).name, result, config, settings
-        )
-    if args.bundle:
-        _write_bytes_atomically(bundle or bundle_bytes(result, config), bundle_target)
-    if args.ledger:
-        _write_text_atomically(json.dumps(result.ledger.to_json(), indent=2) + "\n", ledger_target)
-    if not args.quiet:
-        ledger = result.ledger
-        print(
-            f"wrote {result.n_records} synthetic rows to {args.output} in "
-            f"{time.perf_counter() - started:.1f} s; epsilon={args.epsilon:g}, "
-            f"delta={args.delta:g} (rho={ledger.budget_rho:.5g}, spent {ledger.spent_rho:.5g}); "
-            f"{len(result.marginals)} marginals; noise: {ledger.randomness}",
-            file=sys.stderr,
-        )
-        if registry is not None:
-            total = registry.budget(dataset).spent_rho
-            print(
-                f"recorded as run {run_id} in {registry.path}; this dataset has spent rho "
-                f"{total:.5g} over all its runs",
-                file=sys.stderr,
-            )
-        decided = _decided_structure(result)
-        if decided:
-            print(f"decided privately: {decided}", file=sys.stderr)
-        for name, why in result.excluded:
-            print(f"left out column {name!r}: {why}", file=sys.stderr)
-    if not result.end_to_end_dp:
-        print(
-            "privsyn: warning: NOT end-to-end DP: the structure or domains of "
-            f"{', '.join(result.ledger.not_private)} were read off the raw data (--raw-domains)",
-            file=sys.stderr,
-        )
-    return 0
-
-
-def _decided_structure(result: SynthesisResult) -> str:
-    """The kinds (and whole numbers, date formats) the structure step decided, in one line:
-    DP outputs, which the user should check before trusting the release's layout."""
-    parts = []
-    for column in result.columns:
-        estimated = [c for c in column.choices if c.provenance is Provenance.PRIVATE]
-        shown = [c.value for c in estimated if c.name == "kind"]
-        shown += ["whole" for c in estimated if c.name == "whole numbers" and c.value == "yes"]
-        shown += [c.value for c in estimated if c.name == "date format"]
-        if shown:
-            parts.append(f"{column.codec.name} {' '.join(shown)}")
-    return ", ".join(parts)
-
-
-def _file_source(args: argparse.Namespace, domain: dict[str, object] | None) -> tuple[str, Any]:
-    """The input for counting where the file lies, on DuckDB or Spark: a CSV file with a
-    header or a Parquet file, raw (with or without --schema) or pre-coded (--domain)."""
-    if domain is not None and not all(
-        isinstance(v, int) and not isinstance(v, bool) for v in domain.values()
-    ):
-        raise UsageError(
-            f"--engine {args.engine} reads a pre-coded table with --domain giving a number of "
-            "codes for every column; for categories give --schema instead"
-        )
-    if args.no_header or args.delimiter or args.encoding or args.names or args.na:
-        raise UsageError(
-            f"--engine {args.engine} takes a CSV file with a header (delimiter from the "
-            "header, UTF-8), or a Parquet file; drop the reading options"
-        )
-    if not Path(args.input).exists():
-        raise UsageError(f"cannot read {args.input}: no such file")
-    if args.engine == "spark":
-        from privsyn_core.spark_counter import spark_session
-
-        return args.input, spark_session(args.spark_master)
-    return args.input, None
-
-
-def _write_bytes_atomically(data: bytes, target: Path) -> None:
-    handle, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def _write_text_atomically(text: str, target: Path) -> None:
-    _write_bytes_atomically(text.encode(), target)
-
-
-def _schema_infer(args: argparse.Namespace) -> int:
-    table = _read(args.input, args)
-    text = infer_schema(table).dumps() + "\n"
-    print(f"privsyn: note: {DRAFT_WARNING}", file=sys.stderr)
-    if args.output:
-        _write_text_atomically(text, _check_output(args.output))
-        print(f"wrote the draft schema to {args.output}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
-    return 0
-
-
-def _runs_list(args: argparse.Namespace) -> int:
-    registry = Registry()
-    dataset = file_fingerprint(args.table) if args.table else None
-    runs = registry.runs(dataset)
-    if not runs:
-        print(f"no runs recorded in {registry.path}")
-        return 0
-    print(f"{'id':>4}  {'created':<19}  {'epsilon':>8}  {'rho':>10}  {'noise':<8}  dataset")
-    for run in runs:
-        created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.created))
-        epsilon = "-" if run.epsilon is None else f"{run.epsilon:g}"
-        print(
-            f"{run.id:>4}  {created:<19}  {epsilon:>8}  {run.rho:>10.4g}  "
-            f"{run.randomness.split()[0]:<8}  {run.fingerprint[:12]}"
-        )
-    return 0
-
-
-def _recorded_run(registry: Registry, run_id: int) -> RunRecord:
-    try:
-        return registry.run(run_id)
-    except KeyError:
-        raise UsageError(f"no run {run_id} in the registry; see 'privsyn runs list'") from None
-
-
-def _runs_show(args: argparse.Namespace) -> int:
-    run = _recorded_run(Registry(), args.id)
-    print(json.dumps({"id": run.id, "config": run.config, "ledger": run.ledger}, indent=2))
-    return 0
-
-
-def _runs_export(args: argparse.Namespace) -> int:
-    """Write a recorded run's release bundle again: no data is read, no budget is spent."""
-    registry = Registry()
-    run = _recorded_run(registry, args.id)
-    if not run.has_bundle:
-        raise UsageError(
-            f"run {run.id} has no release bundle: it read domains off the raw data "
-            "(--raw-domains), so it was never a DP release"
-        )
-    target = _check_output(args.output)
-    _write_bytes_atomically(registry.bundle(run.id), target)
-    print(f"wrote the release bundle of run {run.id} to {args.output}", file=sys.stderr)
-    return 0
-
-
-def _audit(args: argparse.Namespace) -> int:
-    """Audit the engine's noisy steps on generated neighbouring tables (reads no data). Exit
-    status 1 if any step leaks more than it claims."""
-    modes = ["debug", "release"] if args.mode == "both" else [args.mode]
-    print(
-        f"privsyn audit: every noisy step, run many times on two generated neighbouring tables "
-        f"(delta {args.delta:g}); measured epsilon is a {CONFIDENCE:.0%}-confidence lower "
-        "bound on the epsilon the code really has"
-    )
-    print(
-        f"{'step':<16} {'mode':<8} {'trials':>7} {'claimed eps':>11} {'measured >=':>11} "
-        f"{'mu claimed':>10} {'mu measured':>16}  verdict"
-    )
-    refuted = False
-    for epsilon in args.epsilon:
-        for mode in modes:
-            debug = mode == "debug"
-            noise = SeededNoise(np.random.default_rng(args.seed)) if debug else SecureNoise()
-            trials = args.trials if debug else args.release_trials
-            tables = np.random.default_rng(0)  # the generated neighbours
-            for result in audit_engine(epsilon, args.delta, noise, trials, tables):
-                refuted |= result.violates_claim
-                measured = f"{result.mu_estimate:.3f} +- {result.mu_standard_error:.3f}"
-                print(
-                    f"{result.mechanism:<16} {mode:<8} {result.trials:>7} "
-                    f"{result.claimed_epsilon:>11.3f} {result.epsilon_lower_bound:>11.3f} "
-                    f"{result.mu_claimed:>10.3f} {measured:>16}  "
-                    + ("LEAKS BEYOND ITS CLAIM" if result.violates_claim else "ok")
-                )
-    if refuted:
-        print("privsyn: error: a step leaks more than its ledger claims", file=sys.stderr)
-        return 1
-    print("no step leaks more than it claims")
-    return 0
-
-
-def _plan(args: argparse.Namespace) -> int:
-    """Noise per step from public inputs only: nothing is read but the arguments."""
-    plan = plan_budget(
-        args.epsilon,
-        args.delta,
-        args.columns,
-        private_structure=args.private_structure + args.undeclared,
-        private_categories=args.private_categories,
-        private_ranges=args.private_ranges,
-        private_undecided=args.undeclared,
-    )
-    print(f"epsilon {args.epsilon:g}, delta {args.delta:g}: rho = {plan.rho:.6g} (zCDP)")
-    print(f"{'step':<20} {'rho':>10} {'share':>7} {'sigma':>10}  queries")
-    for row in plan.as_rows():
-        sigma = "-" if row["sigma"] is None else f"{row['sigma']:.4g}"
-        print(
-            f"{row['step']:<20} {row['rho']:>10.4g} {row['share']:>7.1%} {sigma:>10}  "
-            f"{row['queries']}"
-        )
-    return 0
-
-
-def _evaluate(args: argparse.Namespace) -> int:
-    from privsyn_core.evaluation import fidelity_report
-
-    # owner-only: numbers are read as numbers so range queries order them as numbers
-    real = _read(args.real, args, infer_types=True)
-    synthetic = _read(args.synthetic, argparse.Namespace(), infer_types=True)
-    report = fidelity_report(real, synthetic, label=args.label, seed=args.seed)
-    print(report.format())
-    return 0
+    return run
 
 
 def _count(minimum: int) -> type:
@@ -457,7 +50,8 @@ def _count(minimum: int) -> type:
 
 def _privacy_number(name: str) -> type:
     """Parse epsilon or delta and refuse, before anything is read, a value that is no privacy
-    guarantee (:func:`~privsyn_core.privacy.check_epsilon_delta` says why and what to use)."""
+    guarantee (:func:`~privsyn_core.privacy.ledger.check_epsilon_delta` says why and what to
+    use)."""
 
     def parse(text: str) -> float:
         try:
@@ -549,8 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     syn.add_argument(
         "--iterations",
         type=_count(0),
-        default=GumSettings().iterations,
-        help="GUM iterations (0 keeps the initial table drawn from the 1-way marginals)",
+        default=None,
+        help="GUM iterations (default 100, GUM's own; 0 keeps the initial table drawn from "
+        "the 1-way marginals)",
     )
     syn.add_argument(
         "--rows", type=_count(1), default=None, help="rows to synthesise (default: the noisy total)"
@@ -569,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="Spark master URL for --engine spark (default local[2]: this machine's cores)",
     )
     syn.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
-    syn.set_defaults(run=_synthesize)
+    syn.set_defaults(run=_command("_synthesize"))
 
     ev = commands.add_parser(
         "evaluate", help="fidelity of a synthetic table against the real one (owner-only)"
@@ -580,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--seed", type=_count(0), default=0, help="seed of the train/test split and queries"
     )
-    ev.set_defaults(run=_evaluate)
+    ev.set_defaults(run=_command("_evaluate"))
     _add_read_options(ev)
 
     schema = commands.add_parser("schema", help="draft a schema for review")
@@ -591,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     infer.add_argument("input", help="table (CSV or Parquet)")
     infer.add_argument("-o", "--output", help="write the draft here instead of to stdout")
     _add_read_options(infer)
-    infer.set_defaults(run=_schema_infer)
+    infer.set_defaults(run=_command("_schema_infer"))
 
     audit = commands.add_parser(
         "audit",
@@ -607,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--release-trials", type=_count(100), default=2_000, help="release-mode runs (slower)"
     )
     audit.add_argument("--seed", type=int, default=1, help="debug mode's noise seed")
-    audit.set_defaults(run=_audit)
+    audit.set_defaults(run=_command("_audit"))
 
     plan = commands.add_parser(
         "plan", help="noise per step for a budget, from public inputs only (reads no data)"
@@ -631,23 +226,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--undeclared", type=_count(0), default=0,
         help="columns with nothing declared (no schema): kind and domain decided privately",
     )  # fmt: skip
-    plan.set_defaults(run=_plan)
+    plan.set_defaults(run=_command("_plan"))
 
     runs = commands.add_parser("runs", help="finished runs and the budget each dataset spent")
     runs_commands = runs.add_subparsers(dest="runs_command", required=True)
     listing = runs_commands.add_parser("list", help="list recorded runs")
     listing.add_argument("table", nargs="?", help="only the runs on this table")
     _add_read_options(listing)
-    listing.set_defaults(run=_runs_list)
+    listing.set_defaults(run=_command("_runs_list"))
     show = runs_commands.add_parser("show", help="one run's configuration and ledger")
     show.add_argument("id", type=_count(1))
-    show.set_defaults(run=_runs_show)
+    show.set_defaults(run=_command("_runs_show"))
     export = runs_commands.add_parser(
         "export", help="write a recorded run's release bundle again (spends nothing)"
     )
     export.add_argument("id", type=_count(1))
     export.add_argument("-o", "--output", required=True, help="the release bundle (.zip)")
-    export.set_defaults(run=_runs_export)
+    export.set_defaults(run=_command("_runs_export"))
     return parser
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from privsyn_core.errors import InputError
-from privsyn_core.gum import GumSettings
-from privsyn_core.privacy import Conversion
+from privsyn_core.generation.gum import GumSettings
+from privsyn_core.privacy.ledger import Conversion
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class PrivSynConfig:
     domain_share: float = 0.05
     #: share of rho spent on the noisy value-class counts that decide the kinds, whole
     #: numbers and date formats the schema leaves open (0 when none are; see
-    #: :mod:`privsyn_core.structure`)
+    #: :mod:`privsyn_core.measuring.structure`)
     structure_share: float = 0.02
     #: share of delta reserved for releasing categories by thresholded noisy counts
     threshold_delta_share: float = 0.5

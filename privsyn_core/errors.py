@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from privsyn_core.privacy import Measurement, PrivacyLedger
+    from privsyn_core.privacy.ledger import Measurement, PrivacyLedger
 
 
 class InputError(ValueError):
@@ -23,6 +23,10 @@ class InputError(ValueError):
     def __init__(self, message: str, *, spent: tuple[Measurement, ...] = ()) -> None:
         super().__init__(message)
         self.spent = spent
+
+
+class UsageError(InputError):
+    """A combination of command-line options that cannot work together; reported as one line."""
 
 
 class TableError(InputError):

@@ -1,7 +1,7 @@
 """PrivSyn end to end (paper Algorithm 3): one call from a private table to a synthetic one.
 
 Privacy: the private table is touched only by Gaussian measurements, each charged to the
-ledger: the structure and domain estimates a schema leaves open (:mod:`privsyn_core.columns`),
+ledger: the structure and domain estimates a schema leaves open (:mod:`privsyn_core.data.columns`),
 then PrivSyn's three (1-way marginals, InDif, selected marginals). Everything after them
 (selection, combining, consistency, GUM, appending, decoding) is post-processing of their
 output. The number of synthetic records defaults to the consistent noisy total, never the
@@ -19,7 +19,8 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from privsyn_core.columns import (
+from privsyn_core.config import PrivSynConfig
+from privsyn_core.data.columns import (
     Preparation,
     PreparedColumn,
     check_schema_matches,
@@ -27,13 +28,14 @@ from privsyn_core.columns import (
     open_parts,
     prepare_columns,
 )
-from privsyn_core.combine import combine_marginals
-from privsyn_core.config import PrivSynConfig
-from privsyn_core.consistency import ConsistencyReport, make_consistent
-from privsyn_core.counting import ArrayCounter, Counter, RecodedCounter
+from privsyn_core.data.schema import Provenance, Schema
+from privsyn_core.data.sources import ENGINES, Engine, Source, load_source, source_width
+from privsyn_core.data.table import ColumnCodec as TableCodec
+from privsyn_core.data.table import DomainSpec, decode_table, encode_table
 from privsyn_core.domain import Domain
 from privsyn_core.errors import FailedAfterSpending, InputError
-from privsyn_core.gum import (
+from privsyn_core.generation.consistency import ConsistencyReport, make_consistent
+from privsyn_core.generation.gum import (
     GumIterationRecord,
     GumTarget,
     columns_of,
@@ -41,20 +43,22 @@ from privsyn_core.gum import (
     record_major,
     run_gum,
 )
-from privsyn_core.indif import measure_indif
-from privsyn_core.marginal_graph import AppendPlan, gum_components, marginal_graph, plan_appending
+from privsyn_core.generation.memory import check_fits, check_width
+from privsyn_core.generation.sampling import conditional_column, shuffled_column
 from privsyn_core.marginals import MarginalTable
-from privsyn_core.measurement import NoisyMarginal, measure_marginals
-from privsyn_core.memory import check_fits, check_width
-from privsyn_core.noise import NoiseSource, SecureNoise, SeededNoise
-from privsyn_core.one_way import (
+from privsyn_core.measuring.counting import ArrayCounter, Counter, RecodedCounter
+from privsyn_core.measuring.indif import measure_indif
+from privsyn_core.measuring.measurement import NoisyMarginal, measure_marginals
+from privsyn_core.measuring.one_way import (
     ValueGrouping,
     decode,
     group_low_counts,
     grouped_one_way,
     measure_one_way,
 )
-from privsyn_core.privacy import PrivacyLedger
+from privsyn_core.measuring.reading import FrameTable, RawTable
+from privsyn_core.privacy.ledger import PrivacyLedger
+from privsyn_core.privacy.noise import NoiseSource, SecureNoise, SeededNoise
 from privsyn_core.progress import (
     STAGE_TITLES,
     GumProgress,
@@ -64,13 +68,14 @@ from privsyn_core.progress import (
     StageStarted,
     SynthesisCancelled,
 )
-from privsyn_core.reading import FrameTable, RawTable
-from privsyn_core.sampling import conditional_column, shuffled_column
-from privsyn_core.schema import Provenance, Schema
-from privsyn_core.selection import Selection, select_marginals
-from privsyn_core.sources import ENGINES, Engine, Source, load_source, source_width
-from privsyn_core.table import ColumnCodec as TableCodec
-from privsyn_core.table import DomainSpec, decode_table, encode_table
+from privsyn_core.selection.combine import combine_marginals
+from privsyn_core.selection.greedy import Selection, select_marginals
+from privsyn_core.selection.marginal_graph import (
+    AppendPlan,
+    gum_components,
+    marginal_graph,
+    plan_appending,
+)
 
 
 @dataclass(frozen=True)
@@ -245,7 +250,7 @@ def synthesize(
     with ``engine="spark"``, a Spark DataFrame or a catalogue table's name. ``engine`` says
     where the private table is counted: ``"numpy"`` loads it into memory; ``"duckdb"`` and
     ``"spark"`` count (and encode, for a raw table) in SQL where it lies, and only counts come
-    into Python (:mod:`privsyn_core.sql_encoding`). The counts, hence the ledger and, in
+    into Python (:mod:`privsyn_core.measuring.sql_encoding`). The counts, hence the ledger and, in
     debug mode, the synthetic table, are the same on every engine. ``spark`` is an existing
     SparkSession (default: the running one, or ``local[2]``).
 
@@ -257,7 +262,7 @@ def synthesize(
     ledger. ``n_records`` fixes the output size (public choice); by default it is the noisy
     total.
 
-    Randomness (:mod:`privsyn_core.noise`): without ``rng`` the run is in release mode, with
+    Randomness (:mod:`privsyn_core.privacy.noise`): without ``rng`` the run is in release mode, with
     exact discrete Gaussian noise from secure randomness, never reproducible. Passing a seeded
     ``rng`` selects debug mode: reproducible, and marked "not for release" in the ledger.
     """
@@ -356,7 +361,7 @@ def measure(
         frame = load_source(table)
         raw: RawTable = FrameTable(frame)
     else:
-        from privsyn_core.sql_encoding import sql_table
+        from privsyn_core.measuring.sql_encoding import sql_table
 
         raw = sql_table(table, engine, spark=spark)
         if domain is not None:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from privsyn_core.privacy import PrivacyLedger
+from privsyn_core.privacy.ledger import PrivacyLedger
 
 
 class Stage(StrEnum):

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from privsyn_core.audit import (
+from privsyn_core.domain import Domain
+from privsyn_core.privacy.audit import (
     Neighbours,
     audit_engine,
     audit_indif,
@@ -17,9 +18,8 @@ from privsyn_core.audit import (
     gdp_epsilon,
     worst_indif_neighbours,
 )
-from privsyn_core.domain import Domain
-from privsyn_core.noise import SecureNoise, SeededNoise
-from privsyn_core.privacy import epsilon_from_rho, gaussian_sigma, rho_from_epsilon_delta
+from privsyn_core.privacy.ledger import epsilon_from_rho, gaussian_sigma, rho_from_epsilon_delta
+from privsyn_core.privacy.noise import SecureNoise, SeededNoise
 
 DELTA = 1e-6
 DOMAIN = Domain.from_mapping({"a": 2, "b": 3, "c": 2})

@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 from privsyn_core import synthesize
-from privsyn_core.bundle import bundle_bytes
 from privsyn_core.cli import main
 from privsyn_core.errors import InputError
-from privsyn_core.registry import Registry
+from privsyn_core.release.bundle import bundle_bytes
+from privsyn_core.release.registry import Registry
 
 SECRET = "Zebediah-Quux-4417"
 EXTREME = 987654321.0
@@ -90,7 +90,7 @@ def test_debug_runs_are_marked_and_raw_domain_runs_cannot_be_bundled(planted):
 
 
 def test_excluded_columns_are_named_without_their_reasons(planted):
-    from privsyn_core.schema import ColumnSchema, Kind, infer_schema
+    from privsyn_core.data.schema import ColumnSchema, Kind, infer_schema
 
     table = planted.assign(id=[f"row-{i}" for i in range(len(planted))])
     schema = infer_schema(table.drop(index=[17, 42]))  # a draft: its reasons quote counts

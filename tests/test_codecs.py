@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from privsyn_core.codecs import OTHER_LABEL, BinnedCodec, CategoryCodec, equal_width_edges
+from privsyn_core.data.codecs import OTHER_LABEL, BinnedCodec, CategoryCodec, equal_width_edges
 from privsyn_core.errors import InputError
 
 # ---------------------------------------------------------------- categories

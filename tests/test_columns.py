@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from privsyn_core import GumSettings, PrivSynConfig, synthesize
-from privsyn_core.codecs import BinnedCodec, CategoryCodec
-from privsyn_core.columns import (
+from privsyn_core.data.codecs import BinnedCodec, CategoryCodec
+from privsyn_core.data.columns import (
     StructureChoice,
     check_schema_matches,
     decode_columns,
@@ -19,8 +19,8 @@ from privsyn_core.columns import (
     prepare_columns,
     schema_from_dtypes,
 )
+from privsyn_core.data.schema import ColumnSchema, Kind, Provenance, Schema, infer_schema
 from privsyn_core.errors import InputError
-from privsyn_core.schema import ColumnSchema, Kind, Provenance, Schema, infer_schema
 
 DATA = Path(__file__).resolve().parent / "data"
 FAST = PrivSynConfig(gum=GumSettings(iterations=20))

@@ -1,7 +1,7 @@
 import numpy as np
 import pandas as pd
 
-from privsyn_core.combine import combine_marginals
+from privsyn_core.selection.combine import combine_marginals
 
 
 def indif(names, value=1.0):

@@ -17,9 +17,9 @@ from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
 from dashboard import charts, game, worker
-from privsyn_core.privacy import BudgetExceededError, rho_from_epsilon_delta
-from privsyn_core.registry import Registry, file_fingerprint, fingerprint
-from privsyn_core.schema import ColumnSchema, Kind
+from privsyn_core.data.schema import ColumnSchema, Kind
+from privsyn_core.privacy.ledger import BudgetExceededError, rho_from_epsilon_delta
+from privsyn_core.release.registry import Registry, file_fingerprint
 
 APP = str(ROOT / "dashboard" / "app.py")
 
@@ -273,7 +273,9 @@ def test_a_dashboard_run_is_recorded_with_its_bundle_and_offered_for_download():
     assert len(recorded) == 1
     run = recorded[0]
     assert run.id == finished.run_id and run.has_bundle
-    assert run.fingerprint == fingerprint(at.session_state["table"])
+    # the sample file's bytes: the key the command line uses for the same file, so the file
+    # spends from one budget whichever front end reads it
+    assert run.fingerprint == file_fingerprint(ROOT / "assets" / "adult.csv")
     assert run.name == at.session_state["table_name"]
     assert run.rho == pytest.approx(finished.result.ledger.spent_rho)
     assert run.config["epsilon"] == 1.0 and run.config["seed_given"] is False
@@ -317,7 +319,7 @@ def test_a_lifetime_budget_below_the_spend_refuses_the_next_run_readably():
     at.number_input(key="lifetime_rho").set_value(round(spent / 2, 6)).run()
     at.button(key="set_lifetime").click().run()
     assert not at.exception
-    dataset = fingerprint(at.session_state["table"])
+    dataset = file_fingerprint(ROOT / "assets" / "adult.csv")
     assert Registry().budget(dataset).lifetime_rho == pytest.approx(spent / 2, abs=1e-6)
     assert any("already spent" in s.value for s in at.success)
     assert at.get("progress")[0].proto.value == 100

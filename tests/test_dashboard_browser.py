@@ -27,7 +27,7 @@ import pytest
 from conftest import ROOT
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from privsyn_core.registry import Registry
+from privsyn_core.release.registry import Registry
 
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = os.environ.get("PRIVSYN_SCREENSHOTS")

@@ -13,12 +13,12 @@ from conftest import ROOT
 from dashboard import worker
 from privsyn_core import synthesize
 from privsyn_core.config import PrivSynConfig
+from privsyn_core.data.io import read_table
 from privsyn_core.errors import InputError
-from privsyn_core.gum import GumSettings
-from privsyn_core.io import read_table
-from privsyn_core.privacy import rho_from_epsilon_delta
+from privsyn_core.generation.gum import GumSettings
+from privsyn_core.privacy.ledger import rho_from_epsilon_delta
 from privsyn_core.progress import GumProgress
-from privsyn_core.registry import Registry, fingerprint
+from privsyn_core.release.registry import Registry, fingerprint
 
 SETTINGS = {"epsilon": 1.0, "delta": 1e-9}
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-from privsyn_core.discrete_gaussian import (
+from privsyn_core.privacy.discrete_gaussian import (
     MAX_VARIANCE_ROUNDING,
     _accept_wide,
     _uniform_below,

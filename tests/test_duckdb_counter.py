@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 from conftest import ROOT
 
-from privsyn_core.counting import ArrayCounter
+from privsyn_core.data.table import encode_table
 from privsyn_core.domain import Domain
-from privsyn_core.duckdb_counter import DuckDBCounter
 from privsyn_core.errors import InputError
-from privsyn_core.table import encode_table
+from privsyn_core.measuring.counting import ArrayCounter
+from privsyn_core.measuring.duckdb_counter import DuckDBCounter
 
 ADULT = ROOT / "assets" / "adult-coded.csv"
 

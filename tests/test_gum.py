@@ -3,7 +3,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from privsyn_core.gum import (
+from privsyn_core.generation.gum import (
     GumSettings,
     GumTarget,
     _fine_index,
@@ -13,8 +13,8 @@ from privsyn_core.gum import (
     run_gum,
     update_towards,
 )
+from privsyn_core.generation.sampling import shuffled_column
 from privsyn_core.marginals import cell_index
-from privsyn_core.sampling import shuffled_column
 
 
 def correlated_target(k: int, strength: float) -> np.ndarray:
@@ -283,7 +283,7 @@ def test_compiled_update_pairs_removed_rows_with_new_cells_at_random():
 
 
 def test_auto_kernel_is_the_reference_on_small_tables_and_compiled_on_wide_ones():
-    from privsyn_core.gum import resolve_kernel
+    from privsyn_core.generation.gum import resolve_kernel
 
     assert GumSettings().kernel == "auto"
     assert resolve_kernel("auto", 48_842, 20) == "reference"  # Adult: no numba import

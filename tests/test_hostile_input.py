@@ -27,13 +27,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import privsyn_core.memory as memory
+import privsyn_core.generation.memory as memory
 from privsyn_core.cli import main
+from privsyn_core.data.io import read_table
 from privsyn_core.errors import InputError
-from privsyn_core.io import read_table
 from privsyn_core.pipeline import synthesize
-from privsyn_core.privacy import PrivacyLedger
-from privsyn_core.registry import Registry
+from privsyn_core.privacy.ledger import PrivacyLedger
+from privsyn_core.release.registry import Registry
 
 FREE = 2**30  # the free memory the size checks see
 N = 600  # rows of the generated tables: enough for categories to survive at epsilon 2

@@ -4,9 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privsyn_core.counting import ArrayCounter
 from privsyn_core.domain import Domain
-from privsyn_core.indif import indif_pair, indif_scores, indif_sigma, measure_indif
+from privsyn_core.measuring.counting import ArrayCounter
+from privsyn_core.measuring.indif import indif_pair, indif_scores, indif_sigma, measure_indif
 
 
 def slow_indif(a: np.ndarray, b: np.ndarray, ka: int, kb: int) -> float:

@@ -2,9 +2,9 @@ import pandas as pd
 import pytest
 
 from privsyn_core.cli import main
+from privsyn_core.data.io import header_delimiter, read_table
+from privsyn_core.data.schema import DRAFT_WARNING, Schema
 from privsyn_core.errors import InputError
-from privsyn_core.io import header_delimiter, read_table
-from privsyn_core.schema import DRAFT_WARNING, Schema
 
 ADULT_NAMES = (
     "age,workclass,fnlwgt,education,education-num,marital-status,occupation,relationship,"

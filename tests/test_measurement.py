@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
-from privsyn_core.counting import ArrayCounter
 from privsyn_core.domain import Domain
-from privsyn_core.measurement import measure_marginal
-from privsyn_core.privacy import gaussian_sigma
+from privsyn_core.measuring.counting import ArrayCounter
+from privsyn_core.measuring.measurement import measure_marginal
+from privsyn_core.privacy.ledger import gaussian_sigma
 
 
 def test_marginal_noise_has_the_calibrated_standard_deviation():

@@ -6,9 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privsyn_core import GumSettings, PrivSynConfig, memory, synthesize
+from privsyn_core import GumSettings, PrivSynConfig, synthesize
 from privsyn_core.errors import FailedAfterSpending, InputError
-from privsyn_core.memory import check_fits, synthesis_bytes
+from privsyn_core.generation import memory
+from privsyn_core.generation.memory import check_fits, synthesis_bytes
 
 FAST = PrivSynConfig(gum=GumSettings(iterations=2))
 

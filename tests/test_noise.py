@@ -4,7 +4,7 @@ import pytest
 from scipy.stats import norm
 
 from privsyn_core import synthesize
-from privsyn_core.noise import DEBUG, RELEASE, SecureNoise, SeededNoise, as_noise
+from privsyn_core.privacy.noise import DEBUG, RELEASE, SecureNoise, SeededNoise, as_noise
 
 
 @pytest.fixture(scope="module")

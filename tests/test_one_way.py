@@ -1,11 +1,11 @@
 import numpy as np
 import pytest
 
-from privsyn_core.counting import ArrayCounter
 from privsyn_core.domain import Domain
 from privsyn_core.marginals import MarginalTable
-from privsyn_core.measurement import NoisyMarginal
-from privsyn_core.one_way import (
+from privsyn_core.measuring.counting import ArrayCounter
+from privsyn_core.measuring.measurement import NoisyMarginal
+from privsyn_core.measuring.one_way import (
     decode,
     group_low_counts,
     grouped_one_way,

@@ -3,9 +3,9 @@ import math
 import pytest
 
 from privsyn_core import PrivSynConfig
-from privsyn_core.indif import indif_sigma
-from privsyn_core.planner import plan_budget
-from privsyn_core.privacy import gaussian_sigma, rho_from_epsilon_delta
+from privsyn_core.measuring.indif import indif_sigma
+from privsyn_core.privacy.ledger import gaussian_sigma, rho_from_epsilon_delta
+from privsyn_core.privacy.planner import plan_budget
 
 
 def test_plan_splits_rho_like_the_pipeline_and_reports_each_sigma():

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
-from privsyn_core.privacy import (
+from privsyn_core.privacy.ledger import (
     BudgetExceededError,
     Measurement,
     PrivacyLedger,

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy.stats import norm
 
-from privsyn_core.private_domain import private_categories, private_range
+from privsyn_core.measuring.private_domain import private_categories, private_range
 
 
 def expected_threshold(rho: float, delta: float) -> float:

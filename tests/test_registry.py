@@ -8,8 +8,8 @@ import warnings
 import pandas as pd
 import pytest
 
-from privsyn_core.privacy import BudgetExceededError, Measurement, PrivacyLedger
-from privsyn_core.registry import (
+from privsyn_core.privacy.ledger import BudgetExceededError, Measurement, PrivacyLedger
+from privsyn_core.release.registry import (
     BudgetWarning,
     Registry,
     default_path,
@@ -112,7 +112,7 @@ def test_the_cli_records_runs_and_refuses_past_a_lifetime_budget(tmp_path, capsy
     from conftest import ROOT
 
     from privsyn_core.cli import main
-    from privsyn_core.privacy import rho_from_epsilon_delta
+    from privsyn_core.privacy.ledger import rho_from_epsilon_delta
 
     source = ROOT / "tests" / "data" / "penguins.csv"
     argv = ["synthesize", str(source), "--epsilon", "4", "--iterations", "3", "-q"]
@@ -196,16 +196,16 @@ def test_a_run_that_fails_after_spending_is_recorded_with_its_spend(tmp_path, ca
 def test_a_cli_run_interrupted_during_gum_records_what_it_had_spent(tmp_path, capsys, monkeypatch):
     from conftest import ROOT
 
-    from privsyn_core import GumProgress, cli
+    from privsyn_core import GumProgress, cli, commands
 
-    shown = cli._ProgressBar.__call__
+    shown = commands._ProgressBar.__call__
 
     def interrupt_in_gum(bar, event):
         shown(bar, event)
         if isinstance(event, GumProgress):  # Ctrl-C once GUM's error has been shown
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli._ProgressBar, "__call__", interrupt_in_gum)
+    monkeypatch.setattr(commands._ProgressBar, "__call__", interrupt_in_gum)
     target = tmp_path / "out.csv"
     coded, domain = ROOT / "assets" / "adult-coded.csv", ROOT / "assets" / "adult-coded-domain.json"
     argv = ["synthesize", str(coded), "-o", str(target), "--domain", str(domain), "--epsilon", "1"]

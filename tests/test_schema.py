@@ -10,8 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privsyn_core.errors import InputError
-from privsyn_core.schema import (
+from privsyn_core.data.schema import (
     DRAFT_WARNING,
     SCHEMA_VERSION,
     ColumnSchema,
@@ -21,6 +20,7 @@ from privsyn_core.schema import (
     detect_kind,
     infer_schema,
 )
+from privsyn_core.errors import InputError
 
 DATA = Path(__file__).resolve().parent / "data"
 

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privsyn_core.selection import noise_error, select_marginals
+from privsyn_core.selection.greedy import noise_error, select_marginals
 
 
 def frame(matrix, names):

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from conftest import ROOT
 
-from privsyn_core.counting import ArrayCounter
+from privsyn_core.data.table import encode_table
 from privsyn_core.errors import InputError
-from privsyn_core.spark_counter import SparkCounter, spark_session
-from privsyn_core.table import encode_table
+from privsyn_core.measuring.counting import ArrayCounter
+from privsyn_core.measuring.spark_counter import SparkCounter, spark_session
 
 ADULT = ROOT / "assets" / "adult-coded.csv"
 SIZES = json.loads((ROOT / "assets" / "adult-coded-domain.json").read_text())
@@ -115,7 +115,7 @@ def test_the_counting_function_runs_where_this_package_cannot_be_imported(tmp_pa
 
     from pyspark import cloudpickle
 
-    from privsyn_core.spark_counter import _packing, _partition_counter
+    from privsyn_core.measuring.spark_counter import _packing, _partition_counter
 
     layout = _packing([3, 70])
     shipped = tmp_path / "function.pickle"
@@ -148,11 +148,11 @@ def test_raw_values_read_in_spark_as_in_memory(spark, tmp_path):
     the in-memory reading (the same tricky values as the DuckDB tests)."""
     from test_sql_encoding import TRICKY, _csv
 
-    from privsyn_core.codecs import BinnedCodec
-    from privsyn_core.io import read_table
-    from privsyn_core.private_domain import _grid_edges
-    from privsyn_core.reading import FrameTable
-    from privsyn_core.sql_encoding import spark_table
+    from privsyn_core.data.codecs import BinnedCodec
+    from privsyn_core.data.io import read_table
+    from privsyn_core.measuring.private_domain import _grid_edges
+    from privsyn_core.measuring.reading import FrameTable
+    from privsyn_core.measuring.sql_encoding import spark_table
 
     path = tmp_path / "tricky.csv"
     _csv(path, {"v": TRICKY, "w": list(reversed(TRICKY))})
@@ -180,7 +180,7 @@ def test_a_raw_table_gives_the_same_ledger_and_table_on_spark_as_in_memory(spark
     from test_sql_encoding import RAW_SCHEMA, _raw_table
 
     from privsyn_core import synthesize
-    from privsyn_core.io import read_table
+    from privsyn_core.data.io import read_table
 
     path = tmp_path / "raw.csv"
     _raw_table(1500, np.random.default_rng(7)).to_csv(path, index=False)
@@ -206,3 +206,32 @@ def test_a_raw_table_gives_the_same_ledger_and_table_on_spark_as_in_memory(spark
     for name, run in runs.items():
         assert run.ledger.to_json() == expected.ledger.to_json(), name
         pd.testing.assert_frame_equal(run.synthetic, expected.synthetic, obj=name)
+
+
+def test_spark_submit_runs_the_command_line_on_its_own_master(tmp_path, capsys):
+    """The README's cluster command: spark-submit launches ``privsyn_core/__main__.py``, which
+    keeps spark-submit's ``--master`` and writes what the in-memory engine writes."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import privsyn_core
+    from privsyn_core.cli import main
+
+    domain = ROOT / "assets" / "adult-coded-domain.json"
+    common = [
+        "synthesize", str(ADULT), "--domain", str(domain), "--epsilon", "1", "--seed", "3",
+        "--iterations", "5", "-q", "--no-registry",
+    ]  # fmt: skip
+    assert main([*common, "-o", str(tmp_path / "numpy.csv")]) == 0, capsys.readouterr().err
+    submit = Path(sys.executable).with_name("spark-submit")
+    entry = Path(privsyn_core.__file__).with_name("__main__.py")
+    python = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    done = subprocess.run(
+        [str(submit), "--master", "local[1]", "--conf", "spark.ui.enabled=false", str(entry),
+         *common, "--engine", "spark", "-o", str(tmp_path / "spark.csv")],
+        env={**os.environ, **python}, capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "spark.csv").read_bytes() == (tmp_path / "numpy.csv").read_bytes()

@@ -13,20 +13,20 @@ import pandas as pd
 import pytest
 
 from privsyn_core import GumSettings, PrivSynConfig, synthesize
-from privsyn_core.audit import audit_structure, structure_neighbours
-from privsyn_core.codecs import BinnedCodec, CategoryCodec
-from privsyn_core.columns import schema_from_dtypes
-from privsyn_core.io import read_table
-from privsyn_core.noise import SeededNoise
-from privsyn_core.privacy import gaussian_sigma
-from privsyn_core.schema import Kind, Provenance
-from privsyn_core.structure import (
+from privsyn_core.data.codecs import BinnedCodec, CategoryCodec
+from privsyn_core.data.columns import schema_from_dtypes
+from privsyn_core.data.io import read_table
+from privsyn_core.data.schema import Kind, Provenance
+from privsyn_core.data.values import ValueClass, canonical_text, class_counts
+from privsyn_core.measuring.structure import (
     KIND_SHARE,
     decide_structure,
     measure_structure,
     noisy_structure,
 )
-from privsyn_core.values import ValueClass, canonical_text, class_counts
+from privsyn_core.privacy.audit import audit_structure, structure_neighbours
+from privsyn_core.privacy.ledger import gaussian_sigma
+from privsyn_core.privacy.noise import SeededNoise
 
 FAST = PrivSynConfig(gum=GumSettings(iterations=2))
 

@@ -1,4 +1,4 @@
-"""Tests for privsyn_core.table: a user's table to the engine's code array and back.
+"""Tests for privsyn_core.data.table: a user's table to the engine's code array and back.
 
 Expected codes are written out by hand from the declared domains (integer columns keep their
 value as code; categories are coded by their position in the declared list).
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from privsyn_core.data.table import TableError, decode_table, encode_table
 from privsyn_core.domain import Domain
-from privsyn_core.table import TableError, decode_table, encode_table
 
 
 def error_of(table: pd.DataFrame, domain: dict[str, object] | None) -> str:

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privsyn_core.values import (
+from privsyn_core.data.values import (
     ValueClass,
     canonical_text,
     class_counts,

@@ -10,9 +10,10 @@ import streamlit as st
 
 from dashboard import sources, state
 from dashboard.structure_tables import structure_frame, structure_plan_frame
+from privsyn_core.data.io import read_table
+from privsyn_core.data.schema import ColumnSchema, Kind, Schema
 from privsyn_core.errors import InputError
-from privsyn_core.io import read_table
-from privsyn_core.schema import ColumnSchema, Kind, Schema
+from privsyn_core.release.registry import bytes_fingerprint
 
 st.title("Data")
 st.write(
@@ -47,12 +48,12 @@ if (
             st.error(f"Could not read {upload.name}: {exc}".replace(str(path), upload.name))
             loaded = None
     if loaded is not None:
-        state.set_table(loaded, upload.name)
+        state.set_table(loaded, upload.name, bytes_fingerprint(upload.getvalue()))
         st.session_state["uploaded_name"] = (upload.name, upload.size)
         st.success(f"Loaded {upload.name}.")
 
 if st.button("Use the bundled Adult sample", key="use_sample", disabled=busy):
-    state.set_table(state.load_sample(), state.SAMPLE_NAME)
+    state.use_sample()
     st.session_state.pop("uploaded_name", None)
 
 with st.expander(

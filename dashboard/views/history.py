@@ -14,8 +14,8 @@ import streamlit as st
 from dashboard import records, runs, state
 from dashboard.settings import parse_delta
 from privsyn_core.errors import InputError
-from privsyn_core.privacy import epsilon_from_rho, rho_from_epsilon_delta
-from privsyn_core.registry import WARN_SHARE, BudgetStatus, Registry, RunRecord
+from privsyn_core.privacy.ledger import epsilon_from_rho, rho_from_epsilon_delta
+from privsyn_core.release.registry import WARN_SHARE, BudgetStatus, Registry, RunRecord
 
 st.title("History")
 ss = st.session_state

@@ -9,10 +9,10 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import charts, game, state
-from privsyn_core.audit import AuditResult
-from privsyn_core.gum import GumTarget, update_towards
-from privsyn_core.indif import indif_pair
-from privsyn_core.privacy import gaussian_sigma, rho_from_epsilon_delta
+from privsyn_core.generation.gum import GumTarget, update_towards
+from privsyn_core.measuring.indif import indif_pair
+from privsyn_core.privacy.audit import AuditResult
+from privsyn_core.privacy.ledger import gaussian_sigma, rho_from_epsilon_delta
 
 st.title("Learn how PrivSyn works")
 

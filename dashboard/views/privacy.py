@@ -11,9 +11,9 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.settings import current_config, parse_delta
-from privsyn_core.columns import open_parts
+from privsyn_core.data.columns import open_parts
 from privsyn_core.errors import InputError
-from privsyn_core.planner import plan_budget
+from privsyn_core.privacy.planner import plan_budget
 
 st.title("Privacy budget")
 st.write(

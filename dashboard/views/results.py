@@ -8,7 +8,7 @@ import streamlit as st
 
 from dashboard import records, state
 from dashboard.charts import pair_error_heatmap, side_by_side
-from privsyn_core.columns import coded_frame
+from privsyn_core.data.columns import coded_frame
 from privsyn_core.evaluation import encode_tables, fidelity_report, pairwise_l1
 
 st.title("Results")

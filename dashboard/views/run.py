@@ -26,8 +26,8 @@ from dashboard.settings import current_config, parse_delta, parse_seed, public_s
 from privsyn_core import synthesize
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.errors import InputError
-from privsyn_core.registry import file_fingerprint
-from privsyn_core.registry import fingerprint as registry_fingerprint
+from privsyn_core.release.registry import file_fingerprint
+from privsyn_core.release.registry import fingerprint as registry_fingerprint
 
 #: seconds between two looks at a run's progress
 POLL = 0.5

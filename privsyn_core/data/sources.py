@@ -3,8 +3,8 @@
 A run's source is a pandas DataFrame, the path of a CSV (with a header) or Parquet file, or,
 on Spark, a Spark DataFrame or a catalogue table. The engine says where it is counted:
 
-* ``"numpy"``: in memory (a path is read with :func:`privsyn_core.io.read_table`);
-* ``"duckdb"``: out of core, where the file lies (:mod:`privsyn_core.sql_encoding`);
+* ``"numpy"``: in memory (a path is read with :func:`privsyn_core.data.io.read_table`);
+* ``"duckdb"``: out of core, where the file lies (:mod:`privsyn_core.measuring.sql_encoding`);
 * ``"spark"``: where the data lives, on a cluster or in ``local[2]`` mode.
 """
 
@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from privsyn_core.data.table import require_frame
 from privsyn_core.errors import InputError
-from privsyn_core.table import require_frame
 
 Engine = Literal["numpy", "duckdb", "spark"]
 ENGINES: tuple[str, ...] = ("numpy", "duckdb", "spark")
@@ -31,7 +31,7 @@ def is_path(source: object) -> bool:
 def load_source(source: Source) -> pd.DataFrame:
     """The source as a DataFrame in memory (the numpy engine)."""
     if is_path(source):
-        from privsyn_core.io import read_table
+        from privsyn_core.data.io import read_table
 
         return read_table(source)
     if not isinstance(source, pd.DataFrame):
@@ -50,7 +50,7 @@ def source_width(source: Source, engine: str) -> int:
     if is_path(source):
         if not Path(source).is_file():
             return 0
-        from privsyn_core.io import file_columns
+        from privsyn_core.data.io import file_columns
 
         return len(file_columns(source).columns)
     columns = getattr(source, "columns", None)

@@ -38,8 +38,8 @@ from typing import Literal
 import numpy as np
 
 from privsyn_core.errors import InputError
+from privsyn_core.generation.sampling import quota_counts
 from privsyn_core.marginals import COMPILED_BATCH_FROM, cell_index
-from privsyn_core.sampling import quota_counts
 
 UpdateStrategy = Literal[
     "half_half_plus_duplicate",
@@ -325,7 +325,7 @@ def update_towards(
 ) -> float:
     """One GUM step for one marginal, in place on ``records``; returns the L1 before it.
 
-    ``kernel="compiled"`` runs the fused numba loops of :mod:`privsyn_core.gum_kernel`
+    ``kernel="compiled"`` runs the fused numba loops of :mod:`privsyn_core.generation.gum_kernel`
     ("auto" decides by the table's size alone, see :func:`resolve_kernel`);
     ``"reference"`` the NumPy passes. Both draw every random number from ``rng`` and agree in
     distribution, not record for record (they turn the Generator's bits into draws
@@ -369,7 +369,7 @@ def compiled_update(
     so the rewrite sweeps the table in one direction.
     """
     try:  # numba: an optional extra, imported only by those who ask for the compiled kernel
-        from privsyn_core import gum_kernel
+        from privsyn_core.generation import gum_kernel
     except ImportError:
         raise InputError(
             "the compiled GUM kernel needs numba: pip install 'privsyn-studio[compiled]', "

@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from privsyn_core.bundle import bundle_bytes
 from privsyn_core.config import PrivSynConfig
-from privsyn_core.privacy import BudgetExceededError, PrivacyLedger
-from privsyn_core.values import canonical_text
+from privsyn_core.data.values import canonical_text
+from privsyn_core.privacy.ledger import BudgetExceededError, PrivacyLedger
+from privsyn_core.release.bundle import bundle_bytes
 
 if TYPE_CHECKING:
     from privsyn_core.pipeline import SynthesisResult

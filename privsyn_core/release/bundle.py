@@ -18,8 +18,8 @@ from dataclasses import asdict
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-from privsyn_core.codecs import BinnedCodec
 from privsyn_core.config import PrivSynConfig
+from privsyn_core.data.codecs import BinnedCodec
 from privsyn_core.errors import InputError
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@
 A schema is the data owner's declaration. Whatever it states (categories, bounds, bin edges,
 whether values may be missing) is treated as public knowledge and costs no privacy budget;
 whatever it leaves open is estimated privately from the data and paid for from the budget
-(:mod:`privsyn_core.private_domain`). :func:`infer_schema` drafts a schema by reading the
+(:mod:`privsyn_core.measuring.private_domain`). :func:`infer_schema` drafts a schema by reading the
 data: such a draft is *not* public knowledge until the owner has reviewed it and decided that
 nothing in it is sensitive, and it says so.
 
@@ -21,7 +21,7 @@ The JSON form (``version`` 1)::
 
 Every key but ``name`` is optional; absent means "not declared". An undeclared ``kind`` (and
 ``integer``, and ``datetime_format``) is decided from DP counts of how the values read
-(:mod:`privsyn_core.structure`); an undeclared ``missing`` gives the column a missing code
+(:mod:`privsyn_core.measuring.structure`); an undeclared ``missing`` gives the column a missing code
 whose rate PrivSyn measures. ``"datetime_format": "datetime64"`` keeps pandas datetimes in
 the output instead of text.
 """
@@ -71,7 +71,8 @@ class ColumnSchema:
     """One column's declaration. ``None`` means "not declared" for every optional field."""
 
     name: str
-    #: None: not declared, decided privately from DP counts (:mod:`privsyn_core.structure`)
+    #: None: not declared, decided privately from DP counts
+    #: (:mod:`privsyn_core.measuring.structure`)
     kind: Kind | None = None
     categories: tuple[Any, ...] | None = None
     lower: float | None = None

@@ -1,4 +1,5 @@
-"""Compiled loops of one GUM update (numba); the semantics live in :mod:`privsyn_core.gum`.
+"""Compiled loops of one GUM update (numba); the semantics live in
+:mod:`privsyn_core.generation.gum`.
 
 The reference update makes about ten NumPy passes over all ``N`` records per marginal (cell
 index, bincount, uniform draws, threshold gather, compare, flatnonzero, ...), each allocating
@@ -20,7 +21,8 @@ Generator, so a run is reproducible from its seed, and because each draw depends
 position, the result is the same whatever the number of threads or how the work is split.
 
 Parallelism: every kernel works on a range (records ``lo`` to ``hi``, or additions) and
-releases the GIL, and :func:`privsyn_core.gum.compiled_update` runs the ranges on GUM's two
+releases the GIL, and :func:`privsyn_core.generation.gum.compiled_update` runs the ranges on GUM's
+two
 worker threads. Counting is bound by memory traffic (record-major storage puts each record on
 its own cache line and the loop gathers two or three bytes from each), which a second core's
 loads roughly halve on an idle machine; selection and rewriting split just as evenly, and

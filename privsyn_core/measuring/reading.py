@@ -1,17 +1,18 @@
 """What the preparation of a raw table reads from it: exact aggregates, never rows.
 
 The structure step, the private domain estimates and the encoding of a raw table
-(:mod:`privsyn_core.columns`) read the private table through :class:`RawTable` alone:
+(:mod:`privsyn_core.data.columns`) read the private table through :class:`RawTable` alone:
 
-* per column, the counts of its values' classes (:class:`~privsyn_core.values.ValueClass`);
+* per column, the counts of its values' classes (:class:`~privsyn_core.data.values.ValueClass`);
 * per column, the count of each distinct value (canonical text), for the category estimate;
 * per numeric or datetime column, the counts of its numbers in the cells of a public grid (the
   range estimate's histograms), or their minimum and maximum (the raw-domains demo only);
-* the encoded table, as a :class:`~privsyn_core.counting.Counter`.
+* the encoded table, as a :class:`~privsyn_core.measuring.counting.Counter`.
 
 Every backend gives the same exact numbers, so the noisy steps, and the decisions made from
 them, are the same code fed the same counts: in memory (:class:`FrameTable`, over a pandas
-DataFrame) or in a SQL engine (:mod:`privsyn_core.sql_encoding`: DuckDB, Spark), where raw rows
+DataFrame) or in a SQL engine (:mod:`privsyn_core.measuring.sql_encoding`: DuckDB, Spark), where
+raw rows
 never come into Python.
 """
 
@@ -24,11 +25,11 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-from privsyn_core.codecs import BinnedCodec, ColumnCodec
-from privsyn_core.counting import ArrayCounter, Counter
+from privsyn_core.data.codecs import BinnedCodec, ColumnCodec
+from privsyn_core.data.values import canonical_text, class_counts
 from privsyn_core.domain import Domain
-from privsyn_core.private_domain import histogram_of
-from privsyn_core.values import canonical_text, class_counts
+from privsyn_core.measuring.counting import ArrayCounter, Counter
+from privsyn_core.measuring.private_domain import histogram_of
 
 
 class Numbers(Protocol):
@@ -36,7 +37,7 @@ class Numbers(Protocol):
 
     def histogram(self, edges: np.ndarray, clip: bool) -> np.ndarray:
         """Exact counts in the cells cut by ``edges`` (see
-        :data:`~privsyn_core.private_domain.Histogram`)."""
+        :data:`~privsyn_core.measuring.private_domain.Histogram`)."""
         ...
 
     def bounds(self) -> tuple[float, float] | None:
@@ -59,7 +60,7 @@ class RawTable(Protocol):
         ...
 
     def numbers(self, codec: BinnedCodec) -> Numbers:
-        """The column read by ``codec`` (raising :class:`~privsyn_core.table.TableError`
+        """The column read by ``codec`` (raising :class:`~privsyn_core.data.table.TableError`
         when a value does not read and the codec says that is an error)."""
         ...
 
@@ -85,7 +86,7 @@ class _FrameNumbers:
 @dataclass(eq=False)
 class FrameTable:
     """A raw table in memory: a pandas DataFrame, read value by value
-    (:mod:`privsyn_core.values`)."""
+    (:mod:`privsyn_core.data.values`)."""
 
     frame: pd.DataFrame
     _texts: dict[str, pd.Series] = field(default_factory=dict, repr=False)

@@ -7,7 +7,7 @@ in a column of ages turns the whole column into text, one blank turns it into fl
 released table then shows it. Every function here maps each value on its own, with fixed public
 rules, so adding a record changes the reading of that record only. The structure of the table
 (kinds, whole numbers, date formats) is then decided from DP counts of these readings
-(:mod:`privsyn_core.structure`).
+(:mod:`privsyn_core.measuring.structure`).
 
 The rules:
 

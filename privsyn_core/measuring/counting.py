@@ -23,7 +23,7 @@ import numpy as np
 
 from privsyn_core.domain import Domain
 from privsyn_core.marginals import MarginalTable, count_marginals
-from privsyn_core.one_way import ValueGrouping
+from privsyn_core.measuring.one_way import ValueGrouping
 
 
 class Counter(Protocol):

@@ -5,7 +5,7 @@ and costs nothing. What it leaves open is measured privately, each measurement c
 ledger:
 
 * an undeclared kind, whole-number flag or date format: noisy counts of how the column's
-  values read (:mod:`privsyn_core.structure`);
+  values read (:mod:`privsyn_core.measuring.structure`);
 * a categorical column without categories: thresholded noisy counts (costs rho and part of
   the delta reserved for thresholding);
 * a numeric or datetime column without bounds or edges: a noisy log-grid histogram.
@@ -27,14 +27,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from privsyn_core.codecs import BinnedCodec, CategoryCodec, ColumnCodec, equal_width_edges
+from privsyn_core.data.codecs import BinnedCodec, CategoryCodec, ColumnCodec, equal_width_edges
+from privsyn_core.data.schema import ColumnSchema, Kind, Provenance, Schema, kind_from_type
 from privsyn_core.errors import InputError
-from privsyn_core.noise import NoiseSource
-from privsyn_core.privacy import Measurement
-from privsyn_core.private_domain import categories_from_counts, range_from_histogram
-from privsyn_core.reading import FrameTable, RawTable
-from privsyn_core.schema import ColumnSchema, Kind, Provenance, Schema, kind_from_type
-from privsyn_core.structure import StructureDecision, decide_structure, noisy_structure
+from privsyn_core.measuring.private_domain import categories_from_counts, range_from_histogram
+from privsyn_core.measuring.reading import FrameTable, RawTable
+from privsyn_core.measuring.structure import StructureDecision, decide_structure, noisy_structure
+from privsyn_core.privacy.ledger import Measurement
+from privsyn_core.privacy.noise import NoiseSource
 
 #: numeric columns of whole numbers get one bin per value up to this many values
 MAX_INTEGER_BINS = 100
@@ -182,8 +182,9 @@ def prepare_columns(
     category estimates, whose number is known only once the kinds are (a DP output), so the
     whole reservation is used and every threshold is as low as it can be.
 
-    ``table`` is read only through :class:`~privsyn_core.reading.RawTable` (a DataFrame is
-    wrapped in :class:`~privsyn_core.reading.FrameTable`): aggregates, so a SQL backend can
+    ``table`` is read only through :class:`~privsyn_core.measuring.reading.RawTable` (a DataFrame is
+    wrapped in :class:`~privsyn_core.measuring.reading.FrameTable`): aggregates, so a SQL backend
+    can
     answer them where the table lies.
     """
     if isinstance(table, pd.DataFrame):

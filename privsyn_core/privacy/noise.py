@@ -4,7 +4,7 @@
   system's secure randomness. Integer counts (every marginal, every domain histogram) get
   *discrete* Gaussian noise from an exact sampler (Canonne, Kamath and Steinke 2020), immune
   to the floating-point attacks on sampled Gaussians: our vectorised implementation
-  (:mod:`privsyn_core.discrete_gaussian`, about 100 times faster than one draw at a time)
+  (:mod:`privsyn_core.privacy.discrete_gaussian`, about 100 times faster than one draw at a time)
   or, for scales it cannot represent in 64 bits, OpenDP's. The real-valued InDif scores get
   OpenDP's floating-point-safe Gaussian. Never reproducible.
 * **Debug mode** (a seeded ``numpy.random.Generator`` was given): NumPy's floating-point
@@ -23,12 +23,12 @@ from typing import Protocol
 
 import numpy as np
 
-from privsyn_core.discrete_gaussian import (
+from privsyn_core.privacy.discrete_gaussian import (
     MAX_VARIANCE_ROUNDING,
     exact_plan,
     sample_discrete_gaussian,
 )
-from privsyn_core.privacy import upper_quantile
+from privsyn_core.privacy.ledger import upper_quantile
 
 RELEASE = "release"
 DEBUG = "debug (seeded; not for release)"

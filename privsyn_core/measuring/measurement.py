@@ -1,6 +1,7 @@
 """Gaussian measurements of marginals: where the private table's counts meet noise.
 
-The counts come from a :class:`~privsyn_core.counting.Counter`, the one interface that reads
+The counts come from a :class:`~privsyn_core.measuring.counting.Counter`, the one interface that
+reads
 rows.
 
 A marginal's count vector has L2 sensitivity 1 under add/remove-one neighbours (paper
@@ -16,11 +17,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from privsyn_core.marginals import MarginalTable
-from privsyn_core.noise import NoiseSource, as_noise
-from privsyn_core.privacy import Measurement, gaussian_sigma
+from privsyn_core.privacy.ledger import Measurement, gaussian_sigma
+from privsyn_core.privacy.noise import NoiseSource, as_noise
 
 if TYPE_CHECKING:
-    from privsyn_core.counting import Counter
+    from privsyn_core.measuring.counting import Counter
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ def measure_marginal(
     step: str,
 ) -> tuple[NoisyMarginal, Measurement]:
     """Count the marginal on ``attributes`` and add Gaussian noise calibrated to ``rho``
-    (discrete Gaussian in release mode, see :mod:`privsyn_core.noise`)."""
+    (discrete Gaussian in release mode, see :mod:`privsyn_core.privacy.noise`)."""
     ((noisy, record),) = measure_marginals(counter, [tuple(attributes)], [rho], rng, step)
     return noisy, record
 

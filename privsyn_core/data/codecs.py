@@ -24,8 +24,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from privsyn_core.errors import TableError
-from privsyn_core.values import (
+from privsyn_core.data.values import (
     NATIVE_DATETIME,
     canonical_text,
     categories_as_text,
@@ -34,6 +33,7 @@ from privsyn_core.values import (
     parse_numbers,
     seconds_since_epoch,
 )
+from privsyn_core.errors import TableError
 
 OTHER_LABEL = "other"
 
@@ -43,7 +43,7 @@ class CategoryCodec:
     """Categories in a fixed order; optional "other" and "missing" codes after them.
 
     Values are matched to categories by their canonical text
-    (:func:`~privsyn_core.values.canonical_text`), one value at a time, so a column that reads
+    (:func:`~privsyn_core.data.values.canonical_text`), one value at a time, so a column that reads
     as numbers, as floats with blanks, or as text maps to the same codes. Decoding gives the
     categories themselves: the output's type follows the schema, never the input's dtype
     (which pandas infers from the values).
@@ -151,7 +151,7 @@ class BinnedCodec:
 
     def numbers(self, column: pd.Series) -> np.ndarray:
         """The column as float numbers (seconds for datetimes), NaN where missing. Each value
-        is read on its own (:mod:`privsyn_core.values`)."""
+        is read on its own (:mod:`privsyn_core.data.values`)."""
         what = "a date" if self.datetime else "a finite number"
         if self.datetime and pd.api.types.is_datetime64_any_dtype(column.dtype):
             return seconds_since_epoch(column)

@@ -20,7 +20,7 @@ from pathlib import Path
 from privsyn_core.domain import Domain
 from privsyn_core.errors import InputError
 from privsyn_core.marginals import MarginalTable
-from privsyn_core.sql_counting import check_codes, count_by_grouping_sets
+from privsyn_core.measuring.sql_counting import check_codes, count_by_grouping_sets
 
 #: DuckDB's own memory cap; past it, aggregation spills to a temporary folder
 MEMORY_LIMIT = "2GB"

@@ -48,7 +48,7 @@ import numpy as np
 from privsyn_core.domain import Domain
 from privsyn_core.errors import InputError
 from privsyn_core.marginals import MarginalTable
-from privsyn_core.sql_counting import check_codes
+from privsyn_core.measuring.sql_counting import check_codes
 
 #: the master a session is started with when none is given: both cores of this machine
 DEFAULT_MASTER = "local[2]"
@@ -73,17 +73,49 @@ _PARTIAL_SCHEMA = "s INT, sparse BOOLEAN, payload BINARY"
 def spark_session(master: str | None = None) -> Any:
     """A Spark session (the running one if there is one), quiet and without its web UI.
 
+    Without ``master``, a driver that spark-submit launched keeps spark-submit's ``--master``
+    (and its other settings); otherwise :data:`DEFAULT_MASTER`.
     In local mode the Python workers that count run this process's interpreter (unless
     ``PYSPARK_PYTHON`` says otherwise): Spark's default, the first ``python3`` on the path, may
     lack NumPy and PyArrow. On a cluster the executors' Python is the cluster's to set."""
     from pyspark.sql import SparkSession
 
-    master = master or DEFAULT_MASTER
     builder = SparkSession.builder.appName("privsyn").config("spark.ui.enabled", "false")
     builder = builder.config("spark.sql.shuffle.partitions", "8")
+    if master is None and os.environ.get("PYSPARK_GATEWAY_PORT"):
+        return builder.getOrCreate()  # launched by spark-submit: its --master applies
+    master = master or DEFAULT_MASTER
     if master.startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # read when the context starts
     return builder.master(master).getOrCreate()
+
+
+def spark_frame(source: Any, *, spark: Any = None, master: str | None = None) -> tuple[Any, bool]:
+    """A Spark DataFrame for ``source`` (a DataFrame, a catalogue table's name, or a Parquet
+    or CSV path) and whether it was read from CSV text. A CSV file is read with its header and
+    the delimiter the header line shows, as the in-memory reader does."""
+    if not isinstance(source, str | Path):
+        return source, False
+    session = spark or spark_session(master)
+    path = Path(source)
+    if path.suffix.lower() in (".parquet", ".pq") or path.is_dir():
+        return session.read.parquet(str(path)), False
+    if not path.is_file():
+        return session.table(str(source)), False
+    from privsyn_core.data.io import _HEADER_BYTES, _bom_encoding, _first_line, header_delimiter
+
+    with path.open("rb") as handle:
+        head = handle.read(_HEADER_BYTES)
+    delimiter = header_delimiter(_first_line(head, _bom_encoding(head) or "utf-8"))
+    frame = (
+        session.read.option("header", "true")
+        .option("sep", delimiter)
+        .option("quote", '"')
+        .option("escape", '"')
+        .option("multiLine", "true")
+        .csv(str(path))
+    )
+    return frame, True
 
 
 def _quoted(name: str) -> str:
@@ -129,17 +161,7 @@ class SparkCounter:
     ) -> SparkCounter:
         """A counter over a Spark DataFrame, a catalogue table's name, or a Parquet or CSV path,
         with the table's columns in their order, each declared in ``sizes``."""
-        if isinstance(source, str | Path):
-            session = spark or spark_session(master)
-            path = Path(source)
-            if path.suffix.lower() in (".parquet", ".pq") or path.is_dir():
-                frame = session.read.parquet(str(path))
-            elif path.is_file():
-                frame = session.read.option("header", "true").csv(str(path))
-            else:
-                frame = session.table(str(source))
-        else:
-            frame = source
+        frame, _ = spark_frame(source, spark=spark, master=master)
         undeclared = [c for c in frame.columns if c not in sizes]
         if undeclared:
             raise InputError(

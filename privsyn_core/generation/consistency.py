@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from privsyn_core.marginals import MarginalTable
-from privsyn_core.measurement import NoisyMarginal
+from privsyn_core.measuring.measurement import NoisyMarginal
 
 
 @dataclass(frozen=True)

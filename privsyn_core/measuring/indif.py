@@ -17,11 +17,11 @@ import numpy as np
 import pandas as pd
 
 from privsyn_core.marginals import cell_index
-from privsyn_core.noise import NoiseSource, as_noise
-from privsyn_core.privacy import Measurement
+from privsyn_core.privacy.ledger import Measurement
+from privsyn_core.privacy.noise import NoiseSource, as_noise
 
 if TYPE_CHECKING:
-    from privsyn_core.counting import Counter
+    from privsyn_core.measuring.counting import Counter
 
 INDIF_SENSITIVITY = 4.0
 

@@ -19,7 +19,8 @@ values` says why). So:
 
 Every failure says what is wrong with the file and what to try, as an :class:`InputError`.
 Before a row is parsed, a file is refused if it is wider than PrivSyn can synthesise or
-would not fit in memory (:mod:`privsyn_core.memory`), from its header or Parquet footer and
+would not fit in memory (:mod:`privsyn_core.generation.memory`), from its header or Parquet footer
+and
 its size, and if it holds NUL bytes or two columns of one name.
 The UCI Adult files as distributed (no header, ", " between values, "?" for missing) read
 with ``header=False``, ``names=[...]`` and ``na_values=["?"]``.
@@ -37,9 +38,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from privsyn_core.data.values import parse_numbers
 from privsyn_core.errors import InputError
-from privsyn_core.memory import check_load_fits, check_width
-from privsyn_core.values import parse_numbers
+from privsyn_core.generation.memory import check_load_fits, check_width
 
 _HEADER_BYTES = 64 * 1024
 _DELIMITERS = ",;\t|"

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from privsyn_core.config import PrivSynConfig
-from privsyn_core.indif import indif_sigma
-from privsyn_core.privacy import gaussian_sigma, rho_from_epsilon_delta
+from privsyn_core.measuring.indif import indif_sigma
+from privsyn_core.privacy.ledger import gaussian_sigma, rho_from_epsilon_delta
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from privsyn_core.data.values import canonical_text, categories_as_text
 from privsyn_core.domain import Domain
 from privsyn_core.errors import TableError
-from privsyn_core.values import canonical_text, categories_as_text
 
 DomainSpec = Mapping[str, int | Sequence[object]]
 

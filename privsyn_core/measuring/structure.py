@@ -6,8 +6,8 @@ the values, lets one record change the released structure (one ``unknown`` would
 text and drop it from the output) with certainty: an unbounded privacy loss. Here the decision
 is a post-processing of a DP measurement:
 
-1. **Measure.** Every value of the column is read on its own (:mod:`privsyn_core.values`) and
-   falls in exactly one :class:`~privsyn_core.values.ValueClass` (missing, integer, decimal,
+1. **Measure.** Every value of the column is read on its own (:mod:`privsyn_core.data.values`) and
+   falls in exactly one :class:`~privsyn_core.data.values.ValueClass` (missing, integer, decimal,
    each date format, text). The column's class counts get Gaussian noise. One record moves one
    count by one, so the histogram has L2 sensitivity 1 per column: ``rho = 1 / (2 sigma^2)``
    per column, charged to the ledger as step ``structure``.
@@ -41,16 +41,16 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from privsyn_core.noise import NoiseSource, as_noise
-from privsyn_core.privacy import Measurement, gaussian_sigma
-from privsyn_core.schema import Kind
-from privsyn_core.values import (
+from privsyn_core.data.schema import Kind
+from privsyn_core.data.values import (
     DATE_CLASSES,
     DATE_FORMATS,
     NUMBER_CLASSES,
     ValueClass,
     class_counts,
 )
+from privsyn_core.privacy.ledger import Measurement, gaussian_sigma
+from privsyn_core.privacy.noise import NoiseSource, as_noise
 
 #: share of the present values that must be numbers (dates) for a numeric (datetime) column
 KIND_SHARE = 0.8
@@ -139,7 +139,7 @@ def measure_structure(
 ) -> StructureEstimate:
     """The column's class counts with Gaussian noise (``rho``-zCDP), and what they decide.
 
-    ``column`` must be canonical text (:func:`~privsyn_core.values.canonical_text`).
+    ``column`` must be canonical text (:func:`~privsyn_core.data.values.canonical_text`).
     """
     return noisy_structure(str(column.name), class_counts(column), rho, noise)
 

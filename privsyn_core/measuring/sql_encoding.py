@@ -1,18 +1,18 @@
 """Raw tables in SQL engines (DuckDB, Spark): the preparation's reads and the encoding, as SQL.
 
-Everything the private preparation reads from a raw table (:class:`~privsyn_core.reading.
+Everything the private preparation reads from a raw table (:class:`~privsyn_core.measuring.reading.
 RawTable`) comes from aggregates computed where the table lies, so raw rows never come into
 Python: value-class counts for the structure step, value counts for category estimates,
 counts over the public grids of the range estimates. The encoding (categories, "other",
 missing, bins, datetimes) is a SQL expression per column, and the coded relation it defines is
-counted with ``GROUPING SETS`` (:mod:`privsyn_core.sql_counting`). The noisy steps and the
+counted with ``GROUPING SETS`` (:mod:`privsyn_core.measuring.sql_counting`). The noisy steps and the
 decisions are the numpy path's own functions, fed these counts.
 
-The SQL reads each value as :mod:`privsyn_core.values` does, one value at a time:
+The SQL reads each value as :mod:`privsyn_core.data.values` does, one value at a time:
 
 * **canonical text**: text is stripped of the whitespace Python's ``str.strip`` removes; a
   blank is missing. A CSV cell is missing when, after its leading spaces, it is one of pandas'
-  missing spellings (``NA``, ``null``, ``N/A``, ...; as :func:`~privsyn_core.io.read_table`
+  missing spellings (``NA``, ``null``, ``N/A``, ...; as :func:`~privsyn_core.data.io.read_table`
   reads it). Integers print as integers, booleans as ``True``/``False``, whole floats below
   2^53 as integers, dates as ISO text;
 * **numbers**: the same regular expression (ASCII digits), cast to a double (both engines
@@ -42,14 +42,9 @@ from typing import Any
 
 import numpy as np
 
-from privsyn_core.codecs import BinnedCodec, CategoryCodec, ColumnCodec
-from privsyn_core.counting import Counter
-from privsyn_core.domain import Domain
-from privsyn_core.errors import InputError
-from privsyn_core.marginals import MarginalTable
-from privsyn_core.sql_counting import count_by_grouping_sets
-from privsyn_core.table import TableError
-from privsyn_core.values import (
+from privsyn_core.data.codecs import BinnedCodec, CategoryCodec, ColumnCodec
+from privsyn_core.data.table import TableError
+from privsyn_core.data.values import (
     _ISO_DATE,
     _ISO_DATETIME,
     _SLASH,
@@ -59,6 +54,11 @@ from privsyn_core.values import (
     categories_as_text,
     day_first_format,
 )
+from privsyn_core.domain import Domain
+from privsyn_core.errors import InputError
+from privsyn_core.marginals import MarginalTable
+from privsyn_core.measuring.counting import Counter
+from privsyn_core.measuring.sql_counting import count_by_grouping_sets
 
 #: the spellings pandas reads as missing in a CSV cell (pandas' ``STR_NA_VALUES``)
 CSV_MISSING = (
@@ -229,9 +229,9 @@ def reading_query(
     source: str, texts: Sequence[str], dialect: Dialect, keep: Sequence[str] = ()
 ) -> str:
     """A query over ``source`` that reads each canonical-text column ``t`` of ``texts`` value
-    by value, as :mod:`privsyn_core.values` does, into the columns
+    by value, as :mod:`privsyn_core.data.values` does, into the columns
 
-    * ``{t}_class``: its :class:`~privsyn_core.values.ValueClass` (``classify``);
+    * ``{t}_class``: its :class:`~privsyn_core.data.values.ValueClass` (``classify``);
     * ``{t}_number``: a plain decimal number as a finite double, else NULL (``parse_numbers``);
     * ``{t}_dmy``, ``{t}_mdy``: seconds since 1970 of a date (``parse_datetimes``, slashed
       dates read day first or month first), else NULL.
@@ -404,7 +404,8 @@ class _SqlNumbers:
 @dataclass(eq=False)
 class SqlTable:
     """A raw table in a SQL engine, read through aggregates (a
-    :class:`~privsyn_core.reading.RawTable`). ``source`` names a relation whose columns are
+    :class:`~privsyn_core.measuring.reading.RawTable`). ``source`` names a relation whose columns
+    are
     ``columns`` with SQL types ``types``; ``csv`` says its text came from a CSV file (pandas'
     missing spellings apply). ``run`` executes a query and returns its rows; ``define`` creates
     a view (name, query); ``store`` keeps a query's result where the engine keeps tables
@@ -578,7 +579,7 @@ def sql_table(source: Any, engine: str, *, spark: Any = None) -> SqlTable:
 
 
 def _csv_source(path: Path) -> str:
-    from privsyn_core.io import _HEADER_BYTES, _bom_encoding, _first_line, header_delimiter
+    from privsyn_core.data.io import _HEADER_BYTES, _bom_encoding, _first_line, header_delimiter
 
     with path.open("rb") as handle:
         head = handle.read(_HEADER_BYTES)
@@ -595,7 +596,7 @@ def duckdb_table(path: str | Path) -> SqlTable:
     """A CSV or Parquet file counted by DuckDB out of core (its memory capped)."""
     import duckdb
 
-    from privsyn_core.duckdb_counter import MEMORY_LIMIT, DuckDBCounter
+    from privsyn_core.measuring.duckdb_counter import MEMORY_LIMIT, DuckDBCounter
 
     if not isinstance(path, str | Path):
         raise InputError(
@@ -652,33 +653,9 @@ def _close(connection: Any, folder: tempfile.TemporaryDirectory) -> None:
 
 def spark_table(source: Any, *, spark: Any = None, master: str | None = None) -> SqlTable:
     """A Spark DataFrame, a catalogue table or a CSV or Parquet path, on Spark."""
-    from privsyn_core.spark_counter import SparkCounter, spark_session
+    from privsyn_core.measuring.spark_counter import SparkCounter, spark_frame
 
-    csv = False
-    if isinstance(source, str | Path):
-        session = spark or spark_session(master)
-        path = Path(source)
-        if path.suffix.lower() in (".parquet", ".pq") or path.is_dir():
-            frame = session.read.parquet(str(path))
-        elif path.is_file():
-            from privsyn_core.io import _HEADER_BYTES, _bom_encoding, _first_line, header_delimiter
-
-            with path.open("rb") as handle:
-                head = handle.read(_HEADER_BYTES)
-            delimiter = header_delimiter(_first_line(head, _bom_encoding(head) or "utf-8"))
-            frame = (
-                session.read.option("header", "true")
-                .option("sep", delimiter)
-                .option("quote", '"')
-                .option("escape", '"')
-                .option("multiLine", "true")
-                .csv(str(path))
-            )
-            csv = True
-        else:
-            frame = session.table(str(source))
-    else:
-        frame = source
+    frame, csv = spark_frame(source, spark=spark, master=master)
     session = frame.sparkSession
     view = f"privsyn_source_{next(_names)}"
     frame.createOrReplaceTempView(view)

@@ -27,16 +27,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from privsyn_core.consistency import project_nonnegative
 from privsyn_core.domain import Domain
+from privsyn_core.generation.consistency import project_nonnegative
+from privsyn_core.generation.sampling import conditional_column
 from privsyn_core.marginals import MarginalTable
-from privsyn_core.measurement import NoisyMarginal, measure_marginals
-from privsyn_core.noise import NoiseSource
-from privsyn_core.privacy import Measurement
-from privsyn_core.sampling import conditional_column
+from privsyn_core.measuring.measurement import NoisyMarginal, measure_marginals
+from privsyn_core.privacy.ledger import Measurement
+from privsyn_core.privacy.noise import NoiseSource
 
 if TYPE_CHECKING:
-    from privsyn_core.counting import Counter
+    from privsyn_core.measuring.counting import Counter
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from privsyn_core.noise import NoiseSource, as_noise
-from privsyn_core.privacy import Measurement, gaussian_sigma, upper_quantile
+from privsyn_core.privacy.ledger import Measurement, gaussian_sigma, upper_quantile
+from privsyn_core.privacy.noise import NoiseSource, as_noise
 
 #: grid resolution: 4 cells per doubling (cells are 19% wide in relative terms)
 _STEPS_PER_DOUBLING = 4

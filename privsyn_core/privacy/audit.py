@@ -37,16 +37,16 @@ import pandas as pd
 from scipy.optimize import brentq
 from scipy.stats import beta, norm
 
-from privsyn_core.counting import ArrayCounter
+from privsyn_core.data.values import ValueClass, canonical_text, class_counts
 from privsyn_core.domain import Domain
-from privsyn_core.indif import indif_scores, indif_sigma, measure_indif
 from privsyn_core.marginals import count_marginal
-from privsyn_core.measurement import measure_marginal
-from privsyn_core.noise import NoiseSource
-from privsyn_core.one_way import measure_one_way
-from privsyn_core.privacy import epsilon_from_rho, gaussian_sigma, rho_from_epsilon_delta
-from privsyn_core.structure import noisy_structure
-from privsyn_core.values import ValueClass, canonical_text, class_counts
+from privsyn_core.measuring.counting import ArrayCounter
+from privsyn_core.measuring.indif import indif_scores, indif_sigma, measure_indif
+from privsyn_core.measuring.measurement import measure_marginal
+from privsyn_core.measuring.one_way import measure_one_way
+from privsyn_core.measuring.structure import noisy_structure
+from privsyn_core.privacy.ledger import epsilon_from_rho, gaussian_sigma, rho_from_epsilon_delta
+from privsyn_core.privacy.noise import NoiseSource
 
 #: confidence of every epsilon lower bound
 CONFIDENCE = 0.99
@@ -249,7 +249,8 @@ def audit_one_way(
     *,
     claimed_rho: float | None = None,
 ) -> AuditResult:
-    """Audit :func:`~privsyn_core.one_way.measure_one_way` (every attribute's 1-way marginal
+    """Audit :func:`~privsyn_core.measuring.one_way.measure_one_way` (every attribute's 1-way
+    marginal
     at ``rho / d`` each). ``claimed_rho`` other than ``rho`` audits a mis-calibrated step."""
     domain = neighbours.domain
 
@@ -277,7 +278,8 @@ def audit_indif(
     *,
     claimed_rho: float | None = None,
 ) -> AuditResult:
-    """Audit :func:`~privsyn_core.indif.measure_indif` (all pairs' scores at total ``rho``)."""
+    """Audit :func:`~privsyn_core.measuring.indif.measure_indif` (all pairs' scores at total
+    ``rho``)."""
     domain = neighbours.domain
     upper = np.triu_indices(len(domain), k=1)
 
@@ -303,7 +305,8 @@ def audit_marginal(
     *,
     claimed_rho: float | None = None,
 ) -> AuditResult:
-    """Audit :func:`~privsyn_core.measurement.measure_marginal` on ``attributes`` at ``rho``."""
+    """Audit :func:`~privsyn_core.measuring.measurement.measure_marginal` on ``attributes`` at
+    ``rho``."""
     domain = neighbours.domain
 
     def run(records: np.ndarray) -> np.ndarray:
@@ -329,7 +332,7 @@ def audit_structure(
     *,
     claimed_rho: float | None = None,
 ) -> AuditResult:
-    """Audit :func:`~privsyn_core.structure.measure_structure` (every column's value-class
+    """Audit :func:`~privsyn_core.measuring.structure.measure_structure` (every column's value-class
     counts at ``rho / d`` each, as the pipeline spends the structure share): the step that
     decides kinds, whole numbers and date formats."""
     columns = list(neighbours.table.columns)

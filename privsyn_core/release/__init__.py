@@ -1,0 +1,2 @@
+"""What leaves the machine and what is remembered: the release bundle and the local spend
+registry."""

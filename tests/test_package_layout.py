@@ -1,0 +1,122 @@
+"""The private boundary, checked on the import graph.
+
+Only ``privsyn_core.data`` (reading and encoding the table) and ``privsyn_core.measuring``
+(counting it, with noise) read private rows. Selection, generation and release work on
+measurements alone, so none of their modules may import, even indirectly, the modules that
+read or count the table. Imports under ``if TYPE_CHECKING:`` are annotations only and do not
+count; imports inside functions do.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+CORE = Path(__file__).resolve().parent.parent / "privsyn_core"
+POST_PROCESSING = ("selection", "generation", "release")
+ROW_READERS = (
+    "privsyn_core.data.io",
+    "privsyn_core.data.table",
+    "privsyn_core.data.columns",
+    "privsyn_core.data.sources",
+    "privsyn_core.measuring.reading",
+    "privsyn_core.measuring.sql_encoding",
+    "privsyn_core.measuring.counting",
+    "privsyn_core.measuring.duckdb_counter",
+    "privsyn_core.measuring.spark_counter",
+    "privsyn_core.measuring.sql_counting",
+    "privsyn_core.pipeline",
+)
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(CORE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _runtime_imports(tree: ast.AST) -> set[str]:
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return {name for name in found if name.startswith("privsyn_core")}
+
+
+MODULES = {_module_name(p): p for p in CORE.rglob("*.py")}
+
+
+@cache
+def _imports(module: str) -> frozenset[str]:
+    path = MODULES.get(module)
+    if path is None:  # a name imported from a module, not a module
+        return frozenset()
+    return frozenset(
+        name for name in _runtime_imports(ast.parse(path.read_text())) if name in MODULES
+    )
+
+
+def _reachable(module: str) -> dict[str, str]:
+    """Every module ``module`` imports at run time, each with the module that imports it."""
+    seen: dict[str, str] = {}
+    todo = [module]
+    while todo:
+        current = todo.pop()
+        for imported in _imports(current):
+            if imported not in seen and imported != module:
+                seen[imported] = current
+                todo.append(imported)
+    return seen
+
+
+def _chain(module: str, target: str, parents: dict[str, str]) -> str:
+    chain = [target]
+    while chain[-1] != module and chain[-1] in parents:
+        chain.append(parents[chain[-1]])
+    return " <- ".join(chain)
+
+
+POST_MODULES = sorted(
+    name for name in MODULES if name.split(".")[1:2] and name.split(".")[1] in POST_PROCESSING
+)
+
+
+def test_the_packages_exist_and_hold_modules():
+    for package in (*POST_PROCESSING, "data", "measuring", "privacy"):
+        assert (CORE / package / "__init__.py").is_file(), package
+    assert len(POST_MODULES) >= 10
+
+
+@pytest.mark.parametrize("module", POST_MODULES)
+def test_post_processing_never_reaches_the_rows(module):
+    parents = _reachable(module)
+    crossed = [_chain(module, reader, parents) for reader in ROW_READERS if reader in parents]
+    assert not crossed, f"{module} reaches code that reads the private table: {crossed}"
+
+
+def test_the_check_sees_a_crossing():
+    """The walk finds what it must find: the pipeline reaches the counters and the readers."""
+    parents = _reachable("privsyn_core.pipeline")
+    assert "privsyn_core.measuring.counting" in parents
+    assert "privsyn_core.data.io" in parents or "privsyn_core.data.columns" in parents

@@ -28,7 +28,6 @@ from privsyn_core.data.schema import DRAFT_WARNING, Provenance, Schema, infer_sc
 from privsyn_core.errors import FailedAfterSpending, InputError, UsageError
 from privsyn_core.generation.gum import GumSettings
 from privsyn_core.pipeline import SynthesisResult, synthesize
-from privsyn_core.privacy.audit import CONFIDENCE, audit_engine
 from privsyn_core.privacy.ledger import (
     PrivacyLedger,
     rho_from_epsilon_delta,
@@ -368,10 +367,12 @@ def _runs_export(args: argparse.Namespace) -> int:
 def _audit(args: argparse.Namespace) -> int:
     """Audit the engine's noisy steps on generated neighbouring tables (reads no data). Exit
     status 1 if any step leaks more than it claims."""
+    from privsyn_core.privacy import audit  # scipy's statistics: a second of imports
+
     modes = ["debug", "release"] if args.mode == "both" else [args.mode]
     print(
         f"privsyn audit: every noisy step, run many times on two generated neighbouring tables "
-        f"(delta {args.delta:g}); measured epsilon is a {CONFIDENCE:.0%}-confidence lower "
+        f"(delta {args.delta:g}); measured epsilon is a {audit.CONFIDENCE:.0%}-confidence lower "
         "bound on the epsilon the code really has"
     )
     print(
@@ -385,7 +386,7 @@ def _audit(args: argparse.Namespace) -> int:
             noise = SeededNoise(np.random.default_rng(args.seed)) if debug else SecureNoise()
             trials = args.trials if debug else args.release_trials
             tables = np.random.default_rng(0)  # the generated neighbours
-            for result in audit_engine(epsilon, args.delta, noise, trials, tables):
+            for result in audit.audit_engine(epsilon, args.delta, noise, trials, tables):
                 refuted |= result.violates_claim
                 measured = f"{result.mu_estimate:.3f} +- {result.mu_standard_error:.3f}"
                 print(

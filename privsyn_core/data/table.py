@@ -92,7 +92,10 @@ def _encode_column(column: pd.Series, codec: ColumnCodec) -> np.ndarray:
     if codec.categories is None:
         values = column.to_numpy()
         if values.dtype.kind not in "iuf":
-            numeric = pd.to_numeric(column, errors="coerce")
+            # parsed once per distinct value: a pre-coded column read as text holds few
+            positions, distinct = pd.factorize(column)
+            parsed = pd.to_numeric(pd.Series(distinct, dtype=object), errors="coerce")
+            numeric = pd.Series(parsed.to_numpy()[positions], index=column.index)
             if numeric.isna().any() or values.dtype.kind == "b":
                 at = (
                     int(np.flatnonzero(numeric.isna().to_numpy())[0]) if numeric.isna().any() else 0

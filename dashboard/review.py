@@ -79,8 +79,15 @@ def section(table: pd.DataFrame, busy: bool) -> None:
             )
         if draft is None:
             return
-        st.error(f"**Read off the data: review every line.** {DRAFT_WARNING}")
-        st.caption("Tick a line only if you would publish it as it stands.")
+        st.error(
+            f"**Read off the data: review every line.** {DRAFT_WARNING} Here, leaving a line "
+            "unticked is how you delete it."
+        )
+        st.caption(
+            "Tick a line only if you would publish it as it stands (for example, the species "
+            "names of a public study). Ranges: the draft's minimum and maximum are the most "
+            "extreme records; round them outwards in the schema below if you declare them."
+        )
         ticked = set()
         for index, column in enumerate(draft.columns):
             if st.checkbox(

@@ -673,7 +673,7 @@ def test_penguins_at_epsilon_1_keeps_its_columns_through_the_reviewed_draft():
     at.file_uploader(key="upload").set_value(("penguins.csv", data, "text/csv")).run()
     assert not at.exception and at.session_state["table"].shape == (344, 8)
     go(at, "privacy")
-    needed = [m for m in at.metric if m.label == "records to survive half the time"]
+    needed = [m for m in at.metric if m.label == "records a category needs: kept half the time"]
     assert needed and int(needed[0].value.replace(",", "")) > 344
     go(at, "data")
     at.button(key="review_draft_button").click().run()

@@ -101,10 +101,11 @@ survival = plan.categories
 if survival is not None:
     st.subheader("How common must a category be?")
     small, sure = st.columns(2)
-    small.metric("records to survive half the time", f"{survival.count_50:,}")
-    sure.metric("records to survive 95% of the time", f"{survival.count_95:,}")
+    small.metric("records a category needs: kept half the time", f"{survival.count_50:,}")
+    sure.metric("records a category needs: kept 95% of the time", f"{survival.count_95:,}")
     st.info(
-        f"{survival.columns} column(s) have their categories estimated privately: each value's "
+        f"Up to {survival.columns} column(s) may have their categories estimated privately "
+        "(their kind is left open, or declared categorical without categories): each value's "
         f"count gets noise (sigma {survival.sigma:.1f}) and only values whose noisy count "
         f"reaches {survival.threshold:.1f} are kept. Rarer values become 'other'; a column in "
         "which no value survives is dropped, after its share of the budget is spent. A small "

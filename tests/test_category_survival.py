@@ -54,3 +54,17 @@ def test_release_threshold_uses_the_release_tail_bound() -> None:
 def test_no_threshold_when_categories_are_declared() -> None:
     assert plan_budget(1.0, 1e-9, 8, private_ranges=3).categories is None
     assert plan_budget(1.0, 1e-9, 8).categories is None
+
+
+def test_privsyn_plan_prints_the_category_threshold(capsys) -> None:
+    from privsyn_core.cli import main
+
+    argv = ["plan", "--epsilon", "1", "--delta", "1e-9", "--columns", "8", "--undeclared", "8"]
+    assert main(argv) == 0
+    expected = plan_budget(1.0, 1e-9, 8, private_structure=8, private_undecided=8).categories
+    assert expected is not None
+    out = capsys.readouterr().out
+    assert f"about {expected.count_50} records to survive half the time" in out
+    assert f"{expected.count_95} to survive 95% of the time" in out
+    assert main(["plan", "--epsilon", "1", "--columns", "8"]) == 0
+    assert "category estimates" not in capsys.readouterr().out

@@ -10,6 +10,7 @@ declared, every other column stays as it was (estimated privately when the run s
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pandas as pd
@@ -20,6 +21,13 @@ from privsyn_core.data.schema import DRAFT_WARNING, ColumnSchema, Kind, Schema, 
 
 DRAFT = "review_draft"
 TICKS = "review_ticks"
+
+
+def literal(text: object) -> str:
+    """``text`` as literal markdown: column names and values come from the uploaded file, and a
+    widget label renders markdown (a value like ``![x](http://...)`` would load an image from
+    another machine)."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|~<>$:&])", r"\\\1", str(text))
 
 
 def declared_line(column: ColumnSchema) -> str:
@@ -56,52 +64,50 @@ def section(table: pd.DataFrame, busy: bool) -> None:
     if draft is not None and draft.names() != tuple(str(c) for c in table.columns):
         draft = ss[DRAFT] = None  # a new table was loaded
     applied = ss.pop("review_applied", None)
-    with st.expander(
-        "Review a drafted schema: declare what is public (recommended for small tables)",
-        expanded=draft is not None or bool(applied),
-    ):
-        state.owner_badge()
-        st.write(
-            "A small table loses its columns to the private domain estimates: each category "
-            "needs many records to survive their noise (the Privacy page says how many at your "
-            "budget). Categories and ranges you would publish anyway can be **declared** "
-            "instead, which costs nothing. The draft below is **read off the raw data** and is "
-            "shown to you, the owner, only. **Only the lines you tick are declared**; every "
-            "other column stays as it is in the schema below."
+    st.subheader("Declare what is public: review a drafted schema")
+    state.owner_badge()
+    st.write(
+        "A small table loses its columns to the private domain estimates: each category "
+        "needs many records to survive their noise (the Privacy page says how many at your "
+        "budget). Categories and ranges you would publish anyway can be **declared** "
+        "instead, which costs nothing. The draft below is **read off the raw data** and is "
+        "shown to you, the owner, only. **Only the lines you tick are declared**; every "
+        "other column stays as it is in the schema below."
+    )
+    if st.button("Draft a schema from this table", key="review_draft_button", disabled=busy):
+        ss[DRAFT] = draft = infer_schema(table)
+        for index in range(len(draft.columns)):
+            ss.pop(f"{TICKS}_{index}", None)
+    if applied:
+        st.success(
+            f"Declared {len(applied)} column(s): {literal(', '.join(applied))}. See the schema "
+            "below."
         )
-        if st.button("Draft a schema from this table", key="review_draft_button", disabled=busy):
-            ss[DRAFT] = draft = infer_schema(table)
-            for index in range(len(draft.columns)):
-                ss.pop(f"{TICKS}_{index}", None)
-        if applied:
-            st.success(
-                f"Declared {len(applied)} column(s): {', '.join(applied)}. See the schema below."
-            )
-        if draft is None:
-            return
-        st.error(
-            f"**Read off the data: review every line.** {DRAFT_WARNING} Here, leaving a line "
-            "unticked is how you delete it."
-        )
-        st.caption(
-            "Tick a line only if you would publish it as it stands (for example, the species "
-            "names of a public study). Ranges: the draft's minimum and maximum are the most "
-            "extreme records; round them outwards in the schema below if you declare them."
-        )
-        ticked = set()
-        for index, column in enumerate(draft.columns):
-            if st.checkbox(
-                f"**{column.name}**: {declared_line(column)}",
-                key=f"{TICKS}_{index}",
-                help=f"how the draft read it: {column.reason}" if column.reason else None,
-                disabled=busy,
-            ):
-                ticked.add(column.name)
-        label = f"Declare the {len(ticked)} ticked line(s) in the schema"
-        if st.button(label, key="review_apply", disabled=busy or not ticked, type="primary"):
-            ss["schema"] = apply_ticks(state.schema(), draft, ticked)
-            ss["finished"] = None
-            ss.pop("schema_editor", None)  # its edits were made on the old schema
-            ss[DRAFT] = None
-            ss["review_applied"] = sorted(ticked)
-            st.rerun()
+    if draft is None:
+        return
+    st.error(
+        f"**Read off the data: review every line.** {DRAFT_WARNING} Here, leaving a line "
+        "unticked is how you delete it."
+    )
+    st.caption(
+        "Tick a line only if you would publish it as it stands (for example, the species "
+        "names of a public study). Ranges: the draft's minimum and maximum are the most "
+        "extreme records; round them outwards in the schema below if you declare them."
+    )
+    ticked = set()
+    for index, column in enumerate(draft.columns):
+        if st.checkbox(
+            f"**{literal(column.name)}**: {literal(declared_line(column))}",
+            key=f"{TICKS}_{index}",
+            help=f"how the draft read it: {literal(column.reason)}" if column.reason else None,
+            disabled=busy,
+        ):
+            ticked.add(column.name)
+    label = f"Declare the {len(ticked)} ticked line(s) in the schema"
+    if st.button(label, key="review_apply", disabled=busy or not ticked, type="primary"):
+        ss["schema"] = apply_ticks(state.schema(), draft, ticked)
+        ss["finished"] = None
+        ss.pop("schema_editor", None)  # its edits were made on the old schema
+        ss[DRAFT] = None
+        ss["review_applied"] = sorted(ticked)
+        st.rerun()

@@ -706,3 +706,13 @@ def test_penguins_at_epsilon_1_keeps_its_columns_through_the_reviewed_draft():
     }
     assert not spent_on & set(declared)
     assert "year" in spent_on, "the unticked column is still estimated privately"
+
+
+def test_the_drafted_lines_are_shown_as_text_not_markdown():
+    """Column names and values in the review's checkbox labels cannot load an image or link."""
+    from dashboard.review import literal
+
+    evil = "![x](http://127.0.0.2/a.png) *b* [l](http://e)"
+    escaped = literal(evil)
+    assert "![" not in escaped and "](" not in escaped and "*b*" not in escaped
+    assert re.sub(r"\\(.)", r"\1", escaped) == evil

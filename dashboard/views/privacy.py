@@ -110,5 +110,5 @@ if survival is not None:
         f"reaches {survival.threshold:.1f} are kept. Rarer values become 'other'; a column in "
         "which no value survives is dropped, after its share of the budget is spent. A small "
         "table may lose every column: raise epsilon, or declare the categories on the Data "
-        "page (Review a drafted schema) so nothing is spent on them."
+        "page (Declare what is public) so nothing is spent on them."
     )

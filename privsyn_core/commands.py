@@ -421,6 +421,8 @@ def _plan(args: argparse.Namespace) -> int:
             f"{row['step']:<20} {row['rho']:>10.4g} {row['share']:>7.1%} {sigma:>10}  "
             f"{row['queries']}"
         )
+    if plan.categories is not None:
+        print(f"category estimates: {plan.categories.summary()}")
     return 0
 
 

@@ -658,3 +658,61 @@ def test_a_raw_csv_on_disk_is_encoded_with_the_schema_and_counted_on_duckdb(tmp_
     assert kept and sorted(kept + left_out) == sorted(at.session_state["disk"].columns)
     (run,) = Registry().runs()
     assert run.config["engine"] == "duckdb" and run.fingerprint == file_fingerprint(path)
+
+
+# --- small tables: the reviewed-schema path ---------------------------------------------------
+
+
+def test_penguins_at_epsilon_1_keeps_its_columns_through_the_reviewed_draft():
+    """Left open, penguins' 344 rows cannot clear the category threshold at epsilon 1 (the
+    Privacy page says so before anything is spent); drafting a schema, ticking its lines and
+    running keeps the columns, and nothing is spent on the declared domains."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    data = (ROOT / "tests" / "data" / "penguins.csv").read_bytes()
+    at.file_uploader(key="upload").set_value(("penguins.csv", data, "text/csv")).run()
+    assert not at.exception and at.session_state["table"].shape == (344, 8)
+    go(at, "privacy")
+    needed = [m for m in at.metric if m.label == "records a category needs: kept half the time"]
+    assert needed and int(needed[0].value.replace(",", "")) > 344
+    go(at, "data")
+    at.button(key="review_draft_button").click().run()
+    assert any("review every line" in e.value for e in at.error)
+    assert at.session_state["schema"].included()[0].kind is None, "nothing declared yet"
+    boxes = [at.checkbox(key=f"review_ticks_{i}") for i in range(8)]
+    for box in boxes[:-1]:
+        box.check()
+    at.run()  # "year" stays unticked: only ticked lines are declared
+    at.button(key="review_apply").click().run()
+    assert not at.exception
+    schema = at.session_state["schema"]
+    assert schema["species"].categories == ("Adelie", "Chinstrap", "Gentoo")
+    assert schema["body_mass_g"].lower is not None and schema["body_mass_g"].missing is None
+    assert schema["year"].kind is None and schema["year"].categories is None
+    declared = [n for n in schema.names() if n != "year"]
+    go(at, "privacy")
+    assert at.session_state["epsilon"] == 1.0
+    run_once(at)
+    finished = at.session_state["finished"]
+    assert finished is not None, at.session_state["run_message"]
+    kept = {c.codec.name for c in finished.result.columns}
+    assert set(declared) <= kept
+    assert set(finished.result.synthetic.columns) >= set(declared)
+    spent_on = {
+        a
+        for e in finished.result.ledger.entries
+        if e.step in ("domain", "structure")
+        for a in e.attributes
+    }
+    assert not spent_on & set(declared)
+    assert "year" in spent_on, "the unticked column is still estimated privately"
+
+
+def test_the_drafted_lines_are_shown_as_text_not_markdown():
+    """Column names and values in the review's checkbox labels cannot load an image or link."""
+    from dashboard.review import literal
+
+    evil = "![x](http://127.0.0.2/a.png) *b* [l](http://e)"
+    escaped = literal(evil)
+    assert "![" not in escaped and "](" not in escaped and "*b*" not in escaped
+    assert re.sub(r"\\(.)", r"\1", escaped) == evil

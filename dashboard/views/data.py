@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from dashboard import sources, state
+from dashboard import review, sources, state
 from dashboard.structure_tables import structure_frame, structure_plan_frame
 from privsyn_core.data.io import read_table
 from privsyn_core.data.schema import ColumnSchema, Kind, Schema
@@ -177,6 +177,9 @@ else:
     state.owner_badge()
     st.caption(f"{table.shape[0]:,} rows x {table.shape[1]} columns (true counts: owner-only).")
     st.dataframe(table.head(200), key="preview", width="stretch")
+
+if on_disk is None:
+    review.section(table, busy)  # the reviewed-schema path (dashboard/review.py)
 
 st.subheader("Columns")
 st.write(

@@ -97,3 +97,18 @@ st.dataframe(
 st.caption(
     "sigma is the standard deviation of the Gaussian noise on each count (InDif: on each score)."
 )
+survival = plan.categories
+if survival is not None:
+    st.subheader("How common must a category be?")
+    small, sure = st.columns(2)
+    small.metric("records a category needs: kept half the time", f"{survival.count_50:,}")
+    sure.metric("records a category needs: kept 95% of the time", f"{survival.count_95:,}")
+    st.info(
+        f"Up to {survival.columns} column(s) may have their categories estimated privately "
+        "(their kind is left open, or declared categorical without categories): each value's "
+        f"count gets noise (sigma {survival.sigma:.1f}) and only values whose noisy count "
+        f"reaches {survival.threshold:.1f} are kept. Rarer values become 'other'; a column in "
+        "which no value survives is dropped, after its share of the budget is spent. A small "
+        "table may lose every column: raise epsilon, or declare the categories on the Data "
+        "page (Declare what is public) so nothing is spent on them."
+    )

@@ -7,11 +7,14 @@ dashboard's Privacy page does so live while the user types).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.measuring.indif import indif_sigma
 from privsyn_core.privacy.ledger import gaussian_sigma, rho_from_epsilon_delta
+from privsyn_core.privacy.noise import NoiseSource, SecureNoise
 
 
 @dataclass(frozen=True)
@@ -26,11 +29,57 @@ class StepPlan:
 
 
 @dataclass(frozen=True)
+class CategorySurvival:
+    """How many records a category needs to survive the private category estimate.
+
+    The estimate (:func:`privsyn_core.measuring.private_domain.categories_from_counts`) keeps
+    a value whose count ``c`` plus noise N(0, sigma^2) reaches ``threshold``, so it survives
+    with probability about ``P(c + N(0, sigma^2) >= threshold)``. Public inputs only: the
+    threshold assumes every column that may release categories is thresholded (each gets an
+    equal part of the reserved delta); if structure settles fewer as categorical, each gets
+    more delta and the real threshold is a little lower.
+    """
+
+    sigma: float
+    threshold: float
+    #: delta spent by each thresholded column (the chance a one-record value is released)
+    delta_each: float
+    #: columns whose categories may be thresholded
+    columns: int
+
+    def probability(self, count: float) -> float:
+        """Chance that a value held by ``count`` records clears the threshold."""
+        return NormalDist().cdf((count - self.threshold) / self.sigma)
+
+    def count_for(self, probability: float) -> int:
+        """The smallest whole count that survives with at least ``probability``."""
+        return max(1, math.ceil(self.threshold + self.sigma * NormalDist().inv_cdf(probability)))
+
+    @property
+    def count_50(self) -> int:
+        return self.count_for(0.5)
+
+    @property
+    def count_95(self) -> int:
+        return self.count_for(0.95)
+
+    def summary(self) -> str:
+        return (
+            f"a category needs about {self.count_50} records to survive half the time and "
+            f"{self.count_95} to survive 95% of the time (threshold {self.threshold:.1f}, "
+            f"sigma {self.sigma:.1f}); rarer values become 'other', and a column with no "
+            "surviving value is dropped. Declare the categories in the schema to skip this."
+        )
+
+
+@dataclass(frozen=True)
 class BudgetPlan:
     epsilon: float
     delta: float
     rho: float
     steps: tuple[StepPlan, ...]
+    #: the category threshold, when some column's categories are estimated privately
+    categories: CategorySurvival | None = None
 
     def as_rows(self) -> list[dict[str, object]]:
         return [
@@ -56,13 +105,15 @@ def plan_budget(
     private_categories: int = 0,
     private_ranges: int = 0,
     private_undecided: int = 0,
+    noise: NoiseSource | None = None,
 ) -> BudgetPlan:
     """The split of rho over PrivSyn's steps (Algorithm 3) and each step's noise.
 
     How many columns the schema leaves open: ``private_structure`` have their kind, whole
     numbers or date format decided privately; ``private_categories`` / ``private_ranges``
     their categories or bounds estimated; ``private_undecided`` are of undeclared kind, so
-    they get one estimate of either sort (and may release categories).
+    they get one estimate of either sort (and may release categories). ``noise`` is the noise
+    source whose tail bound sets the category threshold (release mode by default).
     """
     config = config or PrivSynConfig()
     estimates = private_categories + private_ranges + private_undecided
@@ -83,6 +134,16 @@ def plan_budget(
             )
         )
     rho_domain = config.domain_share * rho if estimates else 0.0
+    survival = None
+    if may_threshold:
+        sigma = gaussian_sigma(rho_domain / estimates)
+        delta_each = reserved / may_threshold
+        survival = CategorySurvival(
+            sigma=sigma,
+            threshold=1.0 + sigma * (noise or SecureNoise()).tail_quantile(delta_each),
+            delta_each=delta_each,
+            columns=may_threshold,
+        )
     if estimates:
         each = rho_domain / estimates
         steps.append(
@@ -130,4 +191,4 @@ def plan_budget(
             f"cells^(2/3)",
         )
     )
-    return BudgetPlan(epsilon, delta, rho, tuple(steps))
+    return BudgetPlan(epsilon, delta, rho, tuple(steps), survival)

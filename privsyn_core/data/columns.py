@@ -425,6 +425,7 @@ def _binned_codec(
         datetime=spec.kind is Kind.DATETIME,
         datetime_format=spec.datetime_format,
         unparsed="missing" if lenient else "error",
+        decimals=None if spec.kind is Kind.DATETIME else spec.decimals,
     )
 
 

@@ -148,7 +148,7 @@ class ColumnSchema:
                 )
             if self.integer and self.decimals > 0:
                 raise InputError(
-                    f"column {self.name!r}: declared whole numbers (\"integer\": true) with "
+                    f'column {self.name!r}: declared whole numbers ("integer": true) with '
                     f"{self.decimals} decimals; set 'decimals' to 0 or remove one of them"
                 )
 

@@ -208,3 +208,14 @@ def test_declared_decimals_are_the_most_decimals_written(runs):
 @pytest.mark.parametrize("declared", [False, True], ids=["undeclared", "decimals declared"])
 def test_duckdb_writes_the_same_file_as_numpy(runs, declared):
     assert runs["duckdb", declared] == runs["numpy", declared]
+
+
+def test_the_cli_says_which_precision_it_chose(tmp_path, capsys):
+    csv = tmp_path / "blanks.csv"
+    _blanks_csv(csv)
+    argv = ["synthesize", str(csv), "-o", str(tmp_path / "out.csv"), "--epsilon", "2",
+            "--seed", "5", "--iterations", "2", "--no-registry"]  # fmt: skip
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    decided = r"age numeric whole, score numeric \d decimals?, price numeric \d decimals?"
+    assert re.search(decided, err), err

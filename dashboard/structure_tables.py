@@ -1,5 +1,5 @@
 """Tables of each column's structural choices (kind, whole numbers, date format, missing
-values, domain) and where each came from, for the Data page.
+values, domain, output decimals) and where each came from, for the Data page.
 
 Before a run only the schema is known: a choice is declared, or will be estimated privately,
 or (demo switch) read off the data. After a run the choices are the run's own, each with its
@@ -56,6 +56,7 @@ def structure_plan_frame(schema: Schema, *, raw: bool) -> pd.DataFrame:
                     else "measured privately (missing code)"
                 ),
                 "domain": f"{DECLARED}" if column.has_domain else open_source,
+                "decimals": _decimals(column),
             }
         )
     return pd.DataFrame(rows)
@@ -63,6 +64,17 @@ def structure_plan_frame(schema: Schema, *, raw: bool) -> pd.DataFrame:
 
 def _declared(value: str | None, open_source: str) -> str:
     return f"{value} ({DECLARED})" if value is not None else open_source
+
+
+def _decimals(column: ColumnSchema) -> str:
+    """The output's precision: declared, or (numbers only) from the bin width."""
+    if column.kind in (Kind.CATEGORICAL, Kind.DATETIME):
+        return "-"
+    if column.decimals is not None:
+        return f"{column.decimals} ({DECLARED})"
+    if column.integer:
+        return f"0: whole numbers ({DECLARED})"
+    return "a tenth of the narrowest bin (whole numbers: 0)"
 
 
 def _detail(column: ColumnSchema, open_source: str) -> str:

@@ -254,7 +254,7 @@ def _synthesize(args: argparse.Namespace) -> int:
 
 
 def _decided_structure(result: SynthesisResult) -> str:
-    """The kinds (and whole numbers, date formats) the structure step decided, in one line:
+    """The kinds (and whole numbers, date formats, decimals) the run decided, in one line:
     DP outputs, which the user should check before trusting the release's layout."""
     parts = []
     for column in result.columns:
@@ -262,6 +262,12 @@ def _decided_structure(result: SynthesisResult) -> str:
         shown = [c.value for c in estimated if c.name == "kind"]
         shown += ["whole" for c in estimated if c.name == "whole numbers" and c.value == "yes"]
         shown += [c.value for c in estimated if c.name == "date format"]
+        shown += [  # the precision read off DP bin edges (whole numbers say "whole")
+            f"{n} decimal{'' if n == '1' else 's'}"
+            for c in estimated
+            for n in [c.value.split()[0]]
+            if c.name == "decimals" and not c.value.startswith("0 (whole")
+        ]
         if shown:
             parts.append(f"{column.codec.name} {' '.join(shown)}")
     return ", ".join(parts)

@@ -485,6 +485,31 @@ def test_data_page_says_where_each_structural_choice_comes_from():
     assert "age" not in structure and "workclass" in structure
 
 
+def test_declared_decimals_show_in_the_plan_and_bound_the_output():
+    """The column editor's ``decimals`` (set here through the schema it edits): the plan
+    says it is declared, the run's choices say where each column's precision came from,
+    and the synthetic column carries no more decimals."""
+    at = app()
+    plan = frame(at, "whole numbers / date format").set_index("column")
+    assert plan.loc["fnlwgt", "decimals"] == "a tenth of the narrowest bin (whole numbers: 0)"
+    hours = ColumnSchema(
+        "hours-per-week", Kind.NUMERIC, integer=False, lower=1, upper=99, bins=20, decimals=1
+    )
+    at.session_state["schema"] = at.session_state["schema"].with_column(hours)
+    at.run()
+    plan = frame(at, "whole numbers / date format").set_index("column")
+    assert plan.loc["hours-per-week", "decimals"] == "1 (declared)"
+    run_once(at)
+    go(at, "data")
+    rows = {(r.column, r.choice): (r.value, r.source) for r in frame(at, "choice").itertuples()}
+    assert rows[("hours-per-week", "decimals")] == ("1", "declared")
+    assert rows[("fnlwgt", "decimals")] == ("0 (whole numbers)", "private estimate")
+    synthetic = at.session_state["finished"].result.synthetic
+    written = synthetic["hours-per-week"].dropna().map(repr)
+    assert written.str.fullmatch(r"\d+\.\d").all() and written.nunique() > 50
+    assert str(synthetic["fnlwgt"].dtype) in ("Int64", "int64")
+
+
 # --- background runs: Cancel, the server-wide cap, a table on disk ------------------------------
 
 

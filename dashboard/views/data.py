@@ -11,7 +11,7 @@ import streamlit as st
 from dashboard import review, sources, state
 from dashboard.structure_tables import structure_frame, structure_plan_frame
 from privsyn_core.data.io import read_table
-from privsyn_core.data.schema import ColumnSchema, Kind, Schema
+from privsyn_core.data.schema import MAX_DECIMALS, ColumnSchema, Kind, Schema
 from privsyn_core.errors import InputError
 from privsyn_core.release.registry import bytes_fingerprint
 
@@ -214,6 +214,7 @@ def _rows(schema: Schema) -> pd.DataFrame:
                 "lower": column.lower,
                 "upper": column.upper,
                 "bins": column.bins,
+                "decimals": column.decimals,
             }
         )
     return pd.DataFrame(rows)
@@ -231,6 +232,7 @@ def _schema_from(rows: pd.DataFrame) -> Schema:
         lower = None if pd.isna(row["lower"]) else float(row["lower"])
         upper = None if pd.isna(row["upper"]) else float(row["upper"])
         bins = None if pd.isna(row["bins"]) else int(row["bins"])
+        decimals = None if pd.isna(row["decimals"]) else int(row["decimals"])
         kind = None if row["kind"] in (None, PRIVATE) else Kind(row["kind"])
         fmt = str(row["date format"] or "").strip() or None
         columns.append(
@@ -245,6 +247,7 @@ def _schema_from(rows: pd.DataFrame) -> Schema:
                 datetime_format=fmt if kind is Kind.DATETIME else None,
                 missing=_declared_flag(row["may be missing"]),
                 exclude=not bool(row["include"]),
+                decimals=decimals if kind in (None, Kind.NUMERIC) else None,
             )
         )
     return Schema(tuple(columns))
@@ -278,6 +281,13 @@ edited = st.data_editor(
         ),
         "include": st.column_config.CheckboxColumn(),
         "bins": st.column_config.NumberColumn(min_value=1, step=1),
+        "decimals": st.column_config.NumberColumn(
+            min_value=0,
+            max_value=MAX_DECIMALS,
+            step=1,
+            help="numeric columns: decimals in the output (0: whole numbers); empty: a tenth "
+            "of the narrowest bin",
+        ),
     },
 )
 try:

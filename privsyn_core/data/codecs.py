@@ -123,6 +123,11 @@ class BinnedCodec:
     ``unparsed`` says what a value that is not a number (not a date) becomes: an error naming
     it (a declared kind: the data contradicts the schema) or a missing value (a kind decided
     from DP counts: the minority of values that do not fit are read as missing).
+
+    ``decimals`` is the precision of decoded numbers (not whole, not dates): values are drawn
+    uniformly among the multiples of ``10**-decimals`` inside their bin. None (undeclared)
+    uses :func:`default_decimals` of the edges, which are public or DP: the precision reads
+    nothing private. A column decoded with 0 decimals comes back as whole numbers.
     """
 
     name: str
@@ -132,10 +137,18 @@ class BinnedCodec:
     datetime: bool = False
     datetime_format: str | None = None
     unparsed: Literal["error", "missing"] = "error"
+    decimals: int | None = None
 
     def __post_init__(self) -> None:
         if len(self.edges) < 2:
             raise TableError(f"column {self.name!r} needs at least one bin")
+
+    @property
+    def precision(self) -> int:
+        """Decimals of decoded values: 0 for whole numbers, else declared or the default."""
+        if self.integer:
+            return 0
+        return default_decimals(self.edges) if self.decimals is None else self.decimals
 
     @property
     def bins(self) -> int:
@@ -206,7 +219,7 @@ class BinnedCodec:
         if self.integer:  # whole-number edges: bin k holds low .. high - 1
             values = low + np.floor(rng.random(codes.size) * (high - low))
         else:
-            values = low + rng.random(codes.size) * (high - low)
+            values = _on_grid(low, high, self.precision, rng.random(codes.size))
         values = np.where(present, values, np.nan)
         if self.datetime:
             stamps = pd.to_datetime(values * 1e9, unit="ns").round("s")
@@ -216,7 +229,7 @@ class BinnedCodec:
                 return text.where(series.notna(), None).astype(object)
             return series
         series = pd.Series(values, name=self.name)
-        if self.integer:  # the type follows the codec, not whether a value came out missing
+        if self.precision == 0:  # the type follows the codec, not whether a value is missing
             return series.astype("Int64" if self.missing else "int64")
         return series
 
@@ -236,6 +249,41 @@ def equal_width_edges(lower: float, upper: float, bins: int, *, integer: bool) -
     if upper == lower:
         return (lower, lower + 1.0)
     return tuple(float(e) for e in np.linspace(lower, upper, bins + 1))
+
+
+#: the finest default precision: bins narrower than 1e-11 are not refined further
+MAX_DEFAULT_DECIMALS = 12
+
+
+def default_decimals(edges: tuple[float, ...]) -> int:
+    """The default precision of a binned column: the fewest decimals whose step is at most a
+    tenth of the narrowest bin, ``ceil(-log10(w / 10))`` clipped to 0 ..
+    :data:`MAX_DEFAULT_DECIMALS` (width 1 -> 1 decimal, 0.5 -> 2, 10 or more -> 0).
+
+    It is read off the bin edges alone, which are declared or DP estimates, so it costs no
+    budget and reveals nothing about the table; every bin then holds at least about ten
+    distinct printable values, so rounding barely coarsens the uniform draw inside a bin.
+    """
+    widths = np.diff(np.asarray(edges, dtype=float))
+    narrowest = float(widths.min())
+    if not math.isfinite(narrowest) or narrowest <= 0:
+        return MAX_DEFAULT_DECIMALS
+    decimals = math.ceil(-math.log10(narrowest / 10) - 1e-9)
+    return min(max(decimals, 0), MAX_DEFAULT_DECIMALS)
+
+
+def _on_grid(low: np.ndarray, high: np.ndarray, decimals: int, u: np.ndarray) -> np.ndarray:
+    """A value drawn uniformly (from ``u`` in [0, 1)) among the multiples of
+    ``10**-decimals`` in ``[low, high)``. A bin too narrow to hold one (possible only with a
+    declared precision coarser than the bins) gives its midpoint rounded to that precision:
+    the declared precision wins over the bin."""
+    scale = 10.0**decimals
+    first = np.ceil(np.round(low * scale, 6))
+    last = np.ceil(np.round(high * scale, 6)) - 1  # high itself belongs to the next bin
+    count = last - first + 1
+    steps = np.where(count >= 1, first + np.floor(u * np.maximum(count, 1)),
+                     np.round((low + high) / 2 * scale))  # fmt: skip
+    return steps / scale  # a correctly rounded quotient: prints as the short decimal
 
 
 def _typed(series: pd.Series, categories: tuple[Any, ...], missing: bool) -> pd.Series:

@@ -271,12 +271,30 @@ def _prepare_domain(
         item, spend = _binned(spec, table, may_be_missing, lenient, rho, rng, raw)
     if item is None:
         return None, spend
-    item = replace(
-        item,
-        note=_join(spec.reason, item.note),
-        choices=(*choices, StructureChoice("domain", item.note or "declared", item.provenance)),
-    )
+    choices.append(StructureChoice("domain", item.note or "declared", item.provenance))
+    if isinstance(item.codec, BinnedCodec) and not item.codec.datetime:
+        choices.append(_precision_choice(spec, item, choices))
+    item = replace(item, note=_join(spec.reason, item.note), choices=tuple(choices))
     return item, spend
+
+
+def _precision_choice(
+    spec: ColumnSchema, item: PreparedColumn, choices: list[StructureChoice]
+) -> StructureChoice:
+    """The decimals of the column's output: 0 for whole numbers (as sourced as that choice),
+    declared, or a tenth of the narrowest bin
+    (:func:`~privsyn_core.data.codecs.default_decimals`), which comes from the edges and so
+    has the domain's provenance."""
+    codec = item.codec
+    assert isinstance(codec, BinnedCodec)
+    if codec.integer:
+        whole = next(c.provenance for c in choices if c.name == "whole numbers")
+        return StructureChoice("decimals", "0 (whole numbers)", whole)
+    if spec.decimals is not None:
+        return StructureChoice("decimals", str(spec.decimals), Provenance.DECLARED)
+    return StructureChoice(
+        "decimals", f"{codec.precision} (a tenth of the narrowest bin)", item.provenance
+    )
 
 
 def _resolve(
@@ -425,6 +443,7 @@ def _binned_codec(
         datetime=spec.kind is Kind.DATETIME,
         datetime_format=spec.datetime_format,
         unparsed="missing" if lenient else "error",
+        decimals=None if spec.kind is Kind.DATETIME else spec.decimals,
     )
 
 

@@ -15,6 +15,7 @@ The JSON form (``version`` 1)::
         {"name": "workclass", "kind": "categorical", "categories": ["Private", "State-gov"],
          "missing": true},
         {"name": "visit", "kind": "datetime", "datetime_format": "%Y-%m-%d"},
+        {"name": "bill_length_mm", "decimals": 1},
         {"name": "id", "exclude": true},
         {"name": "income"}
     ]}
@@ -24,6 +25,13 @@ Every key but ``name`` is optional; absent means "not declared". An undeclared `
 (:mod:`privsyn_core.measuring.structure`); an undeclared ``missing`` gives the column a missing code
 whose rate PrivSyn measures. ``"datetime_format": "datetime64"`` keeps pandas datetimes in
 the output instead of text.
+
+``decimals`` (0 .. 15) is the precision of a numeric column's output: decoded values carry no
+more decimals than that, and 0 writes whole numbers. It is output formatting only (it changes
+nothing that is measured), so it may be declared without the kind: it applies if the column
+turns out numeric. Undeclared, the precision comes from the bin width
+(:func:`privsyn_core.data.codecs.default_decimals`: a tenth of the narrowest bin), which is
+public or DP, never from the values.
 """
 
 from __future__ import annotations
@@ -50,6 +58,8 @@ CATEGORICAL_INTEGER_LIMIT = 20
 ID_SHARE = 0.95
 #: default number of bins for a numeric column whose bins are not declared
 DEFAULT_BINS = 32
+#: the most decimals a schema may declare (a double holds about 15 significant digits)
+MAX_DECIMALS = 15
 
 
 class Kind(StrEnum):
@@ -84,6 +94,8 @@ class ColumnSchema:
     missing: bool | None = None
     exclude: bool = False
     reason: str = field(default="", compare=False)
+    #: decimals of the output's numbers (numeric columns); None: from the bin width
+    decimals: int | None = None
 
     def __post_init__(self) -> None:
         self._check_types()
@@ -127,6 +139,18 @@ class ColumnSchema:
             )
         if self.bins is not None and self.bins < 1:
             raise InputError(f"column {self.name!r}: bins must be at least 1, got {self.bins}")
+        if self.decimals is not None:
+            if self.kind in (Kind.CATEGORICAL, Kind.DATETIME):
+                raise InputError(
+                    f"column {self.name!r}: 'decimals' applies to numeric columns only, but "
+                    f"the column is declared {self.kind.value}; remove 'decimals' or declare "
+                    f'"kind": "numeric"'
+                )
+            if self.integer and self.decimals > 0:
+                raise InputError(
+                    f'column {self.name!r}: declared whole numbers ("integer": true) with '
+                    f"{self.decimals} decimals; set 'decimals' to 0 or remove one of them"
+                )
 
     def _check_types(self) -> None:
         def fail(key: str, wanted: str) -> None:
@@ -164,6 +188,12 @@ class ColumnSchema:
                 fail(key, "true, false or absent")
         if not isinstance(self.exclude, bool):
             fail("exclude", "true or false")
+        if self.decimals is not None and (
+            isinstance(self.decimals, bool)
+            or not isinstance(self.decimals, int | np.integer)
+            or not 0 <= self.decimals <= MAX_DECIMALS
+        ):
+            fail("decimals", f"a whole number from 0 to {MAX_DECIMALS}")
         if self.datetime_format is not None and not isinstance(self.datetime_format, str):
             fail("datetime_format", "a strftime format such as %Y-%m-%d")
 

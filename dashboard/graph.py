@@ -37,6 +37,7 @@ FONT_PX = 16
 MIN_LABEL_PX = 12
 LAYOUT_WIDTH = 900.0
 NODE_SIZE_RANGE = (8.0, 22.0)
+CIRCLE_AT_MOST = 24
 EDGE_WIDTH_RANGE = (1.5, 9.0)
 
 ORIGIN_COLOURS = {
@@ -74,7 +75,8 @@ def _component_layout(graph: nx.Graph) -> dict[str, tuple[float, float]]:
     """Positions of one component in pixels, centred on 0, with room for labels.
 
     Dense components (Adult's is) read best on a circle, where no edge hides a node; sparse
-    ones as a Kamada-Kawai layout, which keeps edge lengths even. Deterministic: no random seed
+    ones, and any component too big for a circle of readable size, as a Kamada-Kawai layout,
+    which keeps edge lengths even and spreads the labels over an area. Deterministic: no random seed
     reaches these layouts, so the same graph draws the same picture.
     """
     nodes = list(graph.nodes)  # the table's column order, which the reader knows
@@ -83,11 +85,11 @@ def _component_layout(graph: nx.Graph) -> dict[str, tuple[float, float]]:
         return {nodes[0]: (0.0, 0.0)}
     if n == 2:
         return {nodes[0]: (-70.0, 0.0), nodes[1]: (70.0, 0.0)}
-    radius = max(90.0, 135.0 * n / (2 * math.pi))  # ~135 px of arc per label
+    radius = max(90.0, 120.0 * n / (2 * math.pi))  # ~120 px of arc per label
     ordered = nx.Graph()
     ordered.add_nodes_from(nodes)
     ordered.add_edges_from(graph.edges)
-    if nx.density(graph) > 0.3 or n <= 4:
+    if (nx.density(graph) > 0.3 and n <= CIRCLE_AT_MOST) or n <= 4:
         raw = nx.circular_layout(ordered)
     else:
         raw = nx.kamada_kawai_layout(ordered)

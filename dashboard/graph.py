@@ -93,8 +93,11 @@ def _component_layout(graph: nx.Graph) -> dict[str, tuple[float, float]]:
         raw = nx.circular_layout(ordered)
     else:
         raw = nx.kamada_kawai_layout(ordered)
-        radius = max(110.0, 100.0 * math.sqrt(n))  # ~200 x 200 px per node
-    return {k: (float(x) * radius, float(y) * radius) for k, (x, y) in raw.items()}
+        radius = max(110.0, 75.0 * math.sqrt(n))  # ~150 x 150 px per node
+    # no wider than the page: a big component grows downwards (same area), the page scrolls
+    rx = min(radius, LAYOUT_WIDTH / 2)
+    ry = radius * radius / rx
+    return {k: (float(x) * rx, float(y) * ry) for k, (x, y) in raw.items()}
 
 
 def layout(graph: nx.Graph) -> dict[str, tuple[float, float]]:
@@ -143,7 +146,7 @@ def graph_page(graph: nx.Graph, marginals: tuple[SelectedMarginal, ...]) -> Grap
     positions = layout(graph)
     ys = [p[1] for p in positions.values()] or [0.0]
     # tall enough that the fit is about 1:1; the page scrolls instead of the labels shrinking
-    canvas = int(min(2600, max(420, (max(ys) - min(ys)) + 160)))
+    canvas = int(min(3200, max(420, (max(ys) - min(ys)) + 160)))
     network = Network(height=f"{canvas}px", width="100%", cdn_resources="in_line", notebook=False)
     sizes = {n: math.log2(max(2, int(d.get("size", 2)))) for n, d in graph.nodes(data=True)}
     low, high = min(sizes.values(), default=1.0), max(sizes.values(), default=1.0)

@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass
 
 import networkx as nx
+import numpy as np
 
 from privsyn_core.pipeline import SelectedMarginal
 
@@ -38,6 +39,7 @@ MIN_LABEL_PX = 12
 LAYOUT_WIDTH = 900.0
 NODE_SIZE_RANGE = (8.0, 22.0)
 CIRCLE_AT_MOST = 24
+MIN_GAP_PX = 60.0
 EDGE_WIDTH_RANGE = (1.5, 9.0)
 
 ORIGIN_COLOURS = {
@@ -97,7 +99,26 @@ def _component_layout(graph: nx.Graph) -> dict[str, tuple[float, float]]:
     # no wider than the page: a big component grows downwards (same area), the page scrolls
     rx = min(radius, LAYOUT_WIDTH / 2)
     ry = radius * radius / rx
-    return {k: (float(x) * rx, float(y) * ry) for k, (x, y) in raw.items()}
+    keys = list(raw)
+    points = _spread(np.array([raw[k] for k in keys], dtype=float) * (rx, ry), MIN_GAP_PX)
+    return {k: (float(x), float(y)) for k, (x, y) in zip(keys, points, strict=True)}
+
+
+def _spread(points: np.ndarray, gap: float, rounds: int = 50) -> np.ndarray:
+    """Push apart dots closer than ``gap`` (a label's height plus a dot), deterministically."""
+    points = points.copy()
+    for _ in range(rounds):
+        delta = points[:, None, :] - points[None, :, :]
+        dist = np.linalg.norm(delta, axis=-1)
+        close = dist < gap
+        np.fill_diagonal(close, False)
+        if not close.any():
+            break
+        np.fill_diagonal(dist, gap)
+        safe = np.where(dist == 0, 1.0, dist)
+        push = np.where(close, (gap - dist) / 2 / safe, 0.0)[..., None] * delta
+        points += push.sum(axis=1)
+    return points
 
 
 def layout(graph: nx.Graph) -> dict[str, tuple[float, float]]:

@@ -40,6 +40,7 @@ LAYOUT_WIDTH = 900.0
 NODE_SIZE_RANGE = (8.0, 22.0)
 CIRCLE_AT_MOST = 24
 MIN_GAP_PX = 60.0
+CROWDED_EDGES = 150
 EDGE_WIDTH_RANGE = (1.5, 9.0)
 
 ORIGIN_COLOURS = {
@@ -206,7 +207,10 @@ def graph_page(graph: nx.Graph, marginals: tuple[SelectedMarginal, ...]) -> Grap
             color=ORIGIN_COLOURS[origin],
             origin=origin,
         )
-    network.set_options(json.dumps(_OPTIONS))
+    options = json.loads(json.dumps(_OPTIONS))
+    if graph.number_of_edges() > CROWDED_EDGES:  # let labels and heavy edges show through
+        options["edges"]["color"] = {"opacity": 0.3}
+    network.set_options(json.dumps(options))
     page = _CDN_TAG.sub("", network.generate_html(notebook=False))
     page = page.replace("<body>", "<body>" + _legend(), 1)
     page = page.replace("</body>", _SCRIPT + "</body>", 1)

@@ -188,6 +188,7 @@ def graph_page(graph: nx.Graph, marginals: tuple[SelectedMarginal, ...]) -> Grap
         )
     indifs = [float(d.get("indif", 0.0)) for _, _, d in graph.edges(data=True)]
     lo_i, hi_i = min(indifs, default=0.0), max(indifs, default=0.0)
+    crowded = graph.number_of_edges() > CROWDED_EDGES  # let labels and heavy edges show through
     for a, b, data in graph.edges(data=True):
         holders = [m for m in marginals if a in m.attributes and b in m.attributes]
         origin = edge_origin(a, b, marginals)
@@ -204,17 +205,21 @@ def graph_page(graph: nx.Graph, marginals: tuple[SelectedMarginal, ...]) -> Grap
             title="{} - {}: noisy InDif {:.0f}\n{}".format(
                 html.escape(str(a)), html.escape(str(b)), indif, "\n".join(lines)
             ),
-            color=ORIGIN_COLOURS[origin],
+            color=_translucent(ORIGIN_COLOURS[origin], crowded),
             origin=origin,
         )
-    options = json.loads(json.dumps(_OPTIONS))
-    if graph.number_of_edges() > CROWDED_EDGES:  # let labels and heavy edges show through
-        options["edges"]["color"] = {"opacity": 0.3}
-    network.set_options(json.dumps(options))
+    network.set_options(json.dumps(_OPTIONS))
     page = _CDN_TAG.sub("", network.generate_html(notebook=False))
     page = page.replace("<body>", "<body>" + _legend(), 1)
     page = page.replace("</body>", _SCRIPT + "</body>", 1)
     return GraphPage(html=page, height=canvas + 90)
+
+
+def _translucent(colour: str, crowded: bool) -> str:
+    if not crowded:
+        return colour
+    r, g, b = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},0.3)"
 
 
 def graph_html(graph: nx.Graph, marginals: tuple[SelectedMarginal, ...]) -> str:

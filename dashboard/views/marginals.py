@@ -6,7 +6,7 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.charts import indif_heatmap
-from dashboard.graph import graph_html
+from dashboard.graph import graph_page
 
 st.title("Marginals")
 finished = state.finished_or_stop(
@@ -26,14 +26,17 @@ st.plotly_chart(indif_heatmap(result.noisy_indif, result.marginals), key="indif"
 st.subheader("Dependency graph of the measured marginals")
 state.dp_badge()
 st.caption(
-    "Nodes are attributes (size: number of values); edges join attributes measured together "
-    "(width: noisy InDif). Orange marks combined cliques. Hover for rho, sigma and cells."
+    "Dots are attributes, lines join attributes measured together; the legend above the "
+    "drawing says what widths and colours mean. Hover a dot or line for sizes, rho, sigma and "
+    "cells; click a dot to keep only its marginals in view. Each group is a connected component; "
+    "with separate-and-join on, GUM synthesises each on its own (paper section 5.3)."
 )
 html_key = ("graph_html", finished.fingerprint, id(result))
 if st.session_state.get("graph_key") != html_key:
-    st.session_state["graph_html"] = graph_html(result.graph, result.marginals)
+    st.session_state["graph_page"] = graph_page(result.graph, result.marginals)
     st.session_state["graph_key"] = html_key
-st.iframe(st.session_state["graph_html"], height=600)
+page = st.session_state["graph_page"]
+st.iframe(page.html, height=page.height)
 
 st.subheader("All measured marginals")
 state.dp_badge()

@@ -1,0 +1,138 @@
+"""The Marginals page's dependency graph: the HTML it sends (no browser; JavaScript is not run).
+
+The browser test (test_dashboard_browser.py) checks what is drawn: scale times font size.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from dashboard.graph import (
+    EDGE_WIDTH_RANGE,
+    NODE_SIZE_RANGE,
+    ORIGIN_COLOURS,
+    graph_page,
+    layout,
+)
+from privsyn_core.pipeline import SelectedMarginal
+
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+def described(n: int, edges: list[tuple[int, int, float, str]], names=None):
+    """A graph shaped like the pipeline's described graph, with its marginals."""
+    names = names or [f"col_{i:03d}" for i in range(n)]
+    graph = nx.Graph()
+    graph.add_nodes_from(names)
+    for i, name in enumerate(names):
+        graph.nodes[name]["size"] = 2 + 7 * i
+    marginals = []
+    for a, b, indif, origin in edges:
+        graph.add_edge(names[a], names[b], indif=indif)
+        marginals.append(SelectedMarginal((names[a], names[b]), 4, 0.01, 3.0, origin))
+    return graph, tuple(marginals)
+
+
+def data_sets(page: str) -> tuple[list[dict], list[dict], dict]:
+    nodes = json.loads(re.search(r"nodes = new vis\.DataSet\((\[.*?\])\);", page).group(1))
+    edges = json.loads(re.search(r"edges = new vis\.DataSet\((\[.*?\])\);", page).group(1))
+    options = json.loads(re.search(r"var options = (\{.*?\});\n", page, re.S).group(1))
+    return nodes, edges, options
+
+
+def hundred_attributes(seed: int = 3):
+    rng = np.random.default_rng(seed)
+    edges = [
+        (i, j, float(rng.exponential(3000)), ["selected", "isolated"][int(rng.random() < 0.2)])
+        for i in range(100)
+        for j in range(i + 1, 100)
+        if rng.random() < 0.015
+    ]
+    return described(100, edges)
+
+
+def test_positions_are_fixed_physics_off_edges_straight():
+    graph, marginals = described(5, [(0, 1, 10.0, "selected"), (1, 2, 900.0, "combined")])
+    page = graph_page(graph, marginals)
+    nodes, edges, options = data_sets(page.html)
+    assert options["physics"]["enabled"] is False
+    assert options["edges"]["smooth"] is False and len(edges) == 2
+    assert options["nodes"]["scaling"]["label"]["drawThreshold"] <= 1
+    assert all(n["physics"] is False and "x" in n and "y" in n for n in nodes)
+    # computed once: the same graph gives the same page
+    assert graph_page(graph, marginals).html == page.html
+
+
+def test_layout_keeps_nodes_apart_and_groups_components():
+    graph, _ = hundred_attributes()
+    positions = layout(graph)
+    assert set(positions) == set(graph.nodes)
+    points = np.array(list(positions.values()))
+    gaps = np.linalg.norm(points[:, None] - points[None], axis=-1) + np.eye(len(points)) * 1e9
+    assert gaps.min() > 45, "no two dots on top of each other"
+    # components do not overlap: every component's box is disjoint from the others'
+    boxes = []
+    for component in nx.connected_components(graph):
+        xy = np.array([positions[n] for n in component])
+        boxes.append((*xy.min(axis=0), *xy.max(axis=0)))
+    for i, (ax0, ay0, ax1, ay1) in enumerate(boxes):
+        for bx0, by0, bx1, by1 in boxes[i + 1 :]:
+            assert ax1 < bx0 or bx1 < ax0 or ay1 < by0 or by1 < ay0
+
+
+def test_sizes_widths_and_colours_carry_the_dp_quantities():
+    graph, marginals = described(
+        4, [(0, 1, 10.0, "selected"), (1, 2, 5000.0, "isolated"), (2, 3, 800.0, "combined")]
+    )
+    nodes, edges, _ = data_sets(graph_page(graph, marginals).html)
+    sizes = [n["size"] for n in nodes]
+    assert min(sizes) == pytest.approx(NODE_SIZE_RANGE[0])
+    assert max(sizes) == pytest.approx(NODE_SIZE_RANGE[1])
+    by_origin = {e["origin"]: e for e in edges}
+    assert by_origin["isolated"]["width"] == pytest.approx(EDGE_WIDTH_RANGE[1])
+    assert by_origin["selected"]["width"] == pytest.approx(EDGE_WIDTH_RANGE[0])
+    assert by_origin["combined"]["color"] == ORIGIN_COLOURS["combined"]
+    assert by_origin["isolated"]["color"] == ORIGIN_COLOURS["isolated"]
+    assert "noisy InDif 5000" in by_origin["isolated"]["title"]
+
+
+def test_legend_explains_every_colour_and_the_page_stays_offline():
+    graph, marginals = described(3, [(0, 1, 1.0, "selected")])
+    page = graph_page(graph, marginals).html
+    legend = re.search(r'<div id="legend".*?</div>', page, re.S).group(0)
+    for colour in ORIGIN_COLOURS.values():
+        assert colour in legend
+    for words in ("selected pair", "combined clique", "isolated link", "noisy InDif"):
+        assert words in legend
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
+
+
+def test_hostile_names_are_escaped_in_tooltips_and_inert_in_labels():
+    graph, marginals = described(
+        2, [(0, 1, 50.0, "selected")], names=[HOSTILE, "b</script><script>alert(2)"]
+    )
+    page = graph_page(graph, marginals).html
+    assert HOSTILE not in page and "</script><script>alert(2)" not in page
+    nodes, edges, _ = data_sets(page)
+    assert {n["label"] for n in nodes} == {HOSTILE, "b</script><script>alert(2)"}  # canvas text
+    assert all("<" not in n["title"] for n in nodes)
+    assert "&lt;img src=x onerror=alert(1)&gt;" in edges[0]["title"]
+    assert "<" not in edges[0]["title"]
+
+
+def test_a_hundred_attributes_get_a_tall_page_not_tiny_labels():
+    graph, marginals = hundred_attributes()
+    page = graph_page(graph, marginals)
+    ys = [y for _, y in layout(graph).values()]
+    assert page.height >= max(ys) - min(ys)  # fitted at about 1:1, the page scrolls
+    nodes, edges, _ = data_sets(page.html)
+    assert len(nodes) == 100
+    assert all(e["color"].startswith("#") for e in edges), "a sparse graph keeps opaque edges"
+    crowded = described(30, [(i, j, 1.0, "selected") for i in range(30) for j in range(i)])
+    _, edges, _ = data_sets(graph_page(*crowded).html)
+    assert all(e["color"].startswith("rgba(") and e["color"].endswith(",0.3)") for e in edges)

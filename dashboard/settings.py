@@ -9,6 +9,7 @@ import streamlit as st
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.errors import InputError
 from privsyn_core.generation.gum import GumSettings
+from privsyn_core.privacy.ledger import check_epsilon_delta
 
 
 def parse_delta(text: str) -> float:
@@ -16,8 +17,7 @@ def parse_delta(text: str) -> float:
         delta = float(text)
     except ValueError:
         raise InputError(f"delta must be a number such as 1e-9, got {text!r}") from None
-    if not 0 < delta < 1:
-        raise InputError(f"delta must lie strictly between 0 and 1, got {text!r}")
+    check_epsilon_delta(1.0, delta)  # the command line's rule and message (0 < delta <= 1e-3)
     return delta
 
 

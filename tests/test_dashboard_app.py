@@ -78,6 +78,14 @@ def test_privacy_page_previews_noise_without_data_and_rejects_bad_delta():
     assert any("sigma" in f.value.columns for f in frames)
     at.text_input(key="delta_text").set_value("two").run()
     assert at.error and "delta" in at.error[0].value
+    # the command line's rule: no privacy at delta >= 1, none worth the name above 1e-3
+    for careless in ("1", "2", "0", "0.01", "nan", "-1e-9"):
+        at.text_input(key="delta_text").set_value(careless).run()
+        assert not at.exception, careless
+        message = at.error[0].value
+        assert "delta" in message and "1/n^2" in message and "reserved" not in message, message
+    at.text_input(key="delta_text").set_value("1e-9").run()
+    assert not at.error
 
 
 def test_run_marginals_and_results_flow_on_the_sample():

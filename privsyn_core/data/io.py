@@ -168,13 +168,7 @@ def read_table(
     ``infer_types`` (owner-only uses such as :mod:`privsyn_core.evaluation`), columns whose
     values are all numbers become numeric; never use it on data headed for synthesis.
     """
-    file = Path(path)
-    if file.is_dir():
-        raise InputError(f"cannot read {path}: it is a folder, not a table file")
-    if not file.is_file():
-        raise InputError(f"cannot read {path}: no such file")
-    if file.stat().st_size == 0:
-        raise InputError(f"{path} is empty: give a table with a header row and data")
+    file = _table_file(path)
     if file.suffix.lower() in (".parquet", ".pq"):
         table = _read_parquet(file, names)
     else:
@@ -340,11 +334,8 @@ class FileDescription:
     format: str
 
 
-def file_columns(path: str | Path) -> FileDescription:
-    """A CSV (with a header) or Parquet file's column names and size, read by DuckDB from the
-    header or the Parquet metadata: no row is loaded, whatever the file's size."""
-    import duckdb
-
+def _table_file(path: str | Path) -> Path:
+    """``path`` as a readable, non-empty file, or an error that says what it is instead."""
     file = Path(path)
     if file.is_dir():
         raise InputError(f"cannot read {path}: it is a folder, not a table file")
@@ -352,6 +343,15 @@ def file_columns(path: str | Path) -> FileDescription:
         raise InputError(f"cannot read {path}: no such file")
     if file.stat().st_size == 0:
         raise InputError(f"{path} is empty: give a table with a header row and data")
+    return file
+
+
+def file_columns(path: str | Path) -> FileDescription:
+    """A CSV (with a header) or Parquet file's column names and size, read by DuckDB from the
+    header or the Parquet metadata: no row is loaded, whatever the file's size."""
+    import duckdb
+
+    file = _table_file(path)
     parquet = file.suffix.lower() in (".parquet", ".pq")
     literal = "'" + str(file).replace("'", "''") + "'"
     if parquet:

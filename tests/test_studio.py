@@ -208,6 +208,21 @@ def _listening(pid: int) -> list[tuple[str, int]]:
     return found
 
 
+def test_the_checks_see_what_they_must_refuse():
+    """The listening check and the audit filter can fail: a wildcard listener (bound in this
+    process, never connected to) and non-loopback addresses are reported."""
+    with socket.socket() as wildcard:
+        wildcard.bind(("0.0.0.0", 0))
+        wildcard.listen()
+        port = wildcard.getsockname()[1]
+        assert ("0.0.0.0", port) in _listening(os.getpid())
+    assert not _loopback_host(repr(("8.8.8.8", 1)))
+    assert not _loopback_host(repr("checkip.amazonaws.com"))
+    assert not _loopback_host(repr(None))  # getaddrinfo(None, ...): every interface
+    assert _loopback_host(repr(("127.0.0.1", 8501))) and _loopback_host(repr("localhost"))
+    assert _loopback_host(repr(("::1", 8501, 0, 0)))
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Iterator[dict]:
     """The project's wheel in a fresh venv; the heavy dependencies through a .pth path."""
@@ -356,4 +371,5 @@ def test_studio_runs_the_sample_and_nothing_leaves_the_machine(studio):
         f"{first_page:.1f} s; {len(events)} audited socket events; wheel "
         f"{Path(next(Path(studio['log']).parent.glob('*.whl'))).stat().st_size} bytes"
     )
+    print(events)
     print(studio["log"].read_text())

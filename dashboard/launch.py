@@ -159,11 +159,14 @@ def _open_browser_when_up(url: str) -> None:
     ):
         return
 
+    # no proxy: urllib would send even a loopback request to an http_proxy from the environment
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
     def wait_and_open() -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
+                with direct.open(f"{url}/_stcore/health", timeout=2) as answer:
                     if answer.read() == b"ok":
                         import webbrowser
 

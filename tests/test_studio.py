@@ -106,6 +106,40 @@ def test_a_port_in_use_is_one_line(capsys):
     assert err.count("\n") == 1 and f"port {port} on 127.0.0.1 is in use" in err, err
 
 
+def test_the_browser_opens_once_the_server_answers_and_only_on_a_desktop(monkeypatch):
+    import http.server
+    import threading
+    import webbrowser
+
+    opened: list[str] = []
+    monkeypatch.setattr(webbrowser, "open", opened.append)
+    # a proxy that refuses everything (loopback port 9): the health check must not use it
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")
+
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args):
+            pass
+
+    with http.server.HTTPServer(("127.0.0.1", 0), Health) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        monkeypatch.delenv("DISPLAY", raising=False)
+        monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+        launch._open_browser_when_up(url)  # a bare terminal: nothing
+        monkeypatch.setenv("DISPLAY", ":0")
+        launch._open_browser_when_up(url)
+        deadline = time.monotonic() + 10
+        while not opened and time.monotonic() < deadline:
+            time.sleep(0.05)
+        server.shutdown()
+    assert opened == [url]
+
+
 def test_the_command_line_stays_light():
     """``privsyn --help`` and a refused studio answer without loading Streamlit or pandas."""
     code = (

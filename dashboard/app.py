@@ -1,6 +1,8 @@
 """PrivSyn Studio: load a table, set epsilon, watch PrivSyn work, download.
 
-Run from the repository root: ``streamlit run dashboard/app.py``.
+Run it with ``privsyn studio`` (the project's server settings, wherever the package is
+installed) or, from the repository root, ``streamlit run dashboard/app.py`` (the same settings
+from ``.streamlit/config.toml``).
 """
 
 from __future__ import annotations
@@ -13,9 +15,13 @@ import streamlit as st
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+# Streamlit runs this file as a script, without a package. It imports its own folder as one,
+# by the folder's name: "dashboard" in a checkout, "privsyn_dashboard" when installed (the
+# name a wheel gives it so it cannot collide with another project's "dashboard").
+__package__ = Path(__file__).resolve().parent.name
 
-from dashboard import state  # noqa: E402
-from dashboard.status import run_status  # noqa: E402
+from . import state  # noqa: E402
+from .status import run_status  # noqa: E402
 
 # A run works in a background thread of this process (dashboard/worker.py). Python lets a
 # thread that waits for the interpreter lock wait up to the switch interval (5 ms by default)
@@ -29,7 +35,7 @@ sys.setswitchinterval(0.0005)
 st.set_page_config(page_title="PrivSyn Studio", layout="wide")
 state.init()
 
-VIEWS = ROOT / "dashboard" / "views"
+VIEWS = Path(__file__).resolve().parent / "views"
 pages = [
     st.Page(VIEWS / "data.py", title="Data", default=True),
     st.Page(VIEWS / "privacy.py", title="Privacy"),

@@ -16,8 +16,9 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from dashboard import state
 from privsyn_core.data.schema import DRAFT_WARNING, ColumnSchema, Kind, Schema, infer_schema
+
+from . import state
 
 DRAFT = "review_draft"
 TICKS = "review_ticks"

@@ -12,23 +12,25 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from pathlib import Path
+from importlib import resources
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from dashboard import worker
-from dashboard.sources import DiskTable
 from privsyn_core.data.io import read_table
 from privsyn_core.data.schema import Schema
 from privsyn_core.pipeline import SynthesisResult
 from privsyn_core.release.registry import file_fingerprint
 from privsyn_core.release.registry import fingerprint as registry_fingerprint
 
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT / "assets" / "adult.csv"
-SAMPLE_NAME = "UCI Adult sample (assets/adult.csv)"
+from . import worker
+from .sources import DiskTable
+
+#: package data of privsyn_core (privsyn_core/samples/README.md: source and licence), so an
+#: installed dashboard finds it wherever it runs
+SAMPLE = resources.files("privsyn_core") / "samples" / "adult.csv"
+SAMPLE_NAME = "UCI Adult sample (bundled adult.csv)"
 
 DEFAULTS: dict[str, Any] = {
     "epsilon": 1.0,
@@ -85,11 +87,13 @@ def init() -> None:
 
 
 def load_sample() -> pd.DataFrame:
-    return read_table(SAMPLE)
+    with resources.as_file(SAMPLE) as path:
+        return read_table(path)
 
 
 def use_sample() -> None:
-    set_table(load_sample(), SAMPLE_NAME, file_fingerprint(SAMPLE))
+    with resources.as_file(SAMPLE) as path:
+        set_table(read_table(path), SAMPLE_NAME, file_fingerprint(path))
 
 
 def set_table(table: pd.DataFrame, name: str, file_print: str | None = None) -> None:

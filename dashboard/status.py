@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import state
+from . import state
 
 #: seconds between two looks at the run's progress (the Run page itself looks more often)
 POLL = 1.0

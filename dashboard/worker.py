@@ -29,7 +29,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dashboard import records
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.errors import FailedAfterSpending, InputError
 from privsyn_core.generation.gum import GumIterationRecord
@@ -43,6 +42,8 @@ from privsyn_core.progress import (
     StageStarted,
     SynthesisCancelled,
 )
+
+from . import records
 
 #: environment variable that sets how many runs the whole server may have in progress
 MAX_RUNS_VARIABLE = "PRIVSYN_DASHBOARD_RUNS"

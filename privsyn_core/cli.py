@@ -48,6 +48,23 @@ def _count(minimum: int) -> type:
     return parse  # type: ignore[return-value]
 
 
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is between 1 and 65535, got {value}")
+    return value
+
+
+def _studio(args: argparse.Namespace) -> int:
+    """``privsyn studio``, imported when it runs (it loads the dashboard, not the engine)."""
+    from privsyn_core.studio import studio
+
+    return studio(args)
+
+
 def _privacy_number(name: str) -> type:
     """Parse epsilon or delta and refuse, before anything is read, a value that is no privacy
     guarantee (:func:`~privsyn_core.privacy.ledger.check_epsilon_delta` says why and what to
@@ -227,6 +244,30 @@ def build_parser() -> argparse.ArgumentParser:
         help="columns with nothing declared (no schema): kind and domain decided privately",
     )  # fmt: skip
     plan.set_defaults(run=_command("_plan"))
+
+    studio = commands.add_parser(
+        "studio",
+        help="open the dashboard (this machine only, no usage statistics, nothing fetched "
+        "from the internet)",
+        description="Serve the PrivSyn Studio dashboard with the project's settings, from any "
+        "folder: on 127.0.0.1 only, headless, no usage statistics, no IP detection, XSRF "
+        "protection on. Ctrl-C stops it.",
+    )
+    studio.add_argument("--port", type=_port, default=8501, help="port to serve on (default 8501)")
+    studio.add_argument(
+        "--address",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1: this machine only); any address "
+        "beyond loopback needs --allow-remote",
+    )
+    studio.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="let --address serve beyond this machine: anyone who reaches it can load tables "
+        "and spend their budget (there is no login)",
+    )
+    studio.add_argument("--no-browser", action="store_true", help="do not open a browser window")
+    studio.set_defaults(run=_studio)
 
     runs = commands.add_parser("runs", help="finished runs and the budget each dataset spent")
     runs_commands = runs.add_subparsers(dest="runs_command", required=True)

@@ -283,7 +283,7 @@ def test_a_dashboard_run_is_recorded_with_its_bundle_and_offered_for_download():
     assert run.id == finished.run_id and run.has_bundle
     # the sample file's bytes: the key the command line uses for the same file, so the file
     # spends from one budget whichever front end reads it
-    assert run.fingerprint == file_fingerprint(ROOT / "assets" / "adult.csv")
+    assert run.fingerprint == file_fingerprint(ROOT / "privsyn_core" / "samples" / "adult.csv")
     assert run.name == at.session_state["table_name"]
     assert run.rho == pytest.approx(finished.result.ledger.spent_rho)
     assert run.config["epsilon"] == 1.0 and run.config["seed_given"] is False
@@ -327,7 +327,7 @@ def test_a_lifetime_budget_below_the_spend_refuses_the_next_run_readably():
     at.number_input(key="lifetime_rho").set_value(round(spent / 2, 6)).run()
     at.button(key="set_lifetime").click().run()
     assert not at.exception
-    dataset = file_fingerprint(ROOT / "assets" / "adult.csv")
+    dataset = file_fingerprint(ROOT / "privsyn_core" / "samples" / "adult.csv")
     assert Registry().budget(dataset).lifetime_rho == pytest.approx(spent / 2, abs=1e-6)
     assert any("already spent" in s.value for s in at.success)
     assert at.get("progress")[0].proto.value == 100
@@ -428,7 +428,7 @@ def test_history_shows_the_current_tables_runs_unless_asked_for_all():
     at.toggle(key="history_all").set_value(True).run()
     runs = frame(at, "noise")
     assert list(runs["id"]) == [2, 1]
-    assert list(runs["table"]) == ["small.csv", "UCI Adult sample (assets/adult.csv)"]
+    assert list(runs["table"]) == ["small.csv", "UCI Adult sample (bundled adult.csv)"]
 
 
 def test_a_result_the_registry_refuses_to_record_is_discarded(monkeypatch):
@@ -672,7 +672,8 @@ def test_a_disk_file_with_a_value_outside_its_codes_is_a_readable_error(tmp_path
 
 def test_a_raw_csv_on_disk_is_encoded_with_the_schema_and_counted_on_duckdb(tmp_path):
     path = tmp_path / "adult-part.csv"
-    path.write_text("".join((ROOT / "assets" / "adult.csv").open().readlines()[:3001]))
+    sample = ROOT / "privsyn_core" / "samples" / "adult.csv"
+    path.write_text("".join(sample.open().readlines()[:3001]))
     at = app()
     at.text_input(key="disk_path").set_value(str(path)).run()
     at.button(key="use_disk").click().run()

@@ -285,7 +285,7 @@ def test_run_the_sample_watch_it_and_download(server, chromium, capsys):
     with user.page.expect_download() as download:
         user.page.get_by_role("button", name="Download the synthetic CSV").click()
     synthetic = pd.read_csv(StringIO(Path(download.value.path()).read_text()))
-    sample = pd.read_csv(ROOT / "assets" / "adult.csv")
+    sample = pd.read_csv(ROOT / "privsyn_core" / "samples" / "adult.csv")
     assert list(synthetic.columns) == list(sample.columns)
     assert abs(len(synthetic) - len(sample)) < 500
 

@@ -21,7 +21,7 @@ from privsyn_core.measuring.reading import FrameTable
 from privsyn_core.measuring.sql_encoding import duckdb_table
 from privsyn_core.release.registry import Registry, bytes_fingerprint, file_fingerprint
 
-ADULT = ROOT / "assets" / "adult.csv"
+ADULT = ROOT / "privsyn_core" / "samples" / "adult.csv"
 
 #: values that test every reading rule: blanks and missing spellings (with spaces around),
 #: numbers in every notation and some that are not numbers, dates of all six classes and

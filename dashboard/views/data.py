@@ -8,12 +8,17 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from dashboard import review, sources, state
-from dashboard.structure_tables import structure_frame, structure_plan_frame
 from privsyn_core.data.io import read_table
 from privsyn_core.data.schema import MAX_DECIMALS, ColumnSchema, Kind, Schema
 from privsyn_core.errors import InputError
 from privsyn_core.release.registry import bytes_fingerprint
+
+# Streamlit runs a page as a script, without a package: it is named after its folders
+# ("dashboard" in a checkout, "privsyn_dashboard" installed) for the imports below.
+__package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
+
+from .. import review, sources, state
+from ..structure_tables import structure_frame, structure_plan_frame
 
 st.title("Data")
 st.write(

@@ -9,13 +9,20 @@ write to it too.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
-from dashboard import records, runs, state
-from dashboard.settings import parse_delta
 from privsyn_core.errors import InputError
 from privsyn_core.privacy.ledger import epsilon_from_rho, rho_from_epsilon_delta
 from privsyn_core.release.registry import WARN_SHARE, BudgetStatus, Registry, RunRecord
+
+# Streamlit runs a page as a script, without a package: it is named after its folders
+# ("dashboard" in a checkout, "privsyn_dashboard" installed) for the imports below.
+__package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
+
+from .. import records, runs, state
+from ..settings import parse_delta
 
 st.title("History")
 ss = st.session_state

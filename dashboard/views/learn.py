@@ -3,16 +3,23 @@ distinguishing game (an empirical privacy audit on generated tables)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from dashboard import charts, game, state
 from privsyn_core.generation.gum import GumTarget, update_towards
 from privsyn_core.measuring.indif import indif_pair
 from privsyn_core.privacy.audit import AuditResult
 from privsyn_core.privacy.ledger import gaussian_sigma, rho_from_epsilon_delta
+
+# Streamlit runs a page as a script, without a package: it is named after its folders
+# ("dashboard" in a checkout, "privsyn_dashboard" installed) for the imports below.
+__package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
+
+from .. import charts, game, state
 
 st.title("Learn how PrivSyn works")
 

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
-from dashboard import state
-from dashboard.charts import indif_heatmap
-from dashboard.graph import graph_page
+# Streamlit runs a page as a script, without a package: it is named after its folders
+# ("dashboard" in a checkout, "privsyn_dashboard" installed) for the imports below.
+__package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
+
+from .. import state
+from ..charts import indif_heatmap
+from ..graph import graph_page
 
 st.title("Marginals")
 finished = state.finished_or_stop(

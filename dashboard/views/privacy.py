@@ -6,14 +6,21 @@ domains are declared): it never touches the data.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import streamlit as st
 
-from dashboard import state
-from dashboard.settings import current_config, parse_delta
 from privsyn_core.data.columns import open_parts
 from privsyn_core.errors import InputError
 from privsyn_core.privacy.planner import plan_budget
+
+# Streamlit runs a page as a script, without a package: it is named after its folders
+# ("dashboard" in a checkout, "privsyn_dashboard" installed) for the imports below.
+__package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
+
+from .. import state
+from ..settings import current_config, parse_delta
 
 st.title("Privacy budget")
 st.write(

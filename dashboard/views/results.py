@@ -3,13 +3,20 @@ one (owner-only)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import streamlit as st
 
-from dashboard import records, state
-from dashboard.charts import pair_error_heatmap, side_by_side
 from privsyn_core.data.columns import coded_frame
 from privsyn_core.evaluation import encode_tables, fidelity_report, pairwise_l1
+
+# Streamlit runs a page as a script, without a package: it is named after its folders
+# ("dashboard" in a checkout, "privsyn_dashboard" installed) for the imports below.
+__package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
+
+from .. import records, state
+from ..charts import pair_error_heatmap, side_by_side
 
 st.title("Results")
 finished = state.finished_or_stop("Run a synthesis first (Run page).")

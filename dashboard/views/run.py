@@ -15,19 +15,25 @@ record is discarded, so nothing off the record is ever offered.
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import streamlit as st
 
-from dashboard import state, worker
-from dashboard.charts import convergence_chart
-from dashboard.settings import current_config, parse_delta, parse_seed, public_settings
 from privsyn_core import synthesize
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.errors import InputError
 from privsyn_core.release.registry import file_fingerprint
 from privsyn_core.release.registry import fingerprint as registry_fingerprint
+
+# Streamlit runs a page as a script, without a package: it is named after its folders
+# ("dashboard" in a checkout, "privsyn_dashboard" installed) for the imports below.
+__package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
+
+from .. import state, worker
+from ..charts import convergence_chart
+from ..settings import current_config, parse_delta, parse_seed, public_settings
 
 #: seconds between two looks at a run's progress
 POLL = 0.5

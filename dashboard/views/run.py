@@ -22,7 +22,13 @@ import streamlit as st
 
 from dashboard import state, worker
 from dashboard.charts import convergence_chart
-from dashboard.settings import current_config, parse_delta, parse_seed, public_settings
+from dashboard.settings import (
+    current_config,
+    parse_delta,
+    parse_epsilon,
+    parse_seed,
+    public_settings,
+)
 from privsyn_core import synthesize
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.errors import InputError
@@ -51,6 +57,7 @@ st.text_input(
     persist_state="session",
 )
 try:
+    parse_epsilon(ss["epsilon"])
     delta = parse_delta(ss["delta_text"])
     seed = parse_seed(ss["seed_text"])
     config = current_config()

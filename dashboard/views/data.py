@@ -36,10 +36,10 @@ upload = st.file_uploader(
     disabled=busy,
 )
 st.caption(
-    f"Up to {LIMIT_MB:,} MB per file (this server's limit, server.maxUploadSize); the uploader "
-    "marks a bigger file red and does not send it. For a bigger file, or one too big to load "
-    "into memory, put it on this server and use **Table on disk** below: a run reads it where "
-    "it lies."
+    f"Files up to {LIMIT_MB:,} MB (this server's limit, server.maxUploadSize). **A file marked "
+    "red was not uploaded**: it is over the limit (hover the mark). For a bigger file, or one "
+    "too big to load into memory, put it on this server and use **Table on disk** below: a run "
+    "reads it where it lies."
 )
 
 

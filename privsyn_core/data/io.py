@@ -227,7 +227,7 @@ def _read_csv(
         raise InputError(f"{file} has no data: give a table with a header row and rows") from None
     except pd.errors.ParserError as exc:
         raise InputError(
-            f"{file} is not a well-formed table ({' '.join(str(exc).split())}); give every "
+            f"{file} is not a well-formed table ({_parser_problem(exc)}); give every "
             "row as many values as the header has names, and quote values that hold the delimiter"
         ) from None
     except csv.Error as exc:
@@ -250,6 +250,17 @@ def _read_csv(
             f"name every column (or read the file without a header and give the names)"
         )
     return table
+
+
+def _parser_problem(exc: Exception) -> str:
+    """pandas' parser error in words a person can act on ("Error tokenizing data. C error:
+    Expected 2 fields in line 3, saw 3" names no names)."""
+    text = " ".join(str(exc).split())
+    found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", text)
+    if found is None:
+        return text
+    expected, line, saw = found.groups()
+    return f"line {line} has {saw} values, but the header has {expected} names"
 
 
 def _maybe_renamed(columns: pd.Index) -> bool:

@@ -396,3 +396,38 @@ def test_the_upload_limit_and_the_way_around_it_are_stated_next_to_the_uploader(
     limit = st.get_option("server.maxUploadSize")
     hint = next(c.value for c in at.caption if "server.maxUploadSize" in c.value)
     assert f"Files up to {limit:,} MB" in hint and "Table on disk" in hint
+
+
+# --------------------------------------------------------------------------------------------
+# the same files through Table on disk (read by DuckDB where they lie)
+# --------------------------------------------------------------------------------------------
+
+#: what Table on disk says of each file case it refuses when the path is given (the rest it
+#: takes: their problems, if any, are found by the run, as with the command line's DuckDB engine)
+ON_DISK: dict[str, tuple[str, ...]] = {
+    "empty file": ("is empty",),
+    "NUL bytes in the head": ("NUL bytes", "CSV or a Parquet"),
+    "truncated Parquet": ("not a readable table",),
+    "ragged rows": ("header names 2 columns but its rows hold 3 values", "as many values"),
+    "unnamed column": ("column 2 has no name", "name every column"),
+    "duplicate names in a CSV header": ("two columns named 'colour'", "its own name"),
+    "duplicate names in Parquet": ("two columns named 'colour'", "its own name"),
+    "10,000 columns": ("10,000 columns", "at most 1,000"),
+    "Latin-1 with semicolons": ("UTF-8", "or as Parquet"),
+    "UTF-16 with its byte-order mark": ("UTF-8", "or as Parquet"),
+    "a 5-million-character cell": ("lines of up to 2 MB", "or as Parquet"),
+}
+
+
+@pytest.mark.parametrize("name", list(ON_DISK))
+def test_table_on_disk_refuses_what_it_cannot_read_by_name(name, tmp_path, free):
+    """DuckDB would rename a repeated name (colour_1), name an unnamed column (column1) and
+    make up a header for a ragged file: the names as written are checked first."""
+    source = CASES[name].build(tmp_path)[1]
+    at = app()
+    at.text_input(key="disk_path").set_value(source).run()
+    at.button(key="use_disk").click().run()
+    message = the_one_error(at)
+    assert message.startswith("Cannot use that path: ")
+    assert_says(message, ON_DISK[name])
+    assert at.session_state["disk"] is None and at.session_state["table_name"] == SAMPLE

@@ -12,6 +12,24 @@ from privsyn_core.generation.gum import GumSettings
 from privsyn_core.privacy.ledger import check_epsilon_delta
 
 
+def parse_epsilon(value: object) -> float:
+    """The session's epsilon by the command line's rule and message (positive and finite).
+    The Privacy page's box has no bounds and no default of its own: a bounded box keeps a value
+    outside them unapplied behind a red outline, and Streamlit resets an emptied box, or one
+    given no finite number, to the box's default (its minimum) silently; here it is None."""
+    if value is None:
+        raise InputError(
+            "epsilon is empty (or was not a finite number): type a positive finite number such "
+            "as 1 (smaller means more privacy and more noise)"
+        )
+    try:
+        epsilon = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InputError(f"epsilon must be a number such as 1, got {value!r}") from None
+    check_epsilon_delta(epsilon, 1e-9)  # the epsilon half of the rule
+    return epsilon
+
+
 def parse_delta(text: str) -> float:
     try:
         delta = float(text)

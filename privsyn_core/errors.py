@@ -33,6 +33,20 @@ class TableError(InputError):
     """The table does not fit its declared domain; the message says what to change."""
 
 
+class TooBigToLoad(InputError):
+    """A table that would not fit in the free memory if loaded, found from what its file says
+    of its size (Parquet footer, CSV size) before a row is read. The numbers are kept so each
+    front end can name its own way out (the CLI's DuckDB engine, the dashboard's table on
+    disk); the message is the CLI's."""
+
+    def __init__(
+        self, message: str, *, rows: int, columns: int, needed: float, usable: float, free: int
+    ) -> None:
+        super().__init__(message)
+        self.rows, self.columns = rows, columns
+        self.needed, self.usable, self.free = needed, usable, free
+
+
 class FailedAfterSpending(InputError):
     """An input problem found only after part of the budget was spent. ``ledger`` holds that
     spend: front ends record it (the run registry), since the message itself was computed

@@ -10,7 +10,8 @@ import streamlit as st
 
 from privsyn_core.data.io import read_table
 from privsyn_core.data.schema import MAX_DECIMALS, ColumnSchema, Kind, Schema
-from privsyn_core.errors import InputError
+from privsyn_core.errors import InputError, TooBigToLoad
+from privsyn_core.generation.memory import size_text
 from privsyn_core.release.registry import bytes_fingerprint
 
 # Streamlit runs a page as a script, without a package: it is named after its folders
@@ -32,34 +33,78 @@ if busy:
         "A synthesis of this table is running (Run page): load another table when it has "
         "finished or been cancelled."
     )
+LIMIT_MB = st.get_option("server.maxUploadSize")
 upload = st.file_uploader(
     "Upload a CSV or Parquet file",
     type=["csv", "txt", "parquet", "pq"],
     key="upload",
     disabled=busy,
 )
-if (
-    upload is not None
-    and not busy
-    and st.session_state.get("uploaded_name") != (upload.name, upload.size)
-):
-    suffix = Path(upload.name).suffix or ".csv"
+st.caption(
+    f"Files up to {LIMIT_MB:,} MB (this server's limit, server.maxUploadSize). **A file marked "
+    "red was not uploaded**: it is over the limit (hover the mark). For a bigger file, or one "
+    "too big to load into memory, put it on this server and use **Table on disk** below: a run "
+    "reads it where it lies."
+)
+
+
+def load_upload(name: str, data: bytes) -> pd.DataFrame:
+    """The uploaded file as the command line reads it (:func:`read_table`, from a temporary
+    copy under the upload's suffix). Before a row is parsed, read_table refuses a file too wide
+    for PrivSyn or too big for the free memory, from the Parquet footer or the CSV's size
+    (``memory.check_load_fits``), so a few kilobytes that expand to gigabytes never reach
+    pandas. Every refusal names the upload, not the temporary copy."""
+    suffix = Path(name).suffix.lower() or ".csv"
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / f"upload{suffix}"
-        path.write_bytes(upload.getvalue())
+        path.write_bytes(data)
         try:
-            loaded = read_table(path)
+            return read_table(path)
+        except TooBigToLoad as exc:
+            raise InputError(
+                f"it is too big to load on this server: it holds about {exc.rows:,} rows "
+                f"x {exc.columns:,} column{'s' * (exc.columns != 1)}, which need about "
+                f"{size_text(exc.needed)} of memory, but only about {size_text(exc.usable)} of "
+                f"the {size_text(exc.free)} free may be used. Put the file on this server and "
+                "use Table on disk (below): a run then counts it where it lies, through "
+                "DuckDB, without loading it"
+            ) from None
         except InputError as exc:
-            st.error(f"Could not read {upload.name}: {exc}".replace(str(path), upload.name))
-            loaded = None
-    if loaded is not None:
-        state.set_table(loaded, upload.name, bytes_fingerprint(upload.getvalue()))
-        st.session_state["uploaded_name"] = (upload.name, upload.size)
-        st.success(f"Loaded {upload.name}.")
+            message = str(exc)
+            for own, short in ((f"{path}: ", ""), (f"{path} ", "it ")):  # "it is empty"
+                if message.startswith(own):
+                    message = short + message[len(own) :]
+                    break
+            raise InputError(message.replace(str(path), name)) from None
+
+
+# An upload is read once: its outcome (loaded, or the refusal) is kept under the upload's id,
+# so reruns neither parse a large file again nor lose the message while the file is still
+# shown in the uploader, and a file left in the uploader does not come back over the sample or
+# a table on disk chosen after it (uploading it again does). A refused upload leaves the table
+# in use as it was, and says so.
+if upload is not None and not busy:
+    seen = upload.file_id
+    if st.session_state.get("upload_seen") != seen:
+        data = upload.getvalue()
+        try:
+            loaded = load_upload(upload.name, data)
+        except InputError as exc:
+            st.session_state["upload_refused"] = (seen, str(exc))
+        else:
+            state.set_table(loaded, upload.name, bytes_fingerprint(data))
+            st.session_state.pop("upload_refused", None)
+            st.success(f"Loaded {upload.name}.")
+        st.session_state["upload_seen"] = seen
+    refused = st.session_state.get("upload_refused")
+    if refused is not None and refused[0] == seen:
+        st.error(
+            f"Could not use {upload.name}: {refused[1].rstrip('.')}. The table in use is still "
+            f"{st.session_state['table_name']}."
+        )
 
 if st.button("Use the bundled Adult sample", key="use_sample", disabled=busy):
     state.use_sample()
-    st.session_state.pop("uploaded_name", None)
 
 with st.expander(
     "Table on disk: a file on this server, too big to upload", expanded=state.disk() is not None
@@ -83,7 +128,6 @@ with st.expander(
             st.error(f"Cannot use that path: {exc}.")
         else:
             state.set_disk(described)
-            st.session_state.pop("uploaded_name", None)
 
 
 def codes_editor(on_disk: sources.DiskTable) -> None:

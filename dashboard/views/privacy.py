@@ -20,7 +20,7 @@ from privsyn_core.privacy.planner import plan_budget
 __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 
 from .. import state
-from ..settings import current_config, parse_delta
+from ..settings import current_config, parse_delta, parse_epsilon
 
 st.title("Privacy budget")
 st.write(
@@ -32,12 +32,14 @@ left, right = st.columns(2)
 with left:
     st.number_input(
         "epsilon",
-        min_value=0.01,
-        max_value=100.0,
+        min_value=None,
+        max_value=None,
+        value=None,  # an emptied box is None, not a silent default (settings.parse_epsilon)
         step=0.1,
         key="epsilon",
         persist_state="session",
         format="%.2f",
+        help="a positive number such as 1: smaller means more privacy and more noise",
     )
     st.text_input(
         "delta",
@@ -67,6 +69,7 @@ with right:
     )
 
 try:
+    epsilon = parse_epsilon(st.session_state["epsilon"])
     delta = parse_delta(st.session_state["delta_text"])
     config = current_config()
 except InputError as exc:
@@ -78,7 +81,7 @@ raw = st.session_state["raw_domains"]
 parts = open_parts(schema)
 included = len(schema.included())
 plan = plan_budget(
-    st.session_state["epsilon"],
+    epsilon,
     delta,
     included,
     config=config,
@@ -88,7 +91,10 @@ plan = plan_budget(
     private_undecided=0 if raw else len(parts.undecided),
 )
 st.subheader("Noise per step")
-st.caption("Computed from your settings alone: no data is read.")
+st.caption(
+    f"At epsilon {epsilon:g} and delta {delta:g}, computed from your settings alone: no data "
+    "is read."
+)
 st.metric("total rho (zCDP)", f"{plan.rho:.4g}")
 st.dataframe(
     pd.DataFrame(plan.as_rows()),

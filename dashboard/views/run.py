@@ -33,7 +33,7 @@ __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 
 from .. import state, worker
 from ..charts import convergence_chart
-from ..settings import current_config, parse_delta, parse_seed, public_settings
+from ..settings import current_config, parse_delta, parse_epsilon, parse_seed, public_settings
 
 #: seconds between two looks at a run's progress
 POLL = 0.5
@@ -57,6 +57,7 @@ st.text_input(
     persist_state="session",
 )
 try:
+    parse_epsilon(ss["epsilon"])
     delta = parse_delta(ss["delta_text"])
     seed = parse_seed(ss["seed_text"])
     config = current_config()

@@ -120,6 +120,17 @@ def _refuse_duplicates(names: Sequence[object], where: str) -> None:
         raise InputError(f"{where} has two columns named {twice!r}; give every column its own name")
 
 
+def _check_written_names(names: Sequence[str], where: str) -> None:
+    """The column names as the file writes them: each named, each once, not too many."""
+    check_width(len(names))
+    _refuse_duplicates(names, where)
+    for position, name in enumerate(names, start=1):
+        if not str(name).strip():
+            raise InputError(
+                f"{where}: column {position} has no name in the header; name every column"
+            )
+
+
 def _refuse_nul_bytes(file: Path) -> None:
     """Refuse a file with a NUL byte anywhere (the header check sees only its first 64 KB):
     text tables hold none, and pandas would cut or keep such a value silently. One pass of
@@ -227,7 +238,7 @@ def _read_csv(
         raise InputError(f"{file} has no data: give a table with a header row and rows") from None
     except pd.errors.ParserError as exc:
         raise InputError(
-            f"{file} is not a well-formed table ({' '.join(str(exc).split())}); give every "
+            f"{file} is not a well-formed table ({_parser_problem(exc)}); give every "
             "row as many values as the header has names, and quote values that hold the delimiter"
         ) from None
     except csv.Error as exc:
@@ -250,6 +261,17 @@ def _read_csv(
             f"name every column (or read the file without a header and give the names)"
         )
     return table
+
+
+def _parser_problem(exc: Exception) -> str:
+    """pandas' parser error in words a person can act on ("Error tokenizing data. C error:
+    Expected 2 fields in line 3, saw 3" names no names)."""
+    text = " ".join(str(exc).split())
+    found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", text)
+    if found is None:
+        return text
+    expected, line, saw = found.groups()
+    return f"line {line} has {saw} values, but the header has {expected} names"
 
 
 def _maybe_renamed(columns: pd.Index) -> bool:
@@ -348,7 +370,12 @@ def _table_file(path: str | Path) -> Path:
 
 def file_columns(path: str | Path) -> FileDescription:
     """A CSV (with a header) or Parquet file's column names and size, read by DuckDB from the
-    header or the Parquet metadata: no row is loaded, whatever the file's size."""
+    header or the Parquet metadata: no row is loaded, whatever the file's size.
+
+    The names as written (the Parquet schema, the CSV header line) are checked first, as
+    :func:`read_table` checks them: DuckDB would silently rename a repeated name (``a_1``) or
+    name an unnamed column (``column1``), and a CSV whose rows hold more values than its header
+    has names is read by its sniffer with a made-up header."""
     import duckdb
 
     file = _table_file(path)
@@ -356,10 +383,19 @@ def file_columns(path: str | Path) -> FileDescription:
     literal = "'" + str(file).replace("'", "''") + "'"
     if parquet:
         query = f"DESCRIBE SELECT * FROM read_parquet({literal})"
+        written = None
     else:
         with file.open("rb") as handle:
             head = handle.read(_HEADER_BYTES)
-        delimiter = header_delimiter(_first_line(head, _bom_encoding(head) or "utf-8"))
+        encoding = _bom_encoding(head) or "utf-8"
+        if b"\x00" in head and not encoding.startswith("utf-16"):
+            raise InputError(
+                f"{path} does not look like text (it contains NUL bytes); give a CSV or a "
+                "Parquet file"
+            )
+        delimiter = header_delimiter(_first_line(head, encoding))
+        written = next(csv.reader([_first_line(head, encoding)], delimiter=delimiter), [])
+        _check_written_names(written, str(path))
         query = (
             f"DESCRIBE SELECT * FROM read_csv({literal}, header = true, all_varchar = true, "
             f"delim = '{delimiter}', quote = '\"', escape = '\"')"
@@ -367,8 +403,26 @@ def file_columns(path: str | Path) -> FileDescription:
     try:
         with duckdb.connect() as connection:
             described = connection.execute(query).fetchall()
+            if parquet:
+                names = connection.execute(
+                    f"SELECT name FROM parquet_schema({literal}) WHERE num_children IS NULL"
+                ).fetchall()
+                _check_written_names([str(row[0]) for row in names], str(path))
     except duckdb.Error as exc:
-        raise InputError(f"{path} is not a readable table ({exc})") from None
+        problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        fix = (
+            ""
+            if parquet
+            else "; DuckDB reads CSV files in UTF-8 with lines of up to 2 MB: save it so, or "
+            "as Parquet"
+        )
+        raise InputError(f"{path} is not a readable table ({problem}){fix}") from None
+    if written is not None and len(written) != len(described):
+        raise InputError(
+            f"{path}: its header names {len(written)} columns but its rows hold "
+            f"{len(described)} values; give every row as many values as the header has names, "
+            "and quote values that hold the delimiter"
+        )
     return FileDescription(
         file,
         tuple(str(row[0]) for row in described),

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from privsyn_core.errors import InputError
+from privsyn_core.errors import InputError, TooBigToLoad
 
 #: per-row temporaries of one GUM update (cell index, uniform draws, thresholds, masks)
 _UPDATE_BYTES_PER_ROW = 32
@@ -84,23 +84,30 @@ def check_load_fits(
 ) -> None:
     """Refuse to load a table of about ``rows`` x ``columns`` cells that would not fit in the
     free memory, before a single row is read. ``file_bytes`` counts text held on top of the
-    per-cell cost (a CSV file's values)."""
+    per-cell cost (a CSV file's values). The refusal, :class:`~privsyn_core.errors.TooBigToLoad`,
+    carries the numbers for front ends that offer another way out than the CLI's."""
     free = available_bytes() if available is None else available
     if free is None:
         return
     needed = rows * columns * LOAD_BYTES_PER_CELL[file_format] + file_bytes
-    if needed <= USABLE_SHARE * free:
+    usable = USABLE_SHARE * free
+    if needed <= usable:
         return
-    raise InputError(
+    raise TooBigToLoad(
         f"{what} holds about {rows:,} rows x {columns:,} column{'s' * (columns != 1)}, which "
-        f"need about {_size(needed)} of memory to load, but only about "
-        f"{_size(USABLE_SHARE * free)} of the {_size(free)} free may be used; "
+        f"need about {size_text(needed)} of memory to load, but only about "
+        f"{size_text(usable)} of the {size_text(free)} free may be used; "
         "count it where it lies with the DuckDB engine (privsyn synthesize --engine duckdb), "
-        "or synthesise from a sample of its rows"
+        "or synthesise from a sample of its rows",
+        rows=rows,
+        columns=columns,
+        needed=needed,
+        usable=usable,
+        free=free,
     )
 
 
-def _size(size: float) -> str:
+def size_text(size: float) -> str:
     return f"{size / 2**30:.1f} GB" if size >= 2**30 else f"{size / 2**20:.0f} MB"
 
 

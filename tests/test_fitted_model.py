@@ -224,7 +224,7 @@ def test_a_row_count_below_one_or_beyond_memory_is_refused_before_work(coded_mod
     for rows in (0, -3):
         with pytest.raises(InputError, match="at least 1"):
             coded_model.sample(rows, seed=0)
-    with pytest.raises(InputError, match="memory|too large|does not fit"):
+    with pytest.raises(InputError, match=r"memory|too large|does not fit"):
         coded_model.sample(10**15, seed=0)
     with pytest.raises(InputError, match="whole number"):
         coded_model.sample(2.5, seed=0)  # type: ignore[arg-type]

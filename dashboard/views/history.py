@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import records, runs, state
+from dashboard import records, resample, runs, state
 from dashboard.settings import parse_delta
 from privsyn_core.errors import InputError
 from privsyn_core.privacy.ledger import epsilon_from_rho, rho_from_epsilon_delta
@@ -175,7 +175,7 @@ def compare(listed: list[RunRecord]) -> None:
 
 
 def redownload(listed: list[RunRecord]) -> None:
-    st.subheader("Download a past release")
+    st.subheader("Download a past release, or sample it again")
     state.dp_badge()
     if not listed:
         st.info("No recorded runs to download.")
@@ -190,6 +190,8 @@ def redownload(listed: list[RunRecord]) -> None:
         run.id, run.ledger.get("not_private", []), runs.outcome(run)
     )
     records.offer_bundle(run.id, bundle, run.randomness, why_none, key="history_bundle")
+    model, why_not = resample.model_from_bundle(bundle)
+    resample.sample_again(model, run.id, key="history_resample", why_not=why_not or why_none)
 
 
 show_runs(listed)

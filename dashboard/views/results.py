@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import records, state
+from dashboard import records, resample, state
 from dashboard.charts import pair_error_heatmap, side_by_side
 from privsyn_core.data.columns import coded_frame
 from privsyn_core.evaluation import encode_tables, fidelity_report, pairwise_l1
@@ -38,6 +38,16 @@ records.offer_bundle(
     result.ledger.randomness,
     records.no_bundle_reason(finished.run_id, result.ledger.not_private),
     key="download_bundle",
+)
+
+st.subheader("Sample again")
+state.dp_badge()
+resample.sample_again(
+    result.model if result.end_to_end_dp else None,
+    finished.run_id,
+    key="results_resample",
+    why_not="This run read domains off the raw data (the raw-domains switch): it is not a "
+    "release, so there is nothing to sample again from.",
 )
 
 st.subheader("Fidelity against the real table")

@@ -330,19 +330,23 @@ class BundleError(InputError):
     """A file that is not a release bundle this version can sample from, and why."""
 
 
-def load_model(path: str | Path) -> FittedModel:
-    """The fitted model in the release bundle at ``path``.
+def load_model(source: str | Path | bytes) -> FittedModel:
+    """The fitted model in the release bundle at ``source`` (a path, or the bundle's bytes,
+    such as the registry's stored copy).
 
     Checked before use: a zip file, PrivSyn's manifest, a bundle version that holds a model,
     every file's SHA-256, and the model's internal consistency (one grouping, target and
     decoder per column, table shapes that match the domain, finite non-negative counts). Any
     failure is a :class:`BundleError` naming the file and what to do."""
-    where = str(path)
-    file = Path(path)
-    if not file.is_file():
-        raise BundleError(f"cannot read {where}: no such file")
+    if isinstance(source, bytes):
+        where, opened = "the release bundle", io.BytesIO(source)
+    else:
+        where = str(source)
+        if not Path(source).is_file():
+            raise BundleError(f"cannot read {where}: no such file")
+        opened = Path(source)  # type: ignore[assignment]
     try:
-        with zipfile.ZipFile(file) as archive:
+        with zipfile.ZipFile(opened) as archive:
             names = set(archive.namelist())
             if "manifest.json" not in names:
                 raise BundleError(

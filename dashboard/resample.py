@@ -38,9 +38,13 @@ def model_from_bundle(bundle: bytes | None) -> tuple[FittedModel | None, str]:
         return None, f"This release cannot be sampled again: {exc}."
 
 
-def sample_again(model: FittedModel | None, run_id: int, key: str, why_not: str = "") -> None:
-    """Rows and seed inputs, a Generate button and, once drawn, a preview and a download."""
-    st.markdown("**Sample again from this release**")
+def sample_again(
+    model: FittedModel | None, run_id: int, key: str, why_not: str = "", heading: bool = True
+) -> None:
+    """Rows and seed inputs, a Generate button and, once drawn, a download and a preview
+    (``heading`` False when the page has its own heading for this section)."""
+    if heading:
+        st.markdown(f"**Sample again from run {run_id}'s release**")
     if model is None:
         st.info(why_not or "This run has no release to sample from.")
         return
@@ -94,7 +98,6 @@ def sample_again(model: FittedModel | None, run_id: int, key: str, why_not: str 
         f"Drew {len(table):,} rows from run {run_id}'s release with seed {int(seed)}; "
         "privacy spent: none."
     )
-    st.dataframe(table.head(100), key=f"{key}_preview", width="stretch")
     st.download_button(
         f"Download the new table ({len(table):,} rows, CSV)",
         data=lambda: table.to_csv(index=False).encode(),
@@ -103,3 +106,5 @@ def sample_again(model: FittedModel | None, run_id: int, key: str, why_not: str 
         key=f"{key}_download",
         on_click="ignore",
     )
+    st.caption("Its first rows:")
+    st.dataframe(table.head(100), key=f"{key}_preview", width="stretch", height=250)

@@ -1,4 +1,4 @@
-""""Sample again" on the Results and History pages: a new table from a stored release, with
+""" "Sample again" on the Results and History pages: a new table from a stored release, with
 rows and seed chosen on the page, a download, and no spend (the registry is unchanged)."""
 
 from __future__ import annotations

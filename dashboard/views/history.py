@@ -180,7 +180,7 @@ def redownload(listed: list[RunRecord]) -> None:
     if not listed:
         st.info("No recorded runs to download.")
         return
-    run_id = pick("Run to download", listed, index=0, key="bundle_run")
+    run_id = pick("Run to download or sample again", listed, index=0, key="bundle_run")
     run = next(r for r in listed if r.id == run_id)
     try:
         bundle = registry.bundle(run.id) if run.has_bundle else None

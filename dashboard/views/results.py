@@ -40,7 +40,7 @@ records.offer_bundle(
     key="download_bundle",
 )
 
-st.subheader("Sample again")
+st.subheader(f"Sample again from run {finished.run_id}'s release")
 state.dp_badge()
 resample.sample_again(
     result.model if result.end_to_end_dp else None,
@@ -48,6 +48,7 @@ resample.sample_again(
     key="results_resample",
     why_not="This run read domains off the raw data (the raw-domains switch): it is not a "
     "release, so there is nothing to sample again from.",
+    heading=False,
 )
 
 st.subheader("Fidelity against the real table")

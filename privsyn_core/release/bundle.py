@@ -191,6 +191,9 @@ def save_model(model: FittedModel, path: str | Path, synthetic: pd.DataFrame | N
     target = Path(path)
     data = model_bytes(model, synthetic)
     handle, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file normal permissions
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)

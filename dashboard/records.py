@@ -223,5 +223,6 @@ def offer_bundle(
     st.caption(
         "The bundle is the registry's stored copy: downloading it again spends no privacy "
         "budget. It holds the synthetic table, the noisy marginals, the released schema, the "
-        "ledger, the configuration and a SHA-256 manifest."
+        "ledger, the configuration, the fitted model (for `privsyn generate` and Sample "
+        "again) and a SHA-256 manifest."
     )

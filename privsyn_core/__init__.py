@@ -13,6 +13,8 @@ _HOMES = {
     "PrivSynConfig": "privsyn_core.config",
     "Domain": "privsyn_core.domain",
     "GumSettings": "privsyn_core.generation.gum",
+    "FittedModel": "privsyn_core.generation.fitted",
+    "PrivSyn": "privsyn_core.model",
     "Measurements": "privsyn_core.pipeline",
     "SelectedMarginal": "privsyn_core.pipeline",
     "SynthesisResult": "privsyn_core.pipeline",
@@ -36,10 +38,12 @@ _HOMES = {
 __all__ = [
     "BudgetExceededError",
     "Domain",
+    "FittedModel",
     "GumProgress",
     "GumSettings",
     "Measurement",
     "Measurements",
+    "PrivSyn",
     "PrivSynConfig",
     "PrivacyLedger",
     "ProgressEvent",
@@ -61,7 +65,9 @@ if TYPE_CHECKING:
     from privsyn_core.config import PrivSynConfig
     from privsyn_core.domain import Domain
     from privsyn_core.errors import TableError
+    from privsyn_core.generation.fitted import FittedModel
     from privsyn_core.generation.gum import GumSettings
+    from privsyn_core.model import PrivSyn
     from privsyn_core.pipeline import (
         Measurements,
         SelectedMarginal,

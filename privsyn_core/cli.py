@@ -22,6 +22,16 @@ from privsyn_core.errors import InputError, UsageError
 from privsyn_core.privacy.ledger import BudgetExceededError, check_epsilon_delta
 from privsyn_core.progress import SynthesisCancelled
 
+#: GUM's update strategies (paper 5.2), listed here so the parser needs no engine import
+_STRATEGIES = (
+    "replace",
+    "duplicate",
+    "half_half",
+    "replace_plus_duplicate",
+    "half_half_plus_duplicate",
+    "half_half_plus_replace",
+)
+
 
 def _command(name: str) -> Callable[[argparse.Namespace], int]:
     """The command ``name`` of :mod:`privsyn_core.commands`, imported when it runs."""
@@ -182,6 +192,44 @@ def build_parser() -> argparse.ArgumentParser:
     )
     syn.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
     syn.set_defaults(run=_command("_synthesize"))
+
+    gen = commands.add_parser(
+        "generate",
+        help="sample a new synthetic table from a release bundle (reads no data, spends nothing)",
+        description="Sample a new synthetic table from the fitted model in a release bundle "
+        "(--bundle of 'synthesize', or 'runs export'). Only the bundle is read: no data, no "
+        "run registry, no privacy budget; any number of rows, any seed, any GUM settings.",
+    )
+    gen.add_argument("bundle", help="the release bundle (.zip)")
+    gen.add_argument(
+        "-o", "--output", required=True, help="where to write the synthetic table (.csv/.parquet)"
+    )
+    gen.add_argument(
+        "--rows", type=_count(1), default=None,
+        help="rows to synthesise (default: the release's noisy total)",
+    )  # fmt: skip
+    gen.add_argument(
+        "--seed", type=_count(0), default=None,
+        help="make the table reproducible: the same seed and settings give the same table",
+    )  # fmt: skip
+    gen.add_argument(
+        "--iterations", type=_count(0), default=None,
+        help="GUM iterations (default: the release's setting)",
+    )  # fmt: skip
+    gen.add_argument(
+        "--strategy",
+        choices=sorted(_STRATEGIES),
+        default=None,
+        help="GUM's update strategy (default: the release's, normally half_half_plus_duplicate)",
+    )
+    gen.add_argument(
+        "--decay",
+        type=float,
+        default=None,
+        help="GUM's step-decay factor of alpha, in (0, 1] (default: the release's, 0.84)",
+    )
+    gen.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
+    gen.set_defaults(run=_command("_generate"))
 
     ev = commands.add_parser(
         "evaluate", help="fidelity of a synthetic table against the real one (owner-only)"

@@ -14,6 +14,7 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,7 @@ from privsyn_core.progress import (
     StageFinished,
     StageStarted,
 )
-from privsyn_core.release.bundle import bundle_bytes
+from privsyn_core.release.bundle import bundle_bytes, load_model
 from privsyn_core.release.registry import Registry, RunRecord, file_fingerprint
 
 
@@ -116,10 +117,10 @@ class _ProgressBar:
     the last finished stage: what an interrupted run had spent (the bar has shown results of
     those measurements, such as GUM's error against the noisy marginals)."""
 
-    def __init__(self, iterations: int, enabled: bool) -> None:
+    def __init__(self, iterations: int, enabled: bool, stages: int = len(STAGE_TITLES)) -> None:
         self.spent: PrivacyLedger | None = None
         self.bar = tqdm(
-            total=len(STAGE_TITLES) + iterations,
+            total=stages + iterations,
             file=sys.stderr,
             disable=not enabled or not sys.stderr.isatty(),
             leave=False,
@@ -250,6 +251,48 @@ def _synthesize(args: argparse.Namespace) -> int:
             f"{', '.join(result.ledger.not_private)} were read off the raw data (--raw-domains)",
             file=sys.stderr,
         )
+    return 0
+
+
+def _generate(args: argparse.Namespace) -> int:
+    """Sample from the fitted model in a release bundle: the bundle is the only input (no
+    table, no registry), so nothing is measured and nothing is spent."""
+    target = _check_output(args.output)
+    model = load_model(args.bundle)
+    changes: dict[str, Any] = {}
+    if args.iterations is not None:
+        changes["iterations"] = args.iterations
+    if args.strategy is not None:
+        changes["strategy"] = args.strategy
+    if args.decay is not None:
+        changes["decay"] = args.decay
+    gum = replace(model.defaults.gum, **changes)
+    rows = model.default_rows if args.rows is None else args.rows
+    model.check_fits(rows)  # before any work: a count beyond memory is one line, no file
+    bar = _ProgressBar(gum.iterations, enabled=not args.quiet, stages=3)
+    started = time.perf_counter()
+    try:
+        drawn = model.generate(rows, seed=args.seed, gum=gum, on_progress=bar)
+    finally:
+        bar.close()
+    _write_atomically(drawn.table, target)
+    if not args.quiet:
+        ledger = model.ledger
+        epsilon = "-" if ledger.epsilon is None else f"{ledger.epsilon:g}"
+        print(
+            f"wrote {drawn.n_records} synthetic rows to {args.output} in "
+            f"{time.perf_counter() - started:.1f} s from {args.bundle}: read nothing but the "
+            f"bundle and spent no privacy budget (the release cost epsilon={epsilon}, "
+            f"rho={ledger.spent_rho:.5g}, once); {len(drawn.history)} GUM iterations; "
+            + ("seed " + str(args.seed) if args.seed is not None else "no seed"),
+            file=sys.stderr,
+        )
+        if "not for release" in ledger.randomness:
+            print(
+                "privsyn: note: the bundle's measurements used debug-mode noise (a seed): "
+                "NOT for release",
+                file=sys.stderr,
+            )
     return 0
 
 

@@ -10,9 +10,8 @@ true ``n``.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import networkx as nx
@@ -24,34 +23,24 @@ from privsyn_core.data.columns import (
     Preparation,
     PreparedColumn,
     check_schema_matches,
-    decode_columns,
     open_parts,
     prepare_columns,
 )
 from privsyn_core.data.schema import Provenance, Schema
 from privsyn_core.data.sources import ENGINES, Engine, Source, load_source, source_width
 from privsyn_core.data.table import ColumnCodec as TableCodec
-from privsyn_core.data.table import DomainSpec, decode_table, encode_table
+from privsyn_core.data.table import DomainSpec, encode_table
 from privsyn_core.domain import Domain
 from privsyn_core.errors import FailedAfterSpending, InputError
-from privsyn_core.generation.consistency import ConsistencyReport, make_consistent
-from privsyn_core.generation.gum import (
-    GumIterationRecord,
-    GumTarget,
-    columns_of,
-    fill_record_major,
-    record_major,
-    run_gum,
-)
+from privsyn_core.generation.consistency import ConsistencyReport
+from privsyn_core.generation.fitted import FittedModel, SamplingSettings, fit_model
+from privsyn_core.generation.gum import GumIterationRecord
 from privsyn_core.generation.memory import check_fits, check_width
-from privsyn_core.generation.sampling import conditional_column, shuffled_column
-from privsyn_core.marginals import MarginalTable
 from privsyn_core.measuring.counting import ArrayCounter, Counter, RecodedCounter
 from privsyn_core.measuring.indif import measure_indif
 from privsyn_core.measuring.measurement import NoisyMarginal, measure_marginals
 from privsyn_core.measuring.one_way import (
     ValueGrouping,
-    decode,
     group_low_counts,
     grouped_one_way,
     measure_one_way,
@@ -59,23 +48,12 @@ from privsyn_core.measuring.one_way import (
 from privsyn_core.measuring.reading import FrameTable, RawTable
 from privsyn_core.privacy.ledger import PrivacyLedger
 from privsyn_core.privacy.noise import NoiseSource, SecureNoise, SeededNoise
-from privsyn_core.progress import (
-    STAGE_TITLES,
-    GumProgress,
-    ProgressCallback,
-    Stage,
-    StageFinished,
-    StageStarted,
-    SynthesisCancelled,
-)
+from privsyn_core.progress import ProgressCallback, Stage
+from privsyn_core.progress import StageReporter as _Reporter
+from privsyn_core.release.bundle import released_schema
 from privsyn_core.selection.combine import combine_marginals
 from privsyn_core.selection.greedy import Selection, select_marginals
-from privsyn_core.selection.marginal_graph import (
-    AppendPlan,
-    gum_components,
-    marginal_graph,
-    plan_appending,
-)
+from privsyn_core.selection.marginal_graph import AppendPlan, marginal_graph
 
 
 @dataclass(frozen=True)
@@ -117,6 +95,8 @@ class SynthesisResult:
     #: the DP measurements themselves: noisy 1-way marginals (declared codes) and the noisy
     #: selected marginals (engine codes, see ``groupings``), before consistency
     noisy_marginals: tuple[NoisyMarginal, ...] = ()
+    #: the fitted model these rows were sampled from: more samples at no privacy cost
+    model: FittedModel | None = None
 
     @property
     def end_to_end_dp(self) -> bool:
@@ -168,36 +148,6 @@ class SynthesisResult:
                 for e in self.ledger.entries
             ]
         )
-
-
-class _Reporter:
-    """Sends stage events and turns a ``False`` from the callback into a clean stop."""
-
-    def __init__(self, callback: ProgressCallback | None) -> None:
-        self.callback = callback
-        self.seconds: dict[str, float] = {}
-        self.ledger: PrivacyLedger | None = None
-        self._stage: Stage | None = None
-        self._started = 0.0
-
-    def send(self, event: object) -> bool:
-        return self.callback is None or self.callback(event) is not False  # type: ignore[arg-type]
-
-    def start(self, stage: Stage) -> None:
-        self._stage, self._started = stage, time.perf_counter()
-        if not self.send(StageStarted(stage, STAGE_TITLES[stage])):
-            self.stop()
-
-    def finish(self, summary: str = "") -> None:
-        assert self._stage is not None
-        seconds = time.perf_counter() - self._started
-        self.seconds[self._stage.value] = seconds
-        if not self.send(StageFinished(self._stage, seconds, summary, self.ledger)):
-            self.stop()
-
-    def stop(self) -> None:
-        assert self._stage is not None and self.ledger is not None
-        raise SynthesisCancelled(self._stage, self.ledger)
 
 
 @dataclass(frozen=True)
@@ -592,6 +542,49 @@ def _measure_counts(
     )
 
 
+def fit_measurements(
+    measurements: Measurements,
+    config: PrivSynConfig | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> FittedModel:
+    """The fitted model of ``measurements``: consistency (paper 4.3) once, and everything
+    sampling needs, none of it a row of the table (:mod:`privsyn_core.generation.fitted`)."""
+    report = _Reporter(on_progress)
+    report.ledger = measurements.ledger
+    return _fitted(measurements, config or PrivSynConfig(), report)
+
+
+def _fitted(measurements: Measurements, config: PrivSynConfig, report: _Reporter) -> FittedModel:
+    report.start(Stage.CONSISTENCY)
+    preparation = measurements.preparation
+    decoders = (
+        tuple(c.codec for c in preparation.columns)
+        if preparation is not None
+        else measurements.codecs
+    )
+    model = fit_model(
+        measurements.ledger,
+        measurements.engine,
+        measurements.groupings,
+        measurements.grouped,
+        measurements.measured,
+        decoders,
+        consistency_rounds=config.consistency_rounds,
+        defaults=SamplingSettings(config.gum, config.append_attributes, config.separate_and_join),
+        noisy=(*measurements.one_way, *measurements.measured),
+        schema=released_schema(
+            preparation.columns if preparation is not None else (),
+            measurements.groupings,
+            preparation.excluded if preparation is not None else (),
+            decoders,
+        ),
+        config=asdict(config),
+    )
+    consistency = model.consistency
+    report.finish(f"{consistency.rounds} rounds, total {consistency.total:.0f}")
+    return model
+
+
 def generate(
     measurements: Measurements,
     *,
@@ -602,116 +595,47 @@ def generate(
 ) -> SynthesisResult:
     """A synthetic table from ``measurements`` alone (paper Algorithm 3, lines 5-6:
     consistency, GUM, appending, decoding): post-processing, free of privacy cost, with no
-    access to the private table. ``n_records`` (public) defaults to the noisy total."""
+    access to the private table. ``n_records`` (public) defaults to the noisy total.
+
+    The same as :func:`fit_measurements` then :meth:`FittedModel.generate`; the result
+    carries the model (``result.model``) for more samples and the release bundle."""
     config = config or PrivSynConfig()
     rng = rng if rng is not None else np.random.default_rng()
     if n_records is not None and n_records < 1:
         raise InputError(f"the number of synthetic rows must be at least 1, got {n_records}")
+    ledger = measurements.ledger
     report = _Reporter(on_progress)
-    report.seconds.update(measurements.stage_seconds)
-    ledger = report.ledger = measurements.ledger
-    engine, groupings = measurements.engine, measurements.groupings
-    grouped, measured = measurements.grouped, measurements.measured
-    preparation, codecs = measurements.preparation, measurements.codecs
-    code_dtype, declared_dtype = measurements.code_dtype, measurements.declared_dtype
-    summary, noisy_indif = measurements.marginals, measurements.noisy_indif
-    d = len(measurements.declared)
-
-    report.start(Stage.CONSISTENCY)
-    tables, consistency = make_consistent(
-        (*grouped, *measured), max_rounds=config.consistency_rounds
-    )
-    one_way_targets, marginal_targets = tables[:d], tables[d:]
-    n = n_records if n_records is not None else max(1, round(consistency.total))
-    report.finish(f"{consistency.rounds} rounds, total {consistency.total:.0f}")
+    report.ledger = ledger
+    model = _fitted(measurements, config, report)
+    n = n_records if n_records is not None else model.default_rows
     try:  # the noisy total is known only now: refuse before GUM rather than die in it
-        check_fits(n, d, code_dtype.itemsize)
+        model.check_fits(n)
     except InputError as error:
         raise FailedAfterSpending(
             f"{error} (the budget is spent: rho {ledger.spent_rho:.4g})", ledger
         ) from None
-
-    report.start(Stage.GUM)
-    multiway = [t for t in marginal_targets if len(t.attributes) > 1]
-    appended = (
-        plan_appending(engine.attributes, [t.attributes for t in multiway])
-        if config.append_attributes
-        else ()
-    )
-    peeled = {p.marginal for p in appended}
-    gum_marginals = [t for t in multiway if t.attributes not in peeled]
-    leaves = {p.leaf for p in appended}
-    synthetic = np.zeros((d, n), dtype=code_dtype)
-    components = _gum_problems(
-        [a for a in engine if a not in leaves],
-        gum_marginals,
-        one_way_targets,
-        engine,
-        n,
-        config.separate_and_join,
-        rng,
-        code_dtype,
-    )
-
-    def on_iteration(record: GumIterationRecord) -> bool:
-        return report.send(
-            GumProgress(
-                record.iteration,
-                config.gum.iterations,
-                record.alpha,
-                record.mean_error,
-                record.errors,
-                record.seconds,
-            )
-        )
-
-    history, finished = run_gum(
-        [(arr, targets) for _, arr, targets in components], config.gum, rng, on_iteration
-    )
-    if not finished:
-        report.stop()
-    for names, arr, _ in components:
-        # one transposing copy: reading a record-major attribute alone streams the whole array
-        columns = columns_of(arr, len(names))
-        for row, name in enumerate(names):
-            synthetic[engine.index(name)] = columns[row]
-        del columns
-    report.finish(f"{len(history)} iterations over {len(gum_marginals)} marginals")
-
-    report.start(Stage.APPEND)
-    by_attributes = {t.attributes: t for t in marginal_targets}
-    for plan in appended:
-        synthetic[engine.index(plan.leaf)] = _append(
-            plan, by_attributes[plan.marginal], synthetic, engine, rng
-        )
-    report.finish(f"{len(appended)} attributes appended")
-
-    report.start(Stage.DECODE)
-    declared_codes = np.empty((d, n), dtype=declared_dtype)
-    for row, grouping in enumerate(groupings):
-        declared_codes[row] = decode(synthetic[row], grouping, rng, consistency.total / n)
-    if preparation is None:
-        frame = decode_table(declared_codes, codecs)
-    else:
-        frame = decode_columns(declared_codes, preparation, rng)
-    report.finish(f"{n} rows")
-
+    drawn = model.generate(n, rng=rng, on_progress=on_progress)
+    preparation = measurements.preparation
+    seconds = {**measurements.stage_seconds, **report.seconds, **drawn.stage_seconds}
     return SynthesisResult(
-        synthetic=frame,
-        noisy_indif=noisy_indif,
+        synthetic=drawn.table,
+        noisy_indif=measurements.noisy_indif,
         selection=measurements.selection,
-        marginals=tuple(summary),
-        graph=_described_graph(engine, summary, noisy_indif),
-        history=tuple(history),
+        marginals=measurements.marginals,
+        graph=_described_graph(
+            measurements.engine, measurements.marginals, measurements.noisy_indif
+        ),
+        history=drawn.history,
         ledger=ledger,
-        groupings=groupings,
-        appended=appended,
-        consistency=consistency,
+        groupings=measurements.groupings,
+        appended=drawn.appended,
+        consistency=model.consistency,
         n_records=n,
-        stage_seconds=dict(report.seconds),
+        stage_seconds=seconds,
         columns=preparation.columns if preparation else (),
         excluded=preparation.excluded if preparation else (),
-        noisy_marginals=(*measurements.one_way, *measured),
+        noisy_marginals=model.noisy,
+        model=model,
     )
 
 
@@ -730,58 +654,6 @@ def _origins(chosen: Sequence[tuple[str, ...]], selection: Selection) -> list[st
         else:
             out.append("one_way")
     return out
-
-
-def _gum_problems(
-    attributes: Sequence[str],
-    marginals: Sequence[MarginalTable],
-    one_way: Sequence[MarginalTable],
-    engine: Domain,
-    n: int,
-    separate: bool,
-    rng: np.random.Generator,
-    dtype: np.dtype,
-) -> list[tuple[list[str], np.ndarray, list[GumTarget]]]:
-    """Initial arrays (each column drawn from its consistent 1-way marginal) and targets.
-
-    Arrays use the smallest integer type of the codes: GUM's duplications copy whole records,
-    so their cost is proportional to the bytes per record.
-    """
-    problems = []
-    for names in gum_components(attributes, [m.attributes for m in marginals], separate=separate):
-        position = {a: i for i, a in enumerate(names)}
-        columns = np.empty((len(names), n), dtype=dtype)
-        for row, name in enumerate(names):
-            columns[row] = shuffled_column(one_way[engine.index(name)].values, n, rng)
-        arr = record_major(len(names), n, dtype)
-        fill_record_major(arr, columns)  # not a strided write of the whole array per column
-        del columns
-        targets = [
-            GumTarget(
-                m.attributes,
-                tuple(position[a] for a in m.attributes),
-                m.shape,
-                m.normalised().values,
-            )
-            for m in marginals
-            if m.attributes[0] in position
-        ]
-        problems.append((names, arr, targets))
-    return problems
-
-
-def _append(
-    plan: AppendPlan,
-    marginal: MarginalTable,
-    synthetic: np.ndarray,
-    engine: Domain,
-    rng: np.random.Generator,
-) -> np.ndarray:
-    """Draw the leaf column from P(leaf | anchor), read off the consistent pair marginal."""
-    joint = marginal.values.reshape(marginal.shape)
-    if marginal.attributes[0] == plan.leaf:
-        joint = joint.T
-    return conditional_column(synthetic[engine.index(plan.anchor)].astype(np.int64), joint, rng)
 
 
 def _described_graph(

@@ -8,6 +8,7 @@ cleanly: :class:`SynthesisCancelled` is raised, carrying the ledger of what was 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -83,3 +84,38 @@ class SynthesisCancelled(RuntimeError):
         )
         self.stage = stage
         self.ledger = ledger
+
+
+class StageReporter:
+    """Sends stage events and turns a ``False`` from the callback into a clean stop.
+
+    Shared by measuring (:mod:`privsyn_core.pipeline`) and sampling
+    (:mod:`privsyn_core.generation.fitted`), so both report stages the same way; ``seconds``
+    collects each finished stage's duration.
+    """
+
+    def __init__(self, callback: ProgressCallback | None) -> None:
+        self.callback = callback
+        self.seconds: dict[str, float] = {}
+        self.ledger: PrivacyLedger | None = None
+        self._stage: Stage | None = None
+        self._started = 0.0
+
+    def send(self, event: object) -> bool:
+        return self.callback is None or self.callback(event) is not False  # type: ignore[arg-type]
+
+    def start(self, stage: Stage) -> None:
+        self._stage, self._started = stage, time.perf_counter()
+        if not self.send(StageStarted(stage, STAGE_TITLES[stage])):
+            self.stop()
+
+    def finish(self, summary: str = "") -> None:
+        assert self._stage is not None
+        seconds = time.perf_counter() - self._started
+        self.seconds[self._stage.value] = seconds
+        if not self.send(StageFinished(self._stage, seconds, summary, self.ledger)):
+            self.stop()
+
+    def stop(self) -> None:
+        assert self._stage is not None and self.ledger is not None
+        raise SynthesisCancelled(self._stage, self.ledger)

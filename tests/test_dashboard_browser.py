@@ -604,3 +604,42 @@ def test_the_graph_of_a_hundred_attributes_stays_legible(server, chromium):
         iframe.screenshot(path=str(Path(SHOTS) / "marginals-100.png"))
     user.assert_offline()
     user.close()
+
+
+def test_sample_again_from_results_and_history(server, chromium):
+    """A run, then a new table of a chosen size and seed from its release on Results and on
+    History: downloaded with the rows asked for, and the page says nothing is spent."""
+    user = Session(chromium, server)
+    user.open("Run")
+    user.page.get_by_label("GUM iterations (at most)").fill("20")
+    user.page.keyboard.press("Enter")
+    user.idle()
+    user.page.get_by_role("button", name="Run synthesis").click()
+    user.page.get_by_text("Synthesised").first.wait_for(timeout=120_000)
+    user.idle()
+    for page, rows in (("Results", "1234"), ("History", "321")):
+        user.open(page)
+        user.page.get_by_label("rows", exact=True).fill(rows)
+        user.page.keyboard.press("Enter")
+        user.idle()
+        user.page.get_by_label("seed", exact=True).fill("7")
+        user.page.keyboard.press("Enter")
+        user.idle()
+        user.page.get_by_role("button", name="Generate a new table (no privacy spend)").click()
+        user.idle()
+        assert user.page.get_by_text("No new privacy spend").count()
+        button = user.page.get_by_role("button", name=f"Download the new table ({int(rows):,} rows")
+        button.scroll_into_view_if_needed()
+        heading = "Sample again from run" if page == "Results" else "Download a past release"
+        user.page.get_by_role("heading", name=heading).evaluate(
+            "e => e.scrollIntoView({block: 'start'})"
+        )
+        user.page.wait_for_timeout(500)
+        user.shot(f"{page.lower()}-sample-again.png")
+        with user.page.expect_download() as download:
+            button.click()
+        drawn = pd.read_csv(download.value.path())
+        assert len(drawn) == int(rows)
+        assert "seed7" in download.value.suggested_filename
+    user.assert_offline()
+    user.close()

@@ -1,12 +1,13 @@
 """Hostile and careless input to the ``privsyn`` command line, one table of cases (issue 11).
 
-Each refused case runs ``privsyn synthesize`` (or ``plan``) in-process and checks what a
-person sees: status 2, nothing on stdout, exactly one ``privsyn: error:`` line on stderr (no
-traceback) that names the problem and the fix, no output or temporary file left behind, and
-no spend in the run registry unless something was measured (then the spend is recorded and
-the message says so). Each accepted case (a BOM, Latin-1 with semicolons, quoted line
-breaks, degenerate columns, ...) checks that the run succeeds and its output reads like the
-input: the same column names, only values the input holds, no mojibake.
+Each refused case runs ``privsyn synthesize`` (or ``plan``, or ``generate`` on a release
+bundle) in-process and checks what a person sees: status 2, nothing on stdout, exactly one
+``privsyn: error:`` line on stderr (no traceback) that names the problem and the fix, no
+output or temporary file left behind, and no spend in the run registry unless something was
+measured (then the spend is recorded and the message says so). Each accepted case (a BOM,
+Latin-1 with semicolons, quoted line breaks, degenerate columns, ...) checks that the run
+succeeds and its output reads like the input: the same column names, only values the input
+holds, no mojibake.
 
 Every input is generated in ``tmp_path``, small: the Parquet bomb is 30 million rows of one
 constant in about 100 KB, refused from its footer before a row is read. The free memory the
@@ -16,9 +17,12 @@ machine; the registry is each test's own (``conftest._private_registry``).
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -31,8 +35,10 @@ import privsyn_core.generation.memory as memory
 from privsyn_core.cli import main
 from privsyn_core.data.io import read_table
 from privsyn_core.errors import InputError
+from privsyn_core.model import PrivSyn
 from privsyn_core.pipeline import synthesize
 from privsyn_core.privacy.ledger import PrivacyLedger
+from privsyn_core.release.bundle import model_bytes
 from privsyn_core.release.registry import Registry
 
 FREE = 2**30  # the free memory the size checks see
@@ -208,6 +214,50 @@ def plan(*extra: str) -> Callable[[Path], list[str]]:
     return build
 
 
+@cache
+def release_bundle() -> bytes:
+    """A release bundle of the good table (fitted once; fitting records nothing)."""
+    table = good_table()
+    return model_bytes(PrivSyn(2.0, 1e-9).fit(table, rng=np.random.default_rng(0)))
+
+
+def generate(
+    *extra: str, bundle: Callable[[Path], Path] | None = None
+) -> Callable[[Path], list[str]]:
+    """``privsyn generate`` on the good table's release bundle (or on ``bundle(folder)``)."""
+
+    def build(folder: Path) -> list[str]:
+        if bundle is None:
+            path = folder / "release.zip"
+            path.write_bytes(release_bundle())
+        else:
+            path = bundle(folder)
+        output = str(folder / "out" / "synthetic.csv")
+        return ["generate", str(path), "-o", output, "--seed", "0", "-q", *extra]
+
+    return build
+
+
+def not_a_zip(folder: Path) -> Path:
+    path = folder / "release.zip"
+    path.write_bytes(b"colour,size\nred,1\n")
+    return path
+
+
+def old_bundle(folder: Path) -> Path:
+    """A version 1 bundle: the release without its fitted model."""
+    path = folder / "release.zip"
+    with zipfile.ZipFile(io.BytesIO(release_bundle())) as archive:
+        files = {name: archive.read(name) for name in archive.namelist()}
+    manifest = json.loads(files.pop("manifest.json"))
+    manifest.update(version=1)
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+        archive.writestr("manifest.json", json.dumps(manifest))
+    return path
+
+
 # --------------------------------------------------------------------------------------------
 # the cases
 # --------------------------------------------------------------------------------------------
@@ -311,6 +361,22 @@ REFUSED = [
         ("rows x 2 columns", "MB of memory", "of the 16 MB free", "--engine duckdb"),
         free=16 * 2**20,
     ),
+    # sampling again from a release bundle: only the bundle is read, nothing is spent
+    Refused(
+        "generate: no bundle",
+        generate(bundle=lambda folder: folder / "nowhere.zip"),
+        ("nowhere.zip", "no such file"),
+    ),
+    Refused("generate: not a zip", generate(bundle=not_a_zip), ("not a zip file",)),
+    Refused("generate: old bundle", generate(bundle=old_bundle), ("version 1", "sampled again")),
+    Refused("generate: rows 0", generate("--rows", "0"), ("--rows", "at least 1")),
+    Refused("generate: rows negative", generate("--rows", "-5"), ("--rows", "at least 1")),
+    Refused(
+        "generate: rows beyond memory",
+        generate("--rows", "100000000000"),
+        ("100,000,000,000 rows", "GB of memory", "fewer rows"),
+    ),
+    Refused("generate: decay 0", generate("--decay", "0"), ("decay must lie in (0, 1]",)),
     # found only by measuring: the spend is recorded, and the message says so
     Refused(
         "one row",

@@ -120,3 +120,12 @@ def test_the_check_sees_a_crossing():
     parents = _reachable("privsyn_core.pipeline")
     assert "privsyn_core.measuring.counting" in parents
     assert "privsyn_core.data.io" in parents or "privsyn_core.data.columns" in parents
+
+
+def test_the_fitted_model_and_its_bundle_are_post_processing():
+    """Sampling (the fitted model) and loading a model from a bundle are checked like every
+    other post-processing module: neither may reach the readers or the counters."""
+    assert {"privsyn_core.generation.fitted", "privsyn_core.release.bundle"} <= set(POST_MODULES)
+    assert "privsyn_core.generation.fitted" in _reachable("privsyn_core.release.bundle")
+    # the estimator that fits is outside the boundary: it measures
+    assert "privsyn_core.measuring.counting" in _reachable("privsyn_core.model")

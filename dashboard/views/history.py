@@ -21,7 +21,7 @@ from privsyn_core.release.registry import WARN_SHARE, BudgetStatus, Registry, Ru
 # ("dashboard" in a checkout, "privsyn_dashboard" installed) for the imports below.
 __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 
-from .. import records, runs, state
+from .. import records, resample, runs, state
 from ..settings import parse_delta
 
 st.title("History")
@@ -182,12 +182,12 @@ def compare(listed: list[RunRecord]) -> None:
 
 
 def redownload(listed: list[RunRecord]) -> None:
-    st.subheader("Download a past release")
+    st.subheader("Download a past release, or sample it again")
     state.dp_badge()
     if not listed:
         st.info("No recorded runs to download.")
         return
-    run_id = pick("Run to download", listed, index=0, key="bundle_run")
+    run_id = pick("Run to download or sample again", listed, index=0, key="bundle_run")
     run = next(r for r in listed if r.id == run_id)
     try:
         bundle = registry.bundle(run.id) if run.has_bundle else None
@@ -197,6 +197,8 @@ def redownload(listed: list[RunRecord]) -> None:
         run.id, run.ledger.get("not_private", []), runs.outcome(run)
     )
     records.offer_bundle(run.id, bundle, run.randomness, why_none, key="history_bundle")
+    model, why_not = resample.model_from_bundle(bundle)
+    resample.sample_again(model, run.id, key="history_resample", why_not=why_not or why_none)
 
 
 show_runs(listed)

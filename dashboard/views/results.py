@@ -15,7 +15,7 @@ from privsyn_core.evaluation import encode_tables, fidelity_report, pairwise_l1
 # ("dashboard" in a checkout, "privsyn_dashboard" installed) for the imports below.
 __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 
-from .. import records, state
+from .. import records, resample, state
 from ..charts import pair_error_heatmap, side_by_side
 
 st.title("Results")
@@ -45,6 +45,17 @@ records.offer_bundle(
     result.ledger.randomness,
     records.no_bundle_reason(finished.run_id, result.ledger.not_private),
     key="download_bundle",
+)
+
+st.subheader(f"Sample again from run {finished.run_id}'s release")
+state.dp_badge()
+resample.sample_again(
+    result.model if result.end_to_end_dp else None,
+    finished.run_id,
+    key="results_resample",
+    why_not="This run read domains off the raw data (the raw-domains switch): it is not a "
+    "release, so there is nothing to sample again from.",
+    heading=False,
 )
 
 st.subheader("Fidelity against the real table")

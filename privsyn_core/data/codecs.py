@@ -234,6 +234,36 @@ class BinnedCodec:
         return series
 
 
+@dataclass(frozen=True)
+class CodesCodec:
+    """A pre-coded column's codes (``0..size-1``) back to values: the codes themselves, or
+    the declared ``categories`` (``categories`` None for integer codes). ``dtype`` is the type
+    the caller gave the column (a pandas ``Categorical`` keeps its categories' order).
+
+    Everything here is declared by the data owner; ``rng`` is unused (no value is drawn) and
+    accepted so every codec decodes through the same call.
+    """
+
+    name: str
+    size: int
+    categories: tuple[object, ...] | None
+    dtype: object
+
+    def decode(self, codes: np.ndarray, rng: np.random.Generator | None = None) -> pd.Series:
+        if self.categories is None:
+            return pd.Series(codes.astype(np.int64), name=self.name)
+        if isinstance(self.dtype, pd.CategoricalDtype):
+            declared = pd.CategoricalDtype(list(self.categories), ordered=self.dtype.ordered)
+            return pd.Series(pd.Categorical.from_codes(codes, dtype=declared), name=self.name)
+        labels = np.empty(len(self.categories), dtype=object)
+        labels[:] = list(self.categories)
+        series = pd.Series(labels[codes], name=self.name)
+        try:
+            return series.astype(self.dtype)  # type: ignore[call-overload]
+        except (TypeError, ValueError):
+            return series
+
+
 ColumnCodec = CategoryCodec | BinnedCodec
 
 

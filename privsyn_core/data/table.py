@@ -10,40 +10,16 @@ against its declaration with an error that names the column and the value.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from privsyn_core.data.codecs import CodesCodec as ColumnCodec
 from privsyn_core.data.values import canonical_text, categories_as_text
 from privsyn_core.domain import Domain
 from privsyn_core.errors import TableError
 
 DomainSpec = Mapping[str, int | Sequence[object]]
-
-
-@dataclass(frozen=True)
-class ColumnCodec:
-    """How one column's values become codes: ``categories`` is None for integer codes."""
-
-    name: str
-    size: int
-    categories: tuple[object, ...] | None
-    dtype: object
-
-    def decode(self, codes: np.ndarray) -> pd.Series:
-        if self.categories is None:
-            return pd.Series(codes.astype(np.int64), name=self.name)
-        if isinstance(self.dtype, pd.CategoricalDtype):
-            declared = pd.CategoricalDtype(list(self.categories), ordered=self.dtype.ordered)
-            return pd.Series(pd.Categorical.from_codes(codes, dtype=declared), name=self.name)
-        labels = np.empty(len(self.categories), dtype=object)
-        labels[:] = list(self.categories)
-        series = pd.Series(labels[codes], name=self.name)
-        try:
-            return series.astype(self.dtype)
-        except (TypeError, ValueError):
-            return series
 
 
 def _codec_for(name: str, column: pd.Series, spec: int | Sequence[object] | None) -> ColumnCodec:

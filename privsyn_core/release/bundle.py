@@ -1,10 +1,31 @@
-"""The release bundle: one zip holding only what a DP run may publish.
+"""The release bundle: one zip holding only what a DP run may publish, and the fitted model
+that samples more tables from it at no privacy cost.
 
-Contents: the synthetic table, the noisy marginals (the actual DP measurements), the schema
-as released (every category, bound and bin edge with its provenance, all declared or DP
-estimates), the ledger, the configuration, package versions, the randomness mode, and a
-manifest with the SHA-256 of every file. Owner-only diagnostics (fidelity against the real
-table) never go in, and a run whose domains were read off the raw data cannot be bundled.
+Contents (format ``privsyn-release``, version 2):
+
+=================  ==========================================================================
+``manifest.json``  format, version, randomness mode, ``for_release``, the model file's name,
+                   and the SHA-256 of every other file
+``synthetic.csv``  the synthetic table (absent when a model is saved without a sample)
+``marginals.json`` the DP measurements themselves: noisy 1-way (declared codes) and selected
+                   marginals (engine codes), each with rho and sigma
+``schema.json``    the schema as released: every category, bound and bin edge with its
+                   provenance (declared or DP estimate)
+``ledger.json``    the privacy ledger (every measurement, totals, conversions)
+``config.json``    the run's configuration; ``versions.json`` package versions
+``model.json``     the fitted model (format ``privsyn-model``, version 1): the engine's
+                   domain; per column its codec (``category``, ``binned`` or ``codes``, with
+                   every field needed to decode) and its grouping of low-count values
+                   (``code_of``, ``members``, ``member_weights``, ``merged_code``); the
+                   consistent 1-way and selected marginals (engine codes, flat C order of
+                   ``shape``); the consistency report (its ``total`` is the default row
+                   count); the default sampling settings (GUM's, appending, separate and join)
+=================  ==========================================================================
+
+Everything in it is a DP measurement, post-processing of one, or declared by the owner.
+Owner-only diagnostics (fidelity against the real table) never go in, and a run whose domains
+were read off the raw data cannot be bundled. Version 1 bundles (no ``model.json``) are still
+releases but cannot be sampled again; :func:`load_model` says so.
 """
 
 from __future__ import annotations
@@ -12,20 +33,40 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import platform
+import tempfile
 import zipfile
-from dataclasses import asdict
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, fields
 from importlib import metadata
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import pandas as pd
+
 from privsyn_core.config import PrivSynConfig
-from privsyn_core.data.codecs import BinnedCodec
+from privsyn_core.data.codecs import BinnedCodec, CategoryCodec, CodesCodec
+from privsyn_core.domain import Domain
 from privsyn_core.errors import InputError
+from privsyn_core.generation.consistency import ConsistencyReport
+from privsyn_core.generation.fitted import FittedModel, SamplingSettings
+from privsyn_core.generation.gum import GumSettings
+from privsyn_core.marginals import MarginalTable
+from privsyn_core.measuring.measurement import NoisyMarginal
+from privsyn_core.measuring.one_way import ValueGrouping
+from privsyn_core.privacy.ledger import Measurement, PrivacyLedger
 
 if TYPE_CHECKING:
     from privsyn_core.pipeline import SynthesisResult
 
 FORMAT = "privsyn-release"
+#: 2: adds the fitted model (``model.json``); 1 held the release without it
+VERSION = 2
+MODEL_FORMAT = "privsyn-model"
+MODEL_VERSION = 1
+MODEL_FILE = "model.json"
 _PACKAGES = ("privsyn-studio", "numpy", "pandas", "scipy", "networkx", "opendp")
 
 
@@ -39,9 +80,17 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _released_schema(result: SynthesisResult) -> list[dict[str, Any]]:
-    columns = []
-    for item in result.columns:
+def released_schema(
+    columns: Sequence[Any],
+    groupings: Sequence[ValueGrouping],
+    excluded: Sequence[tuple[str, str]],
+    decoders: Sequence[Any] = (),
+) -> list[dict[str, Any]]:
+    """The released schema, JSON-ready: per column its codec and every structural choice
+    with its provenance (``columns`` are a raw table's prepared columns; empty for a
+    pre-coded table, whose declared codes, and categories if any, come from ``decoders``)."""
+    out = []
+    for item in columns:
         codec = item.codec
         entry: dict[str, Any] = {
             "name": codec.name,
@@ -68,23 +117,26 @@ def _released_schema(result: SynthesisResult) -> list[dict[str, Any]]:
                 categories=[str(c) for c in codec.categories],
                 other=codec.other,
             )
-        columns.append(entry)
-    if not result.columns:  # a pre-coded table: its declared number of codes per column
-        columns = [
-            {
+        out.append(entry)
+    if not columns:  # a pre-coded table: its declared number of codes per column
+        labels = {d.name: d.categories for d in decoders if isinstance(d, CodesCodec)}
+        out = []
+        for g in groupings:
+            entry = {
                 "name": g.attribute,
                 "kind": "codes",
                 "codes": g.declared_size,
                 "provenance": "declared",
             }
-            for g in result.groupings
-        ]
+            if labels.get(g.attribute) is not None:
+                entry["categories"] = [str(c) for c in labels[g.attribute]]
+            out.append(entry)
     # names only: a reason may quote counts read off the data (a draft schema's reasons do)
-    columns.extend({"name": name, "excluded": True} for name, _ in result.excluded)
-    return columns
+    out.extend({"name": name, "excluded": True} for name, _ in excluded)
+    return out
 
 
-def _marginals(result: SynthesisResult) -> list[dict[str, Any]]:
+def _marginals(noisy: Sequence[NoisyMarginal]) -> list[dict[str, Any]]:
     return [
         {
             "attributes": list(m.attributes),
@@ -93,30 +145,100 @@ def _marginals(result: SynthesisResult) -> list[dict[str, Any]]:
             "sigma": m.sigma,
             "noisy_counts": [float(v) for v in m.table.values],
         }
-        for m in result.noisy_marginals
+        for m in noisy
     ]
 
 
 def bundle_bytes(result: SynthesisResult, config: PrivSynConfig | None = None) -> bytes:
-    """The release as a zip file's bytes (see the module docstring)."""
+    """The release as a zip file's bytes (see the module docstring): the run's synthetic
+    table and, when the result carries its fitted model (every run does), the model."""
     if not result.end_to_end_dp:
         raise InputError(
             "this run read domains off the raw data (--raw-domains), so it is not a DP release "
             "and cannot be bundled; rerun with declared or private domains"
         )
-    files: dict[str, bytes] = {
-        "synthetic.csv": result.synthetic.to_csv(index=False).encode(),
-        "marginals.json": json.dumps(_marginals(result)).encode(),
-        "schema.json": json.dumps(_released_schema(result), indent=2, default=str).encode(),
-        "ledger.json": json.dumps(result.ledger.to_json(), indent=2).encode(),
-        "config.json": json.dumps(asdict(config or PrivSynConfig()), indent=2).encode(),
-        "versions.json": json.dumps(_versions(), indent=2).encode(),
-    }
+    model = result.model
+    schema = (
+        list(model.schema)
+        if model is not None
+        else released_schema(result.columns, result.groupings, result.excluded)
+    )
+    files = _files(
+        result.synthetic,
+        result.noisy_marginals,
+        schema,
+        result.ledger,
+        asdict(config) if config is not None else (model.config if model else None),
+        model,
+    )
+    return _zipped(files, result.ledger)
+
+
+def model_bytes(model: FittedModel, synthetic: pd.DataFrame | None = None) -> bytes:
+    """A fitted model as a release bundle's bytes (with ``synthetic`` if given)."""
+    if model.ledger.not_private:
+        raise InputError(
+            "this model read domains off the raw data (raw_domains=True), so it is not a DP "
+            "release and cannot be bundled; fit it with declared or private domains"
+        )
+    files = _files(synthetic, model.noisy, list(model.schema), model.ledger, model.config, model)
+    return _zipped(files, model.ledger)
+
+
+def save_model(model: FittedModel, path: str | Path, synthetic: pd.DataFrame | None = None) -> None:
+    """Write :func:`model_bytes` to ``path``, through a temporary file moved into place
+    when complete (a failed write leaves nothing behind)."""
+    target = Path(path)
+    data = model_bytes(model, synthetic)
+    handle, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file normal permissions
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _files(
+    synthetic: pd.DataFrame | None,
+    noisy: Sequence[NoisyMarginal],
+    schema: list[dict[str, Any]],
+    ledger: PrivacyLedger,
+    config: Mapping[str, Any] | None,
+    model: FittedModel | None,
+) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    if synthetic is not None:
+        files["synthetic.csv"] = synthetic.to_csv(index=False).encode()
+    files.update(
+        {
+            "marginals.json": json.dumps(_marginals(noisy)).encode(),
+            "schema.json": json.dumps(schema, indent=2, default=str).encode(),
+            "ledger.json": json.dumps(ledger.to_json(), indent=2).encode(),
+            "config.json": json.dumps(
+                dict(config) if config is not None else asdict(PrivSynConfig()),
+                indent=2,
+                default=str,
+            ).encode(),
+            "versions.json": json.dumps(_versions(), indent=2).encode(),
+        }
+    )
+    if model is not None:
+        files[MODEL_FILE] = json.dumps(_model_json(model), default=_plain).encode()
+    return files
+
+
+def _zipped(files: dict[str, bytes], ledger: PrivacyLedger) -> bytes:
     manifest = {
         "format": FORMAT,
-        "version": 1,
-        "randomness": result.ledger.randomness,
-        "for_release": result.ledger.randomness == "release",
+        "version": VERSION,
+        "randomness": ledger.randomness,
+        "for_release": ledger.randomness == "release",
+        "model": MODEL_FILE if MODEL_FILE in files else None,
         "files": {name: hashlib.sha256(data).hexdigest() for name, data in files.items()},
     }
     buffer = io.BytesIO()
@@ -125,3 +247,335 @@ def bundle_bytes(result: SynthesisResult, config: PrivSynConfig | None = None) -
             archive.writestr(name, data)
         archive.writestr("manifest.json", json.dumps(manifest, indent=2))
     return buffer.getvalue()
+
+
+# --- the fitted model, written and read back ---------------------------------------------
+
+
+def _plain(value: object) -> object:
+    """JSON for what ``json`` does not know: NumPy scalars as Python values, else text."""
+    if isinstance(value, np.generic):
+        return value.item()
+    return str(value)
+
+
+def _table_json(table: MarginalTable) -> dict[str, Any]:
+    return {
+        "attributes": list(table.attributes),
+        "shape": list(table.shape),
+        "values": [float(v) for v in table.values],
+    }
+
+
+def _decoder_json(decoder: Any) -> dict[str, Any]:
+    if isinstance(decoder, CategoryCodec):
+        return {
+            "codec": "category",
+            "name": decoder.name,
+            "categories": list(decoder.categories),
+            "other": decoder.other,
+            "missing": decoder.missing,
+        }
+    if isinstance(decoder, BinnedCodec):
+        return {
+            "codec": "binned",
+            "name": decoder.name,
+            "edges": [float(e) for e in decoder.edges],
+            "integer": decoder.integer,
+            "missing": decoder.missing,
+            "datetime": decoder.datetime,
+            "datetime_format": decoder.datetime_format,
+            "unparsed": decoder.unparsed,
+            "decimals": decoder.decimals,
+        }
+    if isinstance(decoder, CodesCodec):
+        categorical = isinstance(decoder.dtype, pd.CategoricalDtype)
+        return {
+            "codec": "codes",
+            "name": decoder.name,
+            "size": decoder.size,
+            "categories": None if decoder.categories is None else list(decoder.categories),
+            "dtype": "category" if categorical else str(decoder.dtype),
+            "ordered": bool(categorical and decoder.dtype.ordered),  # type: ignore[attr-defined]
+        }
+    raise InputError(f"cannot save a column decoder of type {type(decoder).__name__}")
+
+
+def _model_json(model: FittedModel) -> dict[str, Any]:
+    settings = model.defaults
+    return {
+        "format": MODEL_FORMAT,
+        "version": MODEL_VERSION,
+        "engine": {"attributes": list(model.engine.attributes), "sizes": list(model.engine.sizes)},
+        "columns": [_decoder_json(d) for d in model.decoders],
+        "groupings": [
+            {
+                "attribute": g.attribute,
+                "code_of": [int(c) for c in g.code_of],
+                "members": [list(m) for m in g.members],
+                "member_weights": [[float(w) for w in m] for m in g.member_weights],
+                "merged_code": g.merged_code,
+            }
+            for g in model.groupings
+        ],
+        "one_way": [_table_json(t) for t in model.one_way],
+        "marginals": [_table_json(t) for t in model.marginals],
+        "consistency": asdict(model.consistency),
+        "sampling": {
+            "gum": asdict(settings.gum),
+            "append_attributes": settings.append_attributes,
+            "separate_and_join": settings.separate_and_join,
+        },
+    }
+
+
+class BundleError(InputError):
+    """A file that is not a release bundle this version can sample from, and why."""
+
+
+def load_model(source: str | Path | bytes) -> FittedModel:
+    """The fitted model in the release bundle at ``source`` (a path, or the bundle's bytes,
+    such as the registry's stored copy).
+
+    Checked before use: a zip file, PrivSyn's manifest, a bundle version that holds a model,
+    every file's SHA-256, and the model's internal consistency (one grouping, target and
+    decoder per column, table shapes that match the domain, finite non-negative counts). Any
+    failure is a :class:`BundleError` naming the file and what to do."""
+    if isinstance(source, bytes):
+        where, opened = "the release bundle", io.BytesIO(source)
+    else:
+        where = str(source)
+        if not Path(source).is_file():
+            raise BundleError(f"cannot read {where}: no such file")
+        opened = Path(source)  # type: ignore[assignment]
+    try:
+        with zipfile.ZipFile(opened) as archive:
+            names = set(archive.namelist())
+            if "manifest.json" not in names:
+                raise BundleError(
+                    f"{where} is a zip file but not a PrivSyn release bundle (no manifest.json)"
+                )
+            manifest = _json(archive.read("manifest.json"), where, "manifest.json")
+            _check_manifest(manifest, where)
+            files = {name: archive.read(name) for name in manifest["files"] if name in names}
+    except zipfile.BadZipFile:
+        raise BundleError(f"{where} is not a release bundle: it is not a zip file") from None
+    except OSError as exc:
+        raise BundleError(f"cannot read {where}: {exc.strerror or exc}") from None
+    for name, digest in manifest["files"].items():
+        if name not in files:
+            raise BundleError(f"{where} is damaged: {name} is listed in its manifest but missing")
+        if hashlib.sha256(files[name]).hexdigest() != digest:
+            raise BundleError(
+                f"{where} is damaged or was edited: {name} does not match its SHA-256 in the "
+                "manifest"
+            )
+    model_file = manifest.get("model")
+    if not model_file or model_file not in files:
+        raise BundleError(f"{where} holds no fitted model (its manifest names none)")
+    try:
+        return _model_from_json(
+            _json(files[model_file], where, model_file),
+            _json(files["ledger.json"], where, "ledger.json"),
+            _json(files["marginals.json"], where, "marginals.json") if "marginals.json" in files
+            else [],
+            _json(files["schema.json"], where, "schema.json") if "schema.json" in files else [],
+            _json(files["config.json"], where, "config.json") if "config.json" in files else {},
+        )  # fmt: skip
+    except BundleError:
+        raise
+    except (KeyError, TypeError, ValueError, IndexError, InputError) as exc:
+        detail = f"{type(exc).__name__}: {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise BundleError(f"{where} holds a malformed model ({detail})") from None
+
+
+def _json(data: bytes, where: str, name: str) -> Any:
+    try:
+        return json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BundleError(f"{where} is damaged: {name} is not valid JSON ({exc})") from None
+
+
+def _check_manifest(manifest: Any, where: str) -> None:
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise BundleError(f"{where} is not a PrivSyn release bundle (its manifest says otherwise)")
+    version = manifest.get("version")
+    if version == 1:
+        raise BundleError(
+            f"{where} is a version 1 release bundle, written before bundles held the fitted "
+            "model, so it cannot be sampled again; its synthetic.csv is still a valid release. "
+            "A run made with this version writes a bundle that can"
+        )
+    if not isinstance(version, int) or version > VERSION:
+        raise BundleError(
+            f"{where} is a release bundle of version {version!r}, newer than this PrivSyn "
+            f"Studio reads (version {VERSION}); upgrade privsyn-studio to sample from it"
+        )
+    if not isinstance(manifest.get("files"), dict):
+        raise BundleError(f"{where} is damaged: its manifest lists no files")
+
+
+def ledger_from_json(data: Mapping[str, Any]) -> PrivacyLedger:
+    """A ledger back from :meth:`PrivacyLedger.to_json`."""
+    return PrivacyLedger(
+        budget_rho=float(data["budget_rho"]),
+        epsilon=data["epsilon"],
+        delta=data["delta"],
+        conversion=data["conversion"],
+        entries=tuple(
+            Measurement(
+                step=e["step"],
+                attributes=tuple(e["attributes"]),
+                sensitivity=float(e["sensitivity"]),
+                rho=float(e["rho"]),
+                sigma=float(e["sigma"]),
+                n_queries=int(e["queries"]),
+                mechanism=e["mechanism"],
+                delta=float(e.get("delta", 0.0)),
+            )
+            for e in data["measurements"]
+        ),
+        reserved_delta=float(data.get("reserved_delta", 0.0)),
+        not_private=tuple(data.get("not_private", ())),
+        randomness=data.get("randomness", "release"),
+    )
+
+
+def _table(data: Mapping[str, Any], counts: str = "values") -> MarginalTable:
+    values = np.asarray(data[counts], dtype=float)
+    if not np.all(np.isfinite(values)):
+        raise ValueError("a marginal holds counts that are not finite numbers")
+    return MarginalTable(tuple(data["attributes"]), tuple(int(s) for s in data["shape"]), values)
+
+
+def _decoder(data: Mapping[str, Any]) -> Any:
+    kind = data["codec"]
+    if kind == "category":
+        return CategoryCodec(
+            data["name"], tuple(data["categories"]), bool(data["other"]), bool(data["missing"])
+        )
+    if kind == "binned":
+        return BinnedCodec(
+            data["name"],
+            tuple(float(e) for e in data["edges"]),
+            integer=bool(data["integer"]),
+            missing=bool(data["missing"]),
+            datetime=bool(data["datetime"]),
+            datetime_format=data["datetime_format"],
+            unparsed=data["unparsed"],
+            decimals=data["decimals"],
+        )
+    if kind == "codes":
+        categories = None if data["categories"] is None else tuple(data["categories"])
+        dtype: object
+        if data["dtype"] == "category":
+            dtype = pd.CategoricalDtype(list(categories or ()), ordered=bool(data["ordered"]))
+        else:
+            try:
+                dtype = pd.api.types.pandas_dtype(data["dtype"])
+            except TypeError:
+                dtype = np.dtype(object)
+        return CodesCodec(data["name"], int(data["size"]), categories, dtype)
+    raise ValueError(f"unknown column codec {kind!r}")
+
+
+def _known(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data``'s entries that ``cls`` takes (a newer or older version may add or drop
+    settings; the rest keep their defaults)."""
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
+
+
+def _model_from_json(
+    data: Mapping[str, Any],
+    ledger: Mapping[str, Any],
+    marginals: Sequence[Mapping[str, Any]],
+    schema: Sequence[Mapping[str, Any]],
+    config: Mapping[str, Any],
+) -> FittedModel:
+    if data.get("format") != MODEL_FORMAT or data.get("version") != MODEL_VERSION:
+        raise ValueError(
+            f"model format {data.get('format')!r} version {data.get('version')!r}; this "
+            f"version reads {MODEL_FORMAT!r} version {MODEL_VERSION}"
+        )
+    engine = Domain(
+        tuple(data["engine"]["attributes"]), tuple(int(s) for s in data["engine"]["sizes"])
+    )
+    decoders = tuple(_decoder(c) for c in data["columns"])
+    groupings = tuple(
+        ValueGrouping(
+            g["attribute"],
+            np.asarray(g["code_of"], dtype=np.int64),
+            tuple(tuple(int(v) for v in m) for m in g["members"]),
+            tuple(tuple(float(w) for w in m) for m in g["member_weights"]),
+            None if g["merged_code"] is None else int(g["merged_code"]),
+        )
+        for g in data["groupings"]
+    )
+    one_way = tuple(_table(t) for t in data["one_way"])
+    tables = tuple(_table(t) for t in data["marginals"])
+    _check_model(engine, decoders, groupings, one_way, tables)
+    sampling = data["sampling"]
+    defaults = SamplingSettings(
+        GumSettings(**_known(GumSettings, sampling["gum"])),
+        bool(sampling["append_attributes"]),
+        bool(sampling["separate_and_join"]),
+    )
+    noisy = tuple(
+        NoisyMarginal(_table(m, "noisy_counts"), float(m["rho"]), float(m["sigma"]))
+        for m in marginals
+    )
+    return FittedModel(
+        ledger=ledger_from_json(ledger),
+        engine=engine,
+        groupings=groupings,
+        one_way=one_way,
+        marginals=tables,
+        consistency=ConsistencyReport(**_known(ConsistencyReport, data["consistency"])),
+        decoders=decoders,
+        defaults=defaults,
+        noisy=noisy,
+        schema=tuple(schema),
+        config=dict(config),
+    )
+
+
+def _check_model(
+    engine: Domain,
+    decoders: Sequence[Any],
+    groupings: Sequence[ValueGrouping],
+    one_way: Sequence[MarginalTable],
+    tables: Sequence[MarginalTable],
+) -> None:
+    """Everything sampling relies on, so a damaged model fails here with a reason rather
+    than deep inside GUM."""
+    d = len(engine)
+    if not (len(decoders) == len(groupings) == len(one_way) == d) or d == 0:
+        raise ValueError(
+            f"{d} columns, but {len(decoders)} decoders, {len(groupings)} groupings and "
+            f"{len(one_way)} 1-way marginals"
+        )
+    for name, decoder, grouping, table in zip(engine, decoders, groupings, one_way, strict=True):
+        size = engine.size(name)
+        if decoder.name != name or grouping.attribute != name or table.attributes != (name,):
+            raise ValueError(f"the parts of column {name!r} name different columns")
+        if grouping.declared_size != decoder.size or grouping.size != size:
+            raise ValueError(f"column {name!r}: its codes and its grouping do not match")
+        codes = grouping.code_of
+        if codes.size and (codes.min() < 0 or codes.max() >= size):
+            raise ValueError(f"column {name!r}: a code outside 0..{size - 1}")
+        members = [v for m in grouping.members for v in m]
+        weights = grouping.member_weights
+        if (
+            any(not 0 <= v < decoder.size for v in members)
+            or len(weights) != len(grouping.members)
+            or any(len(m) != len(w) for m, w in zip(grouping.members, weights, strict=True))
+        ):
+            raise ValueError(f"column {name!r}: a grouping member outside its codes")
+        if table.shape != (size,):
+            raise ValueError(f"column {name!r}: its 1-way marginal has the wrong shape")
+    for table in (*one_way, *tables):
+        if table.shape != tuple(engine.size(a) for a in table.attributes):
+            raise ValueError(f"the marginal on {list(table.attributes)} has the wrong shape")
+        if (table.values < 0).any():
+            raise ValueError(f"the marginal on {list(table.attributes)} has negative counts")

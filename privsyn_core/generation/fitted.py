@@ -1,0 +1,377 @@
+"""A fitted PrivSyn model: measure once, sample many.
+
+Paper Algorithm 3 splits into two parts. Lines 1-4 read the private table, and each read is a
+Gaussian measurement charged to the ledger (:func:`privsyn_core.pipeline.measure`). Lines 5-6
+(consistency, GUM, appending, decoding) use only what those measurements returned, so by the
+post-processing property of DP (Dwork and Roth 2014, Prop. 2.1; zCDP keeps it, Bun and
+Steinke 2016, Lemma 1.8) they may run as often as wanted, with any settings and any number
+of rows, at no further privacy cost.
+
+:class:`FittedModel` is that boundary as a value. It holds the DP measurements made
+consistent (paper 4.3) and the public or DP-estimated metadata that turns codes back into
+values: codecs, the grouping of low-count values, the released schema, and the ledger that
+paid for it all. It holds no row of the private table, and this module imports nothing
+that reads or counts one (``tests/test_package_layout.py`` checks this). Consistency is
+computed once when the model is made, so every sample, and every copy of the model loaded
+from a release bundle (:mod:`privsyn_core.release.bundle`), works from the same targets.
+
+``model.sample(n, seed=...)`` draws a table; ``model.generate(...)`` also returns GUM's
+history and the stage timings. The same seed gives the same table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from privsyn_core.domain import Domain
+from privsyn_core.errors import InputError
+from privsyn_core.generation.consistency import ConsistencyReport, make_consistent
+from privsyn_core.generation.gum import (
+    GumIterationRecord,
+    GumSettings,
+    GumTarget,
+    columns_of,
+    fill_record_major,
+    record_major,
+    run_gum,
+)
+from privsyn_core.generation.memory import check_fits
+from privsyn_core.generation.sampling import conditional_column, shuffled_column
+from privsyn_core.marginals import MarginalTable
+from privsyn_core.measuring.measurement import NoisyMarginal
+from privsyn_core.measuring.one_way import ValueGrouping, decode
+from privsyn_core.privacy.ledger import PrivacyLedger
+from privsyn_core.progress import GumProgress, ProgressCallback, Stage, StageReporter
+from privsyn_core.selection.marginal_graph import AppendPlan, gum_components, plan_appending
+
+
+class ColumnDecoder(Protocol):
+    """Declared codes of one column back to values. Every codec the engine makes
+    (:class:`~privsyn_core.data.codecs.CategoryCodec`, ``BinnedCodec``, ``CodesCodec``) is
+    one; all they hold is declared or a DP estimate."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def size(self) -> int: ...
+
+    def decode(self, codes: np.ndarray, rng: np.random.Generator) -> pd.Series: ...
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    """The post-processing choices of one sample; any of them may differ between samples of
+    the same model (they change the synthetic table, never what was spent)."""
+
+    gum: GumSettings = field(default_factory=GumSettings)
+    #: synthesise attributes of degree 1 after GUM from their single marginal (paper 5.3)
+    append_attributes: bool = True
+    #: run GUM per connected component of the marginal graph (paper 5.3, separate and join)
+    separate_and_join: bool = True
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One synthetic table and how it was made."""
+
+    table: pd.DataFrame
+    n_records: int
+    history: tuple[GumIterationRecord, ...]
+    appended: tuple[AppendPlan, ...]
+    stage_seconds: dict[str, float]
+    settings: SamplingSettings
+
+
+def code_dtype(largest: int) -> np.dtype:
+    """The smallest unsigned type that holds codes ``0..largest-1``."""
+    return np.dtype(np.uint8 if largest <= 256 else np.uint16 if largest <= 65536 else np.uint32)
+
+
+@dataclass(frozen=True)
+class FittedModel:
+    """DP measurements, made consistent, and what decodes them (see the module docstring)."""
+
+    #: what the measurements cost; sampling never adds to it
+    ledger: PrivacyLedger
+    #: the engine's attributes and numbers of codes (after grouping low-count values)
+    engine: Domain
+    #: declared codes <-> engine codes, per column (paper 5.3)
+    groupings: tuple[ValueGrouping, ...]
+    #: consistent 1-way targets on engine codes, one per column, in column order
+    one_way: tuple[MarginalTable, ...]
+    #: consistent targets of the selected and combined marginals, on engine codes
+    marginals: tuple[MarginalTable, ...]
+    consistency: ConsistencyReport
+    #: one per column: declared codes -> values
+    decoders: tuple[ColumnDecoder, ...]
+    #: settings used when a sample does not override them (the fit's configuration)
+    defaults: SamplingSettings = field(default_factory=SamplingSettings)
+    #: the DP measurements as made (declared 1-way, then the selected marginals), for the
+    #: release bundle; consistency already folded them into ``one_way`` and ``marginals``
+    noisy: tuple[NoisyMarginal, ...] = ()
+    #: the released schema (JSON-ready): each column's codec and where its domain came from
+    schema: tuple[Mapping[str, Any], ...] = ()
+    #: the configuration of the fit (JSON-ready), kept for the release bundle
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        d = len(self.engine)
+        if not (len(self.groupings) == len(self.one_way) == len(self.decoders) == d):
+            raise InputError(
+                f"a fitted model needs one grouping, 1-way target and decoder per column "
+                f"({d}), got {len(self.groupings)}, {len(self.one_way)} and {len(self.decoders)}"
+            )
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The synthetic table's columns, in order."""
+        return tuple(decoder.name for decoder in self.decoders)
+
+    @property
+    def default_rows(self) -> int:
+        """The noisy consistent total: the row count when a sample gives none (the true row
+        count is private; this estimate is DP)."""
+        return max(1, round(self.consistency.total))
+
+    @property
+    def code_dtype(self) -> np.dtype:
+        return code_dtype(max(decoder.size for decoder in self.decoders))
+
+    def check_fits(self, n_records: int) -> None:
+        """Refuse (:class:`InputError`) a row count below 1 or one the machine's memory
+        cannot hold, before any work."""
+        if isinstance(n_records, bool) or not isinstance(n_records, int | np.integer):
+            raise InputError(f"the number of rows must be a whole number, got {n_records!r}")
+        if n_records < 1:
+            raise InputError(f"the number of synthetic rows must be at least 1, got {n_records}")
+        check_fits(int(n_records), len(self.engine), self.code_dtype.itemsize)
+
+    def sample(
+        self,
+        n: int | None = None,
+        *,
+        seed: int | None = None,
+        rng: np.random.Generator | None = None,
+        gum: GumSettings | None = None,
+    ) -> pd.DataFrame:
+        """A synthetic table of ``n`` rows (default :attr:`default_rows`), at no privacy
+        cost. ``seed`` (or an explicit ``rng``) makes it reproducible: the same seed gives
+        the same table. ``gum`` overrides GUM's settings for this sample only."""
+        return self.generate(n, seed=seed, rng=rng, gum=gum).table
+
+    def generate(
+        self,
+        n: int | None = None,
+        *,
+        seed: int | None = None,
+        rng: np.random.Generator | None = None,
+        gum: GumSettings | None = None,
+        settings: SamplingSettings | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> Sample:
+        """:meth:`sample` with everything about the draw: GUM's history, the appended
+        attributes and stage timings. ``settings`` replaces all sampling settings; ``gum``
+        only GUM's. ``on_progress`` gets the GUM, appending and decoding stages (returning
+        ``False`` stops with :class:`~privsyn_core.progress.SynthesisCancelled`, whose
+        ledger is this model's: a sample spends nothing)."""
+        if seed is not None and rng is not None:
+            raise InputError("give a seed or a random generator, not both")
+        rng = rng if rng is not None else np.random.default_rng(seed)
+        settings = settings or self.defaults
+        if gum is not None:
+            settings = SamplingSettings(gum, settings.append_attributes, settings.separate_and_join)
+        n = self.default_rows if n is None else n
+        self.check_fits(n)
+        return _draw(self, int(n), settings, rng, on_progress)
+
+    def save(self, path: str | Path, synthetic: pd.DataFrame | None = None) -> None:
+        """Write this model as a release bundle (with ``synthetic``, if given, as its
+        synthetic table); :meth:`load` reads it back."""
+        from privsyn_core.release.bundle import save_model
+
+        save_model(self, path, synthetic)
+
+    @staticmethod
+    def load(path: str | Path) -> FittedModel:
+        """The model in the release bundle at ``path`` (checked; a clear
+        :class:`InputError` for a damaged, foreign or older bundle)."""
+        from privsyn_core.release.bundle import load_model
+
+        return load_model(path)
+
+
+def fit_model(
+    ledger: PrivacyLedger,
+    engine: Domain,
+    groupings: Sequence[ValueGrouping],
+    grouped: Sequence[NoisyMarginal],
+    measured: Sequence[NoisyMarginal],
+    decoders: Sequence[ColumnDecoder],
+    *,
+    consistency_rounds: int,
+    defaults: SamplingSettings,
+    noisy: Sequence[NoisyMarginal] = (),
+    schema: Sequence[Mapping[str, Any]] = (),
+    config: Mapping[str, Any] | None = None,
+) -> FittedModel:
+    """The model from a run's measurements: ``grouped`` are the noisy 1-way marginals on
+    engine codes, ``measured`` the selected ones. Makes them consistent (paper 4.3), once."""
+    tables, consistency = make_consistent((*grouped, *measured), max_rounds=consistency_rounds)
+    d = len(engine)
+    return FittedModel(
+        ledger=ledger,
+        engine=engine,
+        groupings=tuple(groupings),
+        one_way=tuple(tables[:d]),
+        marginals=tuple(tables[d:]),
+        consistency=consistency,
+        decoders=tuple(decoders),
+        defaults=defaults,
+        noisy=tuple(noisy),
+        schema=tuple(schema),
+        config=dict(config or {}),
+    )
+
+
+def _draw(
+    model: FittedModel,
+    n: int,
+    settings: SamplingSettings,
+    rng: np.random.Generator,
+    on_progress: ProgressCallback | None,
+) -> Sample:
+    """GUM, appending and decoding (paper Algorithm 3, lines 5-6) from the model alone."""
+    report = StageReporter(on_progress)
+    report.ledger = model.ledger
+    engine, groupings = model.engine, model.groupings
+    d = len(engine)
+    dtype = model.code_dtype
+
+    report.start(Stage.GUM)
+    multiway = [t for t in model.marginals if len(t.attributes) > 1]
+    appended = (
+        plan_appending(engine.attributes, [t.attributes for t in multiway])
+        if settings.append_attributes
+        else ()
+    )
+    peeled = {p.marginal for p in appended}
+    gum_marginals = [t for t in multiway if t.attributes not in peeled]
+    leaves = {p.leaf for p in appended}
+    synthetic = np.zeros((d, n), dtype=dtype)
+    components = _gum_problems(
+        [a for a in engine if a not in leaves],
+        gum_marginals,
+        model.one_way,
+        engine,
+        n,
+        settings.separate_and_join,
+        rng,
+        dtype,
+    )
+
+    def on_iteration(record: GumIterationRecord) -> bool:
+        return report.send(
+            GumProgress(
+                record.iteration,
+                settings.gum.iterations,
+                record.alpha,
+                record.mean_error,
+                record.errors,
+                record.seconds,
+            )
+        )
+
+    history, finished = run_gum(
+        [(arr, targets) for _, arr, targets in components], settings.gum, rng, on_iteration
+    )
+    if not finished:
+        report.stop()
+    for names, arr, _ in components:
+        # one transposing copy: reading a record-major attribute alone streams the whole array
+        columns = columns_of(arr, len(names))
+        for row, name in enumerate(names):
+            synthetic[engine.index(name)] = columns[row]
+        del columns
+    report.finish(f"{len(history)} iterations over {len(gum_marginals)} marginals")
+
+    report.start(Stage.APPEND)
+    by_attributes = {t.attributes: t for t in model.marginals}
+    for plan in appended:
+        synthetic[engine.index(plan.leaf)] = _append(
+            plan, by_attributes[plan.marginal], synthetic, engine, rng
+        )
+    report.finish(f"{len(appended)} attributes appended")
+
+    report.start(Stage.DECODE)
+    declared = np.empty((d, n), dtype=dtype)  # declared codes never exceed the decoders' sizes
+    for row, grouping in enumerate(groupings):
+        declared[row] = decode(synthetic[row], grouping, rng, model.consistency.total / n)
+    del synthetic
+    frame = pd.concat(
+        [
+            decoder.decode(declared[row].astype(np.int64), rng)
+            for row, decoder in enumerate(model.decoders)
+        ],
+        axis=1,
+    )
+    report.finish(f"{n} rows")
+    return Sample(frame, n, tuple(history), tuple(appended), dict(report.seconds), settings)
+
+
+def _gum_problems(
+    attributes: Sequence[str],
+    marginals: Sequence[MarginalTable],
+    one_way: Sequence[MarginalTable],
+    engine: Domain,
+    n: int,
+    separate: bool,
+    rng: np.random.Generator,
+    dtype: np.dtype,
+) -> list[tuple[list[str], np.ndarray, list[GumTarget]]]:
+    """Initial arrays (each column drawn from its consistent 1-way marginal) and targets.
+
+    Arrays use the smallest integer type of the codes: GUM's duplications copy whole records,
+    so their cost is proportional to the bytes per record.
+    """
+    problems = []
+    for names in gum_components(attributes, [m.attributes for m in marginals], separate=separate):
+        position = {a: i for i, a in enumerate(names)}
+        columns = np.empty((len(names), n), dtype=dtype)
+        for row, name in enumerate(names):
+            columns[row] = shuffled_column(one_way[engine.index(name)].values, n, rng)
+        arr = record_major(len(names), n, dtype)
+        fill_record_major(arr, columns)  # not a strided write of the whole array per column
+        del columns
+        targets = [
+            GumTarget(
+                m.attributes,
+                tuple(position[a] for a in m.attributes),
+                m.shape,
+                m.normalised().values,
+            )
+            for m in marginals
+            if m.attributes[0] in position
+        ]
+        problems.append((names, arr, targets))
+    return problems
+
+
+def _append(
+    plan: AppendPlan,
+    marginal: MarginalTable,
+    synthetic: np.ndarray,
+    engine: Domain,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Draw the leaf column from P(leaf | anchor), read off the consistent pair marginal."""
+    joint = marginal.values.reshape(marginal.shape)
+    if marginal.attributes[0] == plan.leaf:
+        joint = joint.T
+    return conditional_column(synthetic[engine.index(plan.anchor)].astype(np.int64), joint, rng)

@@ -1,0 +1,245 @@
+"""Measure once, sample many: ``PrivSyn(...).fit(table)`` then ``model.sample(n, seed=...)``.
+
+The fitted model is the private boundary as a value: these tests check that it samples with
+the table gone, that a sample spends nothing, that seeds reproduce, that ``synthesize`` is the
+same pieces, and that the model survives the release bundle (and a bad bundle is refused
+with a reason).
+"""
+
+import gc
+import hashlib
+import io
+import json
+import zipfile
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privsyn_core import FittedModel, GumSettings, PrivSyn, PrivSynConfig, synthesize
+from privsyn_core.errors import InputError
+from privsyn_core.generation.fitted import SamplingSettings
+from privsyn_core.release.bundle import BundleError, load_model, model_bytes
+
+FAST = PrivSynConfig(gum=GumSettings(iterations=20, patience=None))
+SECRET = "Zebediah-Quux-4417"
+
+
+def raw_table(n: int = 4000, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    city = rng.choice(["north", "south", "east"], n)
+    age = rng.integers(18, 80, n)
+    income = (age * 900 + rng.normal(0, 5000, n)).round(2)
+    day = pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 700, n), unit="D")
+    table = pd.DataFrame(
+        {
+            "city": city,
+            "age": age.astype(object),
+            "income": income.astype(object),
+            "joined": day.strftime("%Y-%m-%d"),
+        }
+    )
+    table.loc[rng.choice(n, 40, replace=False), "income"] = None
+    table.loc[17, "city"] = SECRET
+    return table
+
+
+@pytest.fixture(scope="module")
+def raw_model() -> FittedModel:
+    return PrivSyn(4.0, 1e-9, config=FAST).fit(raw_table(), rng=np.random.default_rng(0))
+
+
+@pytest.fixture(scope="module")
+def coded_model() -> FittedModel:
+    rng = np.random.default_rng(1)
+    n = 3000
+    a = rng.integers(0, 4, n)
+    table = pd.DataFrame(
+        {
+            "a": a,
+            "b": np.where(rng.random(n) < 0.8, a, rng.integers(0, 4, n)),
+            "colour": pd.Categorical(rng.choice(["red", "blue"], n), categories=["red", "blue"]),
+            "size": rng.choice(["S", "M", "L"], n),
+        }
+    )
+    domain = {"a": 4, "b": 4, "colour": ["red", "blue"], "size": ["S", "M", "L", "XL"]}
+    return PrivSyn(3.0, 1e-9, domain=domain, config=FAST).fit(table, rng=rng)
+
+
+def test_the_same_seed_gives_the_same_table_and_another_seed_another(raw_model):
+    first = raw_model.sample(500, seed=7)
+    pd.testing.assert_frame_equal(first, raw_model.sample(500, seed=7))
+    assert not first.equals(raw_model.sample(500, seed=8))
+    rng_drawn = raw_model.sample(500, rng=np.random.default_rng(7))
+    pd.testing.assert_frame_equal(first, rng_drawn)
+    with pytest.raises(InputError, match="not both"):
+        raw_model.sample(5, seed=1, rng=np.random.default_rng(1))
+
+
+def test_samples_of_any_size_and_settings_spend_nothing(raw_model):
+    before = raw_model.ledger
+    small = raw_model.generate(10, seed=1)
+    no_appending = SamplingSettings(GumSettings(iterations=3, patience=None), False)
+    large = raw_model.generate(20_000, seed=1, settings=no_appending)
+    initial = raw_model.generate(50, seed=1, gum=GumSettings(iterations=0))
+    assert (len(small.table), len(large.table), len(initial.table)) == (10, 20_000, 50)
+    assert len(large.history) == 3 and initial.history == ()
+    assert large.settings == no_appending and large.appended == ()
+    assert small.settings == raw_model.defaults
+    assert raw_model.ledger is before and before.spent_rho == pytest.approx(before.budget_rho)
+    assert list(large.table.columns) == ["city", "age", "income", "joined"]
+    default = raw_model.sample(seed=2)
+    assert len(default) == raw_model.default_rows
+    assert abs(raw_model.default_rows - 4000) < 300  # the noisy total, not the true count
+
+
+def test_sampling_needs_only_the_model_not_the_table():
+    table = raw_table(2000, seed=3)
+    model = PrivSyn(4.0, 1e-9, config=FAST).fit(table, rng=np.random.default_rng(3))
+    gone = [pd.DataFrame]  # weakrefs to DataFrames are not allowed; check the fields instead
+    del table
+    gc.collect()
+    assert len(model.sample(300, seed=0)) == 300
+    for value in vars(model).values():
+        assert not isinstance(value, gone[0]), "a fitted model holds no table"
+
+
+def test_synthesize_is_fit_then_sample_with_the_same_generator():
+    table = raw_table(2000, seed=4)
+    once = synthesize(table, 4.0, 1e-9, config=FAST, rng=np.random.default_rng(11))
+    rng = np.random.default_rng(11)
+    model = PrivSyn(4.0, 1e-9, config=FAST).fit(table, rng=rng)
+    pd.testing.assert_frame_equal(once.synthetic, model.sample(once.n_records, rng=rng))
+    assert once.model is not None and once.model.ledger == model.ledger
+
+
+def test_more_iterations_bring_a_sample_closer_to_its_marginals(coded_model):
+    gum = GumSettings(iterations=30, patience=None)
+    none = coded_model.generate(3000, seed=5, settings=SamplingSettings(GumSettings(0), False))
+    some = coded_model.generate(3000, seed=5, settings=SamplingSettings(gum, False))
+    assert some.history[-1].mean_error < 0.5 * some.history[0].mean_error
+    # the planted a == b agreement (about 0.85) appears only once GUM has run
+    agreement = [float(np.mean(s.table["a"] == s.table["b"])) for s in (none, some)]
+    assert agreement[0] < 0.4 < 0.7 < agreement[1]
+
+
+@pytest.mark.parametrize("which", ["raw_model", "coded_model"])
+def test_a_model_saved_to_a_bundle_samples_the_same_tables(which, request, tmp_path):
+    model = request.getfixturevalue(which)
+    path = tmp_path / "release.zip"
+    model.save(path, synthetic=model.sample(100, seed=0))
+    loaded = PrivSyn.load(path)
+    assert loaded.ledger == model.ledger and loaded.engine == model.engine
+    assert loaded.columns == model.columns and loaded.default_rows == model.default_rows
+    for seed in (0, 1):
+        pd.testing.assert_frame_equal(loaded.sample(400, seed=seed), model.sample(400, seed=seed))
+    resaved = tmp_path / "again.zip"
+    loaded.save(resaved)
+    pd.testing.assert_frame_equal(
+        FittedModel.load(resaved).sample(50, seed=3), model.sample(50, seed=3)
+    )
+
+
+def test_the_bundle_holds_no_row_of_the_table(raw_model):
+    with zipfile.ZipFile(io.BytesIO(model_bytes(raw_model))) as archive:
+        assert "synthetic.csv" not in archive.namelist()  # a model saved without a sample
+        for name in archive.namelist():
+            assert SECRET not in archive.read(name).decode(), name
+
+
+def _rewrite(data: bytes, name: str, edit, rehash: bool = True) -> bytes:
+    """``data`` (a bundle) with file ``name`` edited, its manifest hash updated or not."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        files = {n: archive.read(n) for n in archive.namelist()}
+    files[name] = edit(files[name])
+    manifest = json.loads(files["manifest.json"])
+    if rehash and name != "manifest.json":
+        manifest["files"][name] = hashlib.sha256(files[name]).hexdigest()
+        files["manifest.json"] = json.dumps(manifest).encode()
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for n, content in files.items():
+            archive.writestr(n, content)
+    return out.getvalue()
+
+
+def _json_edit(change):
+    def edit(content: bytes) -> bytes:
+        value = json.loads(content)
+        change(value)
+        return json.dumps(value).encode()
+
+    return edit
+
+
+def _shrink_marginal(model: dict) -> None:
+    model["marginals"][0]["values"] = model["marginals"][0]["values"][:-1]
+
+
+def _wrong_decoder(model: dict) -> None:
+    model["columns"][0]["name"] = "someone else"
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("missing", "no such file"),
+        ("not a zip", "not a zip file"),
+        ("foreign zip", "no manifest.json"),
+        ("version 1", "version 1 release bundle.*cannot be sampled again"),
+        ("version 9", "newer than this PrivSyn Studio"),
+        ("edited", "does not match its SHA-256"),
+        ("short marginal", "malformed model.*needs"),
+        ("wrong decoder", "malformed model.*name different columns"),
+        ("no model", "holds no fitted model"),
+    ],
+)
+def test_a_bad_or_old_bundle_is_refused_with_a_reason(case, message, coded_model, tmp_path):
+    good = model_bytes(coded_model)
+    path = tmp_path / "release.zip"
+    if case == "not a zip":
+        path.write_bytes(b"PK but not really a zip file")
+    elif case == "foreign zip":
+        path.write_bytes(_rewrite(good, "model.json", lambda b: b, rehash=False))
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("readme.txt", "hello")
+    elif case in ("version 1", "version 9", "no model"):
+        change = {
+            "version 1": lambda m: m.update(version=1),
+            "version 9": lambda m: m.update(version=9),
+            "no model": lambda m: m.update(model=None),
+        }[case]
+        path.write_bytes(_rewrite(good, "manifest.json", _json_edit(change)))
+    elif case == "edited":
+        path.write_bytes(_rewrite(good, "model.json", lambda b: b.replace(b"1", b"2"), False))
+    elif case == "short marginal":
+        path.write_bytes(_rewrite(good, "model.json", _json_edit(_shrink_marginal)))
+    elif case == "wrong decoder":
+        path.write_bytes(_rewrite(good, "model.json", _json_edit(_wrong_decoder)))
+    with pytest.raises(BundleError, match=message):
+        load_model(path)
+
+
+def test_a_row_count_below_one_or_beyond_memory_is_refused_before_work(coded_model):
+    for rows in (0, -3):
+        with pytest.raises(InputError, match="at least 1"):
+            coded_model.sample(rows, seed=0)
+    with pytest.raises(InputError, match=r"memory|too large|does not fit"):
+        coded_model.sample(10**15, seed=0)
+    with pytest.raises(InputError, match="whole number"):
+        coded_model.sample(2.5, seed=0)  # type: ignore[arg-type]
+
+
+def test_a_duckdb_fit_of_a_file_samples_as_the_in_memory_fit(tmp_path):
+    path = tmp_path / "table.csv"
+    raw_table(1500, seed=6).to_csv(path, index=False)
+    models = {
+        engine: PrivSyn(4.0, 1e-9, engine=engine, config=FAST).fit(
+            str(path), rng=np.random.default_rng(2)
+        )
+        for engine in ("numpy", "duckdb")
+    }
+    assert models["numpy"].ledger == models["duckdb"].ledger
+    pd.testing.assert_frame_equal(
+        models["numpy"].sample(300, seed=1), models["duckdb"].sample(300, seed=1)
+    )

@@ -1,0 +1,133 @@
+"""``privsyn generate RELEASE.zip --rows N -o OUT.csv``: more rows from a release, for free.
+
+It reads the bundle and nothing else: the run registry's runs and totals are the same before
+and after, and it works with the registry unusable. Its output has the rows asked for and the
+release's columns and types. (Refusals, one line each with no file left behind, are cases of
+``tests/test_hostile_input.py``.)
+"""
+
+import io
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import privsyn_core.release.registry as registry_module
+from privsyn_core.cli import main
+from privsyn_core.model import PrivSyn
+from privsyn_core.release.registry import Registry, file_fingerprint
+
+
+def raw_csv(folder: Path, n: int = 3000) -> Path:
+    rng = np.random.default_rng(0)
+    age = rng.integers(18, 80, n)
+    table = pd.DataFrame(
+        {
+            "city": rng.choice(["north", "south", "east"], n),
+            "age": age,
+            "income": (age * 900 + rng.normal(0, 5000, n)).round(2),
+            "joined": (
+                pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 700, n), unit="D")
+            ).strftime("%Y-%m-%d"),
+        }
+    )
+    table.loc[rng.choice(n, 30, replace=False), "income"] = None
+    path = folder / "private.csv"
+    table.to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture
+def release(tmp_path: Path) -> tuple[Path, Path]:
+    """A raw table synthesised once through the CLI (recorded in the registry) with its
+    bundle; returns (table, bundle)."""
+    table = raw_csv(tmp_path)
+    bundle = tmp_path / "release.zip"
+    argv = [
+        "synthesize", str(table), "--epsilon", "2", "--iterations", "10", "-q",
+        "-o", str(tmp_path / "first.csv"), "--bundle", str(bundle),
+    ]  # fmt: skip
+    assert main(argv) == 0
+    return table, bundle
+
+
+def test_generate_spends_nothing_and_leaves_the_registry_as_it_was(release, tmp_path, capsys):
+    table, bundle = release
+    registry = Registry()
+    dataset = file_fingerprint(table)
+    runs_before = registry.runs()
+    spent_before = registry.budget(dataset).spent_rho
+    assert len(runs_before) == 1 and spent_before > 0
+    capsys.readouterr()
+    for seed in ("1", "2"):
+        out = tmp_path / f"more-{seed}.csv"
+        assert (
+            main(["generate", str(bundle), "--rows", "5000", "-o", str(out), "--seed", seed]) == 0
+        )
+    err = capsys.readouterr().err
+    assert "spent no privacy budget" in err and "5000 synthetic rows" in err
+    assert registry.runs() == runs_before
+    assert registry.budget(dataset).spent_rho == spent_before
+
+
+def test_generate_reads_only_the_bundle(release, tmp_path, monkeypatch):
+    table, bundle = release
+    table.unlink()  # the private table is gone
+
+    def no_registry(*args, **kwargs):
+        raise AssertionError("generate opened the run registry")
+
+    monkeypatch.setattr(registry_module.Registry, "__init__", no_registry)
+    out = tmp_path / "more.csv"
+    assert main(["generate", str(bundle), "-o", str(out), "-q"]) == 0
+    assert out.is_file()
+
+
+def test_the_output_has_the_rows_asked_for_and_the_release_columns_and_types(release, tmp_path):
+    _, bundle = release
+    with zipfile.ZipFile(bundle) as archive:
+        released = pd.read_csv(io.BytesIO(archive.read("synthetic.csv")))
+    for rows in ("1", "777", "20000"):
+        out = tmp_path / f"out-{rows}.csv"
+        argv = ["generate", str(bundle), "--rows", rows, "-o", str(out), "--seed", "0", "-q"]
+        assert main(argv) == 0
+        sample = pd.read_csv(out)
+        assert len(sample) == int(rows)
+        assert list(sample.columns) == list(released.columns)
+        if int(rows) > 100:  # enough rows for every column to show its type
+            assert sample.dtypes.to_dict() == released.dtypes.to_dict()
+            assert pd.to_datetime(sample["joined"], format="%Y-%m-%d").notna().all()
+
+
+def test_the_same_seed_and_settings_give_the_same_file(adult, tmp_path):
+    """On Adult, whose marginal graph leaves GUM work to do (on a small table every
+    attribute may be appended, and GUM's settings then change nothing)."""
+    table, domain = adult
+    bundle = tmp_path / "adult.zip"
+    model = PrivSyn(1.0, 1e-9, domain=domain).fit(table, rng=np.random.default_rng(0))
+    model.save(bundle)
+    outputs = []
+    for name, extra in [
+        ("a", ["--seed", "4"]),
+        ("b", ["--seed", "4"]),
+        ("c", ["--seed", "5"]),
+        ("d", ["--seed", "4", "--iterations", "0"]),
+        ("e", ["--seed", "4", "--strategy", "duplicate", "--decay", "0.5"]),
+    ]:
+        out = tmp_path / f"{name}.csv"
+        assert main(["generate", str(bundle), "--rows", "2000", "-o", str(out), "-q", *extra]) == 0
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
+    assert len(set(outputs)) == 4  # another seed, or other GUM settings, another table
+
+
+def test_a_runs_export_bundle_samples_like_the_bundle_written_by_synthesize(release, tmp_path):
+    _, bundle = release
+    exported = tmp_path / "exported.zip"
+    assert main(["runs", "export", "1", "-o", str(exported)]) == 0
+    outs = [tmp_path / "x.csv", tmp_path / "y.csv"]
+    for source, out in zip((bundle, exported), outs, strict=True):
+        assert main(["generate", str(source), "--rows", "300", "-o", str(out), "-q"]) == 0
+    assert len(pd.read_csv(outs[1])) == 300

@@ -123,6 +123,20 @@ DASHBOARD: dict[str, Answer | NotHere] = {
     ),
     # found only by measuring: the spend is recorded, and the message says so
     "one row": Answer("run", ("no column is left", "larger epsilon", "recorded as run 1")),
+    # privsyn generate: the dashboard's "Sample again" (dashboard/resample.py)
+    "generate: rows 0": NotHere("Sample again's rows box is bounded (1 to 2,000,000)"),
+    "generate: rows negative": NotHere("Sample again's rows box is bounded (1 to 2,000,000)"),
+    "generate: rows beyond memory": NotHere(
+        "Sample again's rows box stops at 2,000,000; FittedModel.sample's memory check "
+        "(tests/test_fitted_model.py) answers as 'Cannot draw that table'"
+    ),
+    "generate: no bundle": NotHere("Sample again reads bundles the dashboard stored itself"),
+    "generate: not a zip": NotHere("Sample again reads bundles the dashboard stored itself"),
+    "generate: old bundle": NotHere(
+        "History explains why a version-1 release cannot be sampled again "
+        "(test_dashboard_resample.py)"
+    ),
+    "generate: decay 0": NotHere("Sample again offers rows, seed and GUM iterations only"),
     # accepted: loaded as the command line reads them, and run
     **{case.name: Answer("upload") for case in ACCEPTED},
 }

@@ -49,6 +49,7 @@ from benchmarks.common import print_table  # noqa: E402
 from privsyn_core import GumSettings, PrivSynConfig  # noqa: E402
 from privsyn_core.data.columns import coded_frame  # noqa: E402
 from privsyn_core.data.io import read_table  # noqa: E402
+from privsyn_core.errors import FailedAfterSpending  # noqa: E402
 from privsyn_core.evaluation import fidelity_report  # noqa: E402
 from privsyn_core.pipeline import SynthesisResult, generate, measure  # noqa: E402
 
@@ -228,7 +229,14 @@ def main() -> None:
         "--quick", action="store_true", help="2 seeds, 40 iterations, adult-coded and nltcs"
     )
     parser.add_argument("--json", type=Path, help="write every run's numbers here")
+    parser.add_argument(
+        "--summarise", type=Path, nargs="+", help="only print the tables of saved --json files"
+    )
     args = parser.parse_args()
+    if args.summarise:
+        saved = [r for path in args.summarise for r in json.loads(path.read_text())]
+        report(saved, svm=any(not math.isnan(r["svm"]) for r in saved))
+        return
     if args.quick:
         args.seeds, args.iterations = min(args.seeds, 2), 40
         args.tables = [t for t in args.tables if t in ("adult-coded", "nltcs")]
@@ -237,15 +245,23 @@ def main() -> None:
         for epsilon in args.epsilons:
             for seed in range(args.seeds):
                 started = time.perf_counter()
-                rows.extend(run_seed(name, epsilon, seed, args.iterations, args.svm))
+                try:
+                    rows.extend(run_seed(name, epsilon, seed, args.iterations, args.svm))
+                except FailedAfterSpending as error:  # e.g. penguins' 344 rows at epsilon 1
+                    print(f"{name} eps={epsilon} seed={seed}: skipped ({error})", flush=True)
+                    continue
                 print(
                     f"{name} eps={epsilon} seed={seed}: {time.perf_counter() - started:.0f} s",
                     flush=True,
                 )
                 if args.json:
                     args.json.write_text(json.dumps(rows, indent=1))
+    report(rows, args.svm)
+
+
+def report(rows: list[dict[str, Any]], svm: bool) -> None:
     print()
-    print_table(summarise(rows, args.svm))
+    print_table(summarise(rows, svm))
     for metric in ("2way_L1", "range", "gum_L1"):
         print(f"\nverdicts on {metric} (lower is better):")
         print_table(verdicts(rows, metric))

@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from privsyn_core.errors import InputError
 from privsyn_core.generation.gum import GumSettings
 from privsyn_core.privacy.ledger import Conversion
+
+#: how marginals are chosen (the paper lab; see :class:`PrivSynConfig`)
+SelectionMethod = Literal["densemarg", "privbayes", "all_pairs", "given"]
+SELECTION_METHODS: tuple[str, ...] = ("densemarg", "privbayes", "all_pairs", "given")
+#: how the marginal budget is spent (paper section 6.4)
+NoiseAllocation = Literal["weighted_gaussian", "equal_gaussian", "equal_laplace"]
+NOISE_ALLOCATIONS: tuple[str, ...] = ("weighted_gaussian", "equal_gaussian", "equal_laplace")
+#: how the synthetic table is made from the marginals (paper section 5)
+SynthesisMethod = Literal["gum", "mcf"]
+SYNTHESIS_METHODS: tuple[str, ...] = ("gum", "mcf")
 
 
 @dataclass(frozen=True)
@@ -15,6 +26,38 @@ class PrivSynConfig:
 
     Budget split (Algorithm 3): ``one_way_share`` of rho for the 1-way marginals,
     ``indif_share`` for InDif, the rest for the selected marginals (0.1 / 0.1 / 0.8).
+
+    **The paper lab.** Every choice the paper compares is a field whose default is the
+    paper's; all of them spend from the same ledger.
+
+    Measurement (each option changes what is spent):
+
+    * ``selection`` (section 4.2 vs 6.3): "densemarg" (Algorithm 1 on noisy InDif, then
+      Algorithm 2's combining); "privbayes", the paper's PrivBayes-InDif: a Bayesian network
+      of degree ``privbayes_degree`` whose ``d - 1`` parent choices are made by the
+      exponential mechanism on InDif scores, spending the ``indif_share`` (each step charged
+      to the ledger; parent sets capped at ``gamma`` cells, see
+      :mod:`privsyn_core.selection.privbayes`); "all_pairs", every 2-way marginal; "given",
+      the attribute sets in ``marginals`` (column names, checked before anything is spent).
+      The last two read no data to choose, so ``indif_share`` goes to the marginals.
+    * ``noise`` (section 6.4), how the marginal budget ``rho_3`` is split: "weighted_gaussian"
+      (rho_i ~ c_i^(2/3), Equation 1), "equal_gaussian" (rho_3 / m each) or "equal_laplace"
+      (rho_3 / m each, spent as pure epsilon_i = sqrt(2 rho_i) by Laplace noise of scale
+      1 / epsilon_i; Bun-Steinke: epsilon-DP is epsilon^2/2-zCDP). The 1-way marginals and
+      InDif stay Gaussian.
+
+    Generation (post-processing: :func:`~privsyn_core.pipeline.generate` may be called many
+    times on one :class:`~privsyn_core.pipeline.Measurements` with configs differing only
+    here, at no privacy cost):
+
+    * ``consistency`` (section 4.3): True reconciles the noisy marginals; False only makes
+      each a distribution on its own (:func:`~privsyn_core.generation.consistency.
+      without_consistency`).
+    * ``synthesis`` (section 5): "gum" or the "mcf" strawman of section 5.1
+      (:mod:`privsyn_core.generation.mcf`), which runs for ``gum.iterations`` too.
+    * ``gum.strategy`` (appendix I: S1..S6) and ``gum.decay_schedule`` (section 5.3 and
+      appendix J: step, exponential, linear, sqrt, none): see
+      :class:`~privsyn_core.generation.gum.GumSettings`.
     """
 
     one_way_share: float = 0.1
@@ -36,6 +79,18 @@ class PrivSynConfig:
     structure_share: float = 0.02
     #: share of delta reserved for releasing categories by thresholded noisy counts
     threshold_delta_share: float = 0.5
+    #: the paper lab (see the class docstring): how marginals are chosen
+    selection: SelectionMethod = "densemarg"
+    #: parents per attribute of the "privbayes" selection (its marginals have degree + 1)
+    privbayes_degree: int = 2
+    #: the attribute sets measured by the "given" selection, as tuples of column names
+    marginals: tuple[tuple[str, ...], ...] = ()
+    #: how the marginal budget is split and which noise it buys
+    noise: NoiseAllocation = "weighted_gaussian"
+    #: reconcile the noisy marginals before generation
+    consistency: bool = True
+    #: GUM or the MCF strawman
+    synthesis: SynthesisMethod = "gum"
 
     def __post_init__(self) -> None:
         for name in ("one_way_share", "indif_share"):
@@ -55,7 +110,35 @@ class PrivSynConfig:
             )
         if self.gamma < 1 or self.consistency_rounds < 1:
             raise InputError("gamma and consistency_rounds must be >= 1")
+        _check_choice("selection", self.selection, SELECTION_METHODS)
+        _check_choice("noise", self.noise, NOISE_ALLOCATIONS)
+        _check_choice("synthesis", self.synthesis, SYNTHESIS_METHODS)
+        if not isinstance(self.consistency, bool):
+            raise InputError(f"consistency must be True or False, got {self.consistency!r}")
+        if isinstance(self.privbayes_degree, bool) or not isinstance(self.privbayes_degree, int):
+            raise InputError(f"privbayes_degree must be an integer, got {self.privbayes_degree!r}")
+        if self.privbayes_degree < 1:
+            raise InputError(f"privbayes_degree must be >= 1, got {self.privbayes_degree}")
+        if isinstance(self.marginals, str) or any(
+            isinstance(m, str) or not all(isinstance(a, str) for a in m) for m in self.marginals
+        ):
+            raise InputError(
+                "marginals must be a sequence of attribute sets, each a sequence of column "
+                f"names, e.g. (('age', 'income'),), got {self.marginals!r}"
+            )
+        object.__setattr__(self, "marginals", tuple(tuple(m) for m in self.marginals))
+        if self.selection == "given" and not self.marginals:
+            raise InputError("selection 'given' needs the attribute sets in marginals")
+        if self.selection != "given" and self.marginals:
+            raise InputError(
+                f"marginals are used by selection 'given' only (selection is {self.selection!r})"
+            )
 
     @property
     def marginal_share(self) -> float:
         return 1.0 - self.one_way_share - self.indif_share
+
+
+def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise InputError(f"unknown {name} {value!r}; choose one of {', '.join(choices)}")

@@ -45,6 +45,7 @@ from privsyn_core.measuring.one_way import (
     grouped_one_way,
     measure_one_way,
 )
+from privsyn_core.measuring.privbayes import select_network
 from privsyn_core.measuring.reading import FrameTable, RawTable
 from privsyn_core.privacy.ledger import PrivacyLedger
 from privsyn_core.privacy.noise import NoiseSource, SecureNoise, SeededNoise
@@ -52,8 +53,10 @@ from privsyn_core.progress import ProgressCallback, Stage
 from privsyn_core.progress import StageReporter as _Reporter
 from privsyn_core.release.bundle import released_schema
 from privsyn_core.selection.combine import combine_marginals
+from privsyn_core.selection.fixed import all_pairs, given_marginals
 from privsyn_core.selection.greedy import Selection, select_marginals
 from privsyn_core.selection.marginal_graph import AppendPlan, marginal_graph
+from privsyn_core.selection.privbayes import network_marginals
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,9 @@ class SelectedMarginal:
 
     ``origin`` is "combined" (a clique of Algorithm 2), "selected" (a pair of Algorithm 1),
     "isolated" (the link of an attribute no selected pair covered) or "one_way" (an attribute
-    with no pair at all, measured alone so the budget is not wasted).
+    with no pair at all, measured alone so the budget is not wasted); with another
+    ``PrivSynConfig.selection`` it is that selection's name ("privbayes", "all_pairs",
+    "given"). ``rho`` is what the ledger was charged.
     """
 
     attributes: tuple[str, ...]
@@ -314,11 +319,12 @@ def measure(
         from privsyn_core.measuring.sql_encoding import sql_table
 
         raw = sql_table(table, engine, spark=spark)
-        if domain is not None:
-            counter = raw.coded(_code_sizes(domain, engine))
-            return measure_coded(
-                counter, epsilon, delta, config=config, rng=rng, on_progress=on_progress
-            )
+    _check_given(config, raw.names)  # before anything is spent
+    if engine != "numpy" and domain is not None:
+        counter = raw.coded(_code_sizes(domain, engine))
+        return measure_coded(
+            counter, epsilon, delta, config=config, rng=rng, on_progress=on_progress
+        )
     noise: NoiseSource = SecureNoise() if rng is None else SeededNoise(rng)
     report = _Reporter(on_progress)
     preparation: Preparation | None = None
@@ -412,6 +418,7 @@ def measure_coded(
     """:func:`measure` for a pre-coded table behind any :class:`Counter` (every column a code
     ``0..k-1`` of the counter's domain), such as one counted out of core by DuckDB."""
     config = config or PrivSynConfig()
+    _check_given(config, counter.domain.attributes)  # before anything is spent
     noise: NoiseSource = SecureNoise() if rng is None else SeededNoise(rng)
     report = _Reporter(on_progress)
     declared = counter.domain
@@ -422,6 +429,12 @@ def measure_coded(
     report.finish(f"{len(declared)} columns checked against their domains")
     dtype = _code_dtype(max(declared.sizes))
     return _measure_counts(counter, dtype, ledger, 0.0, None, codecs, config, noise, report)
+
+
+def _check_given(config: PrivSynConfig, names: Sequence[str]) -> None:
+    """Refuse user-given marginals that do not fit the table's columns (a free check)."""
+    if config.selection == "given":
+        given_marginals(config.marginals, list(names))
 
 
 def _code_dtype(largest: int) -> np.dtype:
@@ -455,8 +468,22 @@ def _measure_counts(
     declared = counter.domain
     rho = ledger.budget_rho - rho_private
     d = len(declared)
+    given: tuple[tuple[str, ...], ...] = ()
+    if config.selection == "given":
+        try:  # a column may have been left out after the domain estimates were paid for
+            given = given_marginals(config.marginals, declared.attributes)
+        except InputError as error:
+            if not ledger.entries:
+                raise
+            raise FailedAfterSpending(
+                f"{error} (rho {ledger.spent_rho:.4g} was spent on the structure and domain "
+                "estimates)",
+                ledger,
+            ) from None
+    # all_pairs and given read no data to choose: their selection budget goes to marginals
+    selects = config.selection in ("densemarg", "privbayes")
     rho_one_way = config.one_way_share * rho
-    rho_indif = config.indif_share * rho if d > 1 else 0.0
+    rho_indif = config.indif_share * rho if d > 1 and selects else 0.0
     rho_marginals = rho - rho_one_way - rho_indif
 
     report.start(Stage.ONE_WAY)
@@ -480,44 +507,81 @@ def _measure_counts(
     report.finish(f"{merged} low-count values combined or dropped")
 
     report.start(Stage.INDIF)
-    noisy_indif, spend = (
-        measure_indif(engine_counter, rho_indif, noise)
-        if d > 1
-        else (
-            pd.DataFrame(np.zeros((1, 1)), index=list(engine), columns=list(engine)),
-            None,
+    sizes = engine.as_dict()
+    if config.selection != "densemarg" or d < 2:
+        # not measured: NaN says so (the marginal graph and heat map show no score)
+        noisy_indif = pd.DataFrame(
+            np.full((d, d), np.nan if config.selection != "densemarg" else 0.0),
+            index=list(engine),
+            columns=list(engine),
         )
-    )
-    if spend is not None:
-        ledger = report.ledger = ledger.charge(spend)
-    report.finish(f"{d * (d - 1) // 2} pairs scored")
+    if config.selection == "privbayes" and d > 1:
+        nodes, spends = select_network(
+            engine_counter,
+            rho_indif,
+            noise,
+            degree=config.privbayes_degree,
+            max_cells=config.gamma,
+        )
+        ledger = report.ledger = ledger.charge_all(spends)
+        report.finish(f"{len(spends)} parent sets chosen by the exponential mechanism")
+    elif config.selection == "densemarg" and d > 1:
+        noisy_indif, spend = measure_indif(engine_counter, rho_indif, noise)
+        if spend is not None:
+            ledger = report.ledger = ledger.charge(spend)
+        report.finish(f"{d * (d - 1) // 2} pairs scored")
+    else:
+        report.finish("no scores needed")
 
     report.start(Stage.SELECT)
-    sizes = engine.as_dict()
-    selection = select_marginals(
-        noisy_indif, sizes, rho_marginals, connect_isolated=config.connect_isolated
-    )
-    report.finish(f"{len(selection.steps)} pairs selected, {len(selection.isolated_links)} links")
+    selection = Selection((), 0.0, ())
+    if config.selection == "densemarg":
+        selection = select_marginals(
+            noisy_indif, sizes, rho_marginals, connect_isolated=config.connect_isolated
+        )
+        report.finish(
+            f"{len(selection.steps)} pairs selected, {len(selection.isolated_links)} links"
+        )
+    else:
+        report.finish(f"selection {config.selection!r}")
 
     report.start(Stage.COMBINE)
-    chosen = combine_marginals(selection.pairs, sizes, noisy_indif, config.gamma)
+    if config.selection == "densemarg":
+        chosen = combine_marginals(selection.pairs, sizes, noisy_indif, config.gamma)
+    elif config.selection == "privbayes":
+        chosen = network_marginals(nodes, engine.attributes) if d > 1 else ()
+    elif config.selection == "all_pairs":
+        chosen = all_pairs(engine.attributes)
+    else:
+        chosen = given
     covered = {a for m in chosen for a in m}
+    n_selected = len(chosen)
     chosen = (*chosen, *((a,) for a in engine if a not in covered))
     report.finish(f"{len(chosen)} marginals to measure")
 
     report.start(Stage.MEASURE)
-    weights = np.array([engine.cells(m) ** (2 / 3) for m in chosen])
-    budgets = rho_marginals * weights / weights.sum() if len(chosen) else np.array([])
+    budgets = _marginal_budgets(chosen, engine, rho_marginals, config)
     measured: list[NoisyMarginal] = []
+    charged: list[float] = []
     for noisy, spend in measure_marginals(
-        engine_counter, list(chosen), [float(b) for b in budgets], noise, step="marginal"
+        engine_counter,
+        list(chosen),
+        [float(b) for b in budgets],
+        noise,
+        step="marginal",
+        mechanism="laplace" if config.noise == "equal_laplace" else "gaussian",
     ):
         ledger = report.ledger = ledger.charge(spend)
         measured.append(noisy)
-    origins = _origins(chosen, selection)
+        charged.append(spend.rho)
+    origins = (
+        _origins(chosen, selection)
+        if config.selection == "densemarg"
+        else [config.selection] * n_selected + ["one_way"] * (len(chosen) - n_selected)
+    )
     summary = [
-        SelectedMarginal(m.attributes, m.cells, m.rho, m.sigma, origin)
-        for m, origin in zip(measured, origins, strict=True)
+        SelectedMarginal(m.attributes, m.cells, rho_i, m.sigma, origin)
+        for m, rho_i, origin in zip(measured, charged, origins, strict=True)
     ]
     report.finish(f"{len(measured)} marginals, {sum(m.cells for m in measured)} cells")
 
@@ -570,7 +634,10 @@ def _fitted(measurements: Measurements, config: PrivSynConfig, report: _Reporter
         measurements.measured,
         decoders,
         consistency_rounds=config.consistency_rounds,
-        defaults=SamplingSettings(config.gum, config.append_attributes, config.separate_and_join),
+        defaults=SamplingSettings(
+            config.gum, config.append_attributes, config.separate_and_join, config.synthesis
+        ),
+        consistent=config.consistency,
         noisy=(*measurements.one_way, *measurements.measured),
         schema=released_schema(
             preparation.columns if preparation is not None else (),
@@ -598,7 +665,10 @@ def generate(
     access to the private table. ``n_records`` (public) defaults to the noisy total.
 
     The same as :func:`fit_measurements` then :meth:`FittedModel.generate`; the result
-    carries the model (``result.model``) for more samples and the release bundle."""
+    carries the model (``result.model``) for more samples and the release bundle. Only
+    ``config``'s generation fields are read here (``consistency``, ``consistency_rounds``,
+    ``synthesis``, ``gum``, ``append_attributes``, ``separate_and_join``), so one set of
+    measurements can be generated from many times with different ones (the paper lab)."""
     config = config or PrivSynConfig()
     rng = rng if rng is not None else np.random.default_rng()
     if n_records is not None and n_records < 1:
@@ -637,6 +707,20 @@ def generate(
         noisy_marginals=model.noisy,
         model=model,
     )
+
+
+def _marginal_budgets(
+    chosen: Sequence[tuple[str, ...]], engine: Domain, rho: float, config: PrivSynConfig
+) -> list[float]:
+    """Each marginal's share of ``rho`` (paper section 4.2, Equation 1, against the equal
+    splits of section 6.4): ~ c_i^(2/3) for "weighted_gaussian", ``rho / m`` otherwise."""
+    if not chosen:
+        return []
+    if config.noise == "weighted_gaussian":
+        weights = np.array([engine.cells(m) ** (2 / 3) for m in chosen])
+    else:
+        weights = np.ones(len(chosen))
+    return [float(b) for b in rho * weights / weights.sum()]
 
 
 def _origins(chosen: Sequence[tuple[str, ...]], selection: Selection) -> list[str]:

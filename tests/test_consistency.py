@@ -78,3 +78,20 @@ def test_nonnegative_projection_keeps_the_total_and_is_the_l2_closest():
         shift = (values - projected)[positive]
         assert np.ptp(shift) < 1e-9
         assert (values[~positive] <= shift[0] + 1e-9).all()
+
+
+def test_consistency_off_makes_each_marginal_a_distribution_and_reports_the_disagreement():
+    from privsyn_core.generation.consistency import without_consistency
+
+    a = NoisyMarginal(MarginalTable(("a", "b"), (2, 2), np.array([50.0, -5.0, 30.0, 25.0])), 1, 1)
+    b = NoisyMarginal(MarginalTable(("b", "c"), (2, 2), np.array([70.0, 10.0, 10.0, 20.0])), 1, 1)
+    tables, report = without_consistency([a, b])
+    assert report.rounds == 0
+    assert report.total == pytest.approx(105.0)  # mean of the noisy totals 100 and 110
+    for table in tables:
+        assert table.values.min() >= 0 and table.values.sum() == pytest.approx(105.0)
+    assert tables[0].values[1] == 0.0  # the negative cell
+    # b from {a, b}: (80, 25); from {b, c}: (80, 30) * 105/110 = (76.4, 28.6): off by 3.6/105
+    assert report.max_discrepancy == pytest.approx((80 - 80 * 105 / 110) / 105)
+    _, reconciled = make_consistent([a, b])
+    assert reconciled.max_discrepancy < 1e-6 < report.max_discrepancy

@@ -1,3 +1,4 @@
+import itertools
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -290,3 +291,43 @@ def test_auto_kernel_is_the_reference_on_small_tables_and_compiled_on_wide_ones(
     assert resolve_kernel("auto", 600_000, 700) == "compiled"  # numba is installed in tests
     assert resolve_kernel("reference", 600_000, 700) == "reference"
     assert resolve_kernel("compiled", 10, 1) == "compiled"
+
+
+def test_decay_schedules_follow_section_5_3_and_meet_the_step_decay_at_100():
+    step = GumSettings()
+    assert step.alpha(0) == 1.0 and step.alpha(19) == 1.0
+    assert step.alpha(20) == pytest.approx(0.84) and step.alpha(45) == pytest.approx(0.84**2)
+    reach = 0.84**5
+    for schedule in ("exponential", "linear", "sqrt"):
+        settings = GumSettings(decay_schedule=schedule)
+        assert settings.alpha(0) == 1.0
+        assert settings.alpha(100) == pytest.approx(reach)
+        alphas = [settings.alpha(t) for t in range(101)]
+        assert all(a > b for a, b in itertools.pairwise(alphas))  # smooth
+    exponential = GumSettings(decay_schedule="exponential")
+    assert exponential.alpha(20) == pytest.approx(0.84)  # the step decay made continuous
+    linear = GumSettings(decay_schedule="linear", decay_k=0.5, alpha0=0.8)
+    assert linear.alpha(4) == pytest.approx(0.8 / 3)
+    root = GumSettings(decay_schedule="sqrt", decay_k=0.5)
+    assert root.alpha(6) == pytest.approx(0.5)
+    assert GumSettings(decay_schedule="none", alpha0=0.6).alpha(500) == 0.6
+
+
+def test_the_papers_strategy_names_stand_for_the_long_ones():
+    assert GumSettings(strategy="S5") == GumSettings()
+    assert GumSettings(strategy="S1").strategy == "replace"
+    assert GumSettings(strategy="S4").duplicate_share(0) == 0.0
+    assert GumSettings(strategy="S4").duplicate_share(1) == 1.0
+    assert GumSettings(strategy="S6").duplicate_share(1) == 0.0
+    assert GumSettings(strategy="S2").duplicate_share(0) == 1.0
+    assert GumSettings(strategy="S3").duplicate_share(1) == 0.5
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"strategy": "S7"}, {"decay_schedule": "cosine"}, {"decay_k": -1.0}]
+)
+def test_gum_settings_refuse_unknown_strategies_and_schedules(kwargs):
+    from privsyn_core.errors import InputError
+
+    with pytest.raises(InputError):
+        GumSettings(**kwargs)

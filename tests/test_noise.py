@@ -58,3 +58,30 @@ def test_a_run_without_a_generator_is_a_release_and_says_so():
     assert debug.ledger.randomness == DEBUG
     assert all("not for release" in e.mechanism for e in debug.ledger.entries)
     assert release.ledger.to_json()["randomness"] == RELEASE
+
+
+@pytest.mark.parametrize("mode", ["secure", "seeded"])
+@pytest.mark.parametrize("scale", [2.0, 6.0])
+def test_laplace_noise_has_the_requested_scale_and_laplace_tails(secure, mode, scale):
+    source = secure if mode == "secure" else SeededNoise(np.random.default_rng(3))
+    draws = source.add_laplace(np.zeros(40_000), scale, integer=True)
+    # release mode adds integers (the discrete Laplace), debug mode NumPy's continuous one
+    assert np.all(draws == np.rint(draws)) == (mode == "secure")
+    # Laplace(b): variance 2 b^2 (the discrete one's is within 2% of it for b >= 2); a
+    # factor-of-2 slip in the scale would move the std by 100%
+    assert draws.std() == pytest.approx(np.sqrt(2) * scale, rel=0.04)
+    # mean absolute deviation is b for the Laplace, 0.8 sigma for a Gaussian of equal std
+    assert np.mean(np.abs(draws)) / draws.std() == pytest.approx(1 / np.sqrt(2), rel=0.05)
+    assert "laplace" in source.laplace_mechanism(integer=True)
+
+
+@pytest.mark.parametrize("mode", ["secure", "seeded"])
+def test_the_exponential_mechanism_picks_in_proportion_to_exp_score_over_scale(secure, mode):
+    source = secure if mode == "secure" else SeededNoise(np.random.default_rng(4))
+    scores = np.array([0.0, 1.0, 2.0])
+    picks = np.bincount([source.choose(scores, 1.0) for _ in range(3000)], minlength=3)
+    expected = np.exp(scores) / np.exp(scores).sum()
+    # 3,000 draws: each frequency within 4 standard errors of its probability
+    tolerance = 4 * np.sqrt(expected * (1 - expected) / 3000)
+    assert np.all(np.abs(picks / 3000 - expected) < tolerance)
+    assert "exponential" in source.choice_mechanism()

@@ -333,3 +333,104 @@ def test_generation_runs_from_the_measurements_alone():
     assert result.ledger == measurements.ledger  # generating spends nothing
     again = generate(measurements, n_records=50, config=FAST, rng=np.random.default_rng(2))
     assert len(again.synthetic) == 50 and again.ledger == measurements.ledger
+
+
+# --- the paper lab: every option spends from the one ledger ----------------------------------
+
+LAB_DOMAIN = {"a": 4, "b": 4, "noise0": 3, "noise1": 3}
+
+
+def lab_measure(config, epsilon=2.0, seed=0, n=4000):
+    table = planted_pair(n, flip=0.1, rng=np.random.default_rng(seed))
+    measured = measure(
+        table, epsilon, 1e-9, domain=LAB_DOMAIN, config=config, rng=np.random.default_rng(seed)
+    )
+    return table, measured
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        PrivSynConfig(selection="privbayes"),
+        PrivSynConfig(selection="all_pairs"),
+        PrivSynConfig(selection="given", marginals=(("a", "b"),)),
+        PrivSynConfig(noise="equal_gaussian"),
+        PrivSynConfig(noise="equal_laplace"),
+    ],
+    ids=lambda c: f"{c.selection}-{c.noise}",
+)
+def test_every_lab_option_spends_exactly_the_budget_in_one_ledger(config):
+    _, measured = lab_measure(config)
+    ledger = measured.ledger
+    assert ledger.spent_rho == pytest.approx(ledger.budget_rho, rel=1e-9)
+    steps = ledger.spent_by_step()
+    rho = ledger.budget_rho
+    assert steps["one_way"] == pytest.approx(0.1 * rho)
+    if config.selection == "densemarg":
+        assert steps["indif"] == pytest.approx(0.1 * rho)
+    elif config.selection == "privbayes":
+        assert "indif" not in steps and steps["privbayes"] == pytest.approx(0.1 * rho)
+        entries = [e for e in ledger.entries if e.step == "privbayes"]
+        assert len(entries) == 3 and all("exponential" in e.mechanism for e in entries)
+    else:  # nothing to choose from the data: the selection share goes to the marginals
+        assert set(steps) == {"one_way", "marginal"}
+        assert steps["marginal"] == pytest.approx(0.9 * rho)
+    marginal = [e for e in ledger.entries if e.step == "marginal"]
+    assert [m.rho for m in measured.marginals] == [e.rho for e in marginal]
+    if config.noise != "weighted_gaussian":
+        assert len({round(e.rho, 15) for e in marginal}) == 1  # an equal split
+    laplace = config.noise == "equal_laplace"
+    assert all(("laplace" in e.mechanism) == laplace for e in marginal)
+
+
+def test_given_marginals_are_measured_as_given_and_others_alone():
+    config = PrivSynConfig(selection="given", marginals=(("b", "a"),))
+    _, measured = lab_measure(config)
+    assert [m.attributes for m in measured.marginals] == [("a", "b"), ("noise0",), ("noise1",)]
+    assert [m.origin for m in measured.marginals] == ["given", "one_way", "one_way"]
+    assert measured.noisy_indif.isna().all().all()  # InDif was not measured
+
+
+def test_a_given_marginal_naming_no_column_is_refused_before_anything_is_spent():
+    from privsyn_core.errors import InputError
+
+    config = PrivSynConfig(selection="given", marginals=(("a", "colour"),))
+    with pytest.raises(InputError, match="'colour', not a column") as caught:
+        lab_measure(config)
+    assert not isinstance(caught.value, FailedAfterSpending)
+
+
+def test_privbayes_selection_finds_the_planted_pair():
+    _, measured = lab_measure(PrivSynConfig(selection="privbayes", privbayes_degree=1))
+    assert any(set(m.attributes) == {"a", "b"} for m in measured.marginals)
+    assert {m.origin for m in measured.marginals} <= {"privbayes", "one_way"}
+
+
+def test_one_measurement_many_generations_share_the_ledger():
+    """Post-processing options differ between generate() calls on one Measurements: the
+    spend happens once and every table comes from the same noisy marginals."""
+    _table, measured = lab_measure(FAST)
+    variants = {
+        "gum": FAST,
+        "mcf": dataclasses.replace(FAST, synthesis="mcf"),
+        "no consistency": dataclasses.replace(FAST, consistency=False),
+        "S1, linear": dataclasses.replace(
+            FAST,
+            gum=GumSettings(iterations=30, patience=None, strategy="S1", decay_schedule="linear"),
+        ),
+    }
+    results = {
+        name: generate(measured, config=config, rng=np.random.default_rng(1))
+        for name, config in variants.items()
+    }
+    for result in results.values():
+        assert result.ledger is measured.ledger
+        assert len(result.history) == 30
+        assert np.mean(result.synthetic["a"] == result.synthetic["b"]) > 0.7
+    assert results["no consistency"].consistency.rounds == 0
+    assert results["gum"].consistency.rounds >= 1
+    assert results["S1, linear"].history[10].alpha == pytest.approx(
+        GumSettings(decay_schedule="linear").alpha(10)
+    )
+    assert results["mcf"].history[0].alpha == 1.0
+    assert not results["gum"].synthetic.equals(results["mcf"].synthetic)

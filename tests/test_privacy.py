@@ -136,3 +136,38 @@ def test_the_proposition_conversion_is_bun_and_steinkes_closed_form():
     assert epsilon_from_rho(0.5, 1e-6, "proposition") == pytest.approx(
         0.5 + 2 * math.sqrt(0.5 * math.log(1e6)), rel=1e-12
     )
+
+
+def test_a_laplace_release_bought_with_rho_is_epsilon_dp_with_epsilon_squared_over_two_rho():
+    from opendp import domains, measurements, metrics, mod
+
+    from privsyn_core.privacy.ledger import laplace_scale, pure_epsilon
+
+    rho = 0.02
+    epsilon = pure_epsilon(rho)
+    assert epsilon**2 / 2 == pytest.approx(rho)  # Bun-Steinke: epsilon-DP is eps^2/2-zCDP
+    mod.enable_features("contrib")
+    laplace = measurements.make_laplace(
+        domains.vector_domain(domains.atom_domain(T=int)),
+        metrics.l1_distance(T=int),
+        scale=laplace_scale(rho, l1_sensitivity=1.0),
+    )
+    # OpenDP's own privacy map: a marginal (L1 sensitivity 1) costs exactly that epsilon
+    assert laplace.map(1) == pytest.approx(epsilon, rel=1e-9)
+    assert laplace_scale(rho, 3.0) == pytest.approx(3 / epsilon)
+
+
+def test_the_exponential_mechanism_scale_is_rho_zcdp_by_opendps_own_map():
+    from opendp import domains, measurements, measures, metrics, mod
+
+    from privsyn_core.privacy.ledger import exponential_scale
+
+    mod.enable_features("contrib")
+    rho, sensitivity = 0.003, 4.0
+    chooser = measurements.make_noisy_max(
+        domains.vector_domain(domains.atom_domain(T=float, nan=False)),
+        metrics.linf_distance(T=float),
+        measures.zero_concentrated_divergence(),
+        scale=exponential_scale(rho, sensitivity),
+    )
+    assert chooser.map(sensitivity) == pytest.approx(rho, rel=1e-6)

@@ -84,3 +84,30 @@ def test_isolated_attribute_is_linked_through_its_highest_noisy_indif():
     assert selection.steps[0].pair == ("a", "b")
     # c's best partner is d, but d has one value: linking to it carries nothing
     assert selection.isolated_links == (("b", "c"),)
+
+
+def test_all_pairs_lists_every_two_way_marginal_in_table_order():
+    from privsyn_core.selection.fixed import all_pairs
+
+    assert all_pairs(["a", "b", "c"]) == (("a", "b"), ("a", "c"), ("b", "c"))
+
+
+def test_given_marginals_are_put_in_table_order_and_checked():
+    from privsyn_core.errors import InputError
+    from privsyn_core.selection.fixed import given_marginals
+
+    columns = ["age", "sex", "income"]
+    assert given_marginals([("income", "age"), ("sex",)], columns) == (
+        ("age", "income"),
+        ("sex",),
+    )
+    with pytest.raises(InputError, match=r"'agee', not a column.*columns: age, sex, income"):
+        given_marginals([("agee", "sex")], columns)
+    with pytest.raises(InputError, match="twice"):
+        given_marginals([("age", "age")], columns)
+    with pytest.raises(InputError, match="listed twice"):
+        given_marginals([("age", "sex"), ("sex", "age")], columns)
+    with pytest.raises(InputError, match="at least one column"):
+        given_marginals([()], columns)
+    with pytest.raises(InputError, match="at least one marginal"):
+        given_marginals([], columns)

@@ -141,3 +141,38 @@ def _max_discrepancy(values: list[np.ndarray], constraints: list[_Constraint]) -
         stacked = np.vstack(projections)
         worst = max(worst, float((stacked.max(axis=0) - stacked.min(axis=0)).max()))
     return worst
+
+
+def without_consistency(
+    marginals: Sequence[NoisyMarginal],
+) -> tuple[tuple[MarginalTable, ...], ConsistencyReport]:
+    """The "consistency off" arm of the paper lab: no reconciliation of shared attributes.
+
+    Generation still needs distributions, so each marginal is made one on its own, as
+    PrivBayes does (paper section 3.2: negative estimates become zero): negative cells are
+    set to zero and the table is scaled to the common total, the mean of the noisy totals
+    (paper section 6.1's estimate of ``n``). Shared attributes are left to disagree;
+    ``max_discrepancy`` reports by how much (relative to the total), ``rounds`` is 0.
+    """
+    tables = [m.table for m in marginals]
+    total = max(1.0, float(np.mean([t.values.sum() for t in tables]))) if tables else 1.0
+    values = []
+    for t in tables:
+        clipped = np.maximum(t.values.astype(float), 0.0)
+        mass = clipped.sum()
+        values.append(clipped * (total / mass) if mass > 0 else np.full(t.cells, total / t.cells))
+    sets = [frozenset(t.attributes) for t in tables]
+    constraints = []
+    for shared in _shared_sets(sets):
+        members = tuple(i for i, s in enumerate(sets) if shared <= s)
+        if len(members) < 2:
+            continue
+        subset = sorted(shared)
+        first = tables[members[0]]
+        cells = int(np.prod([first.shape[first.attributes.index(a)] for a in subset]))
+        folds = tuple(_fold_index(tables[i], subset) for i in members)
+        ones = np.ones(len(members))
+        constraints.append(_Constraint(members, folds, cells, ones, ones))
+    discrepancy = _max_discrepancy(values, constraints) / total if constraints else 0.0
+    report = ConsistencyReport(0, discrepancy, total)
+    return tuple(t.with_values(v) for t, v in zip(tables, values, strict=True)), report

@@ -22,7 +22,7 @@ history and the stage timings. The same seed gives the same table.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -31,7 +31,11 @@ import pandas as pd
 
 from privsyn_core.domain import Domain
 from privsyn_core.errors import InputError
-from privsyn_core.generation.consistency import ConsistencyReport, make_consistent
+from privsyn_core.generation.consistency import (
+    ConsistencyReport,
+    make_consistent,
+    without_consistency,
+)
 from privsyn_core.generation.gum import (
     GumIterationRecord,
     GumSettings,
@@ -41,6 +45,7 @@ from privsyn_core.generation.gum import (
     record_major,
     run_gum,
 )
+from privsyn_core.generation.mcf import run_mcf
 from privsyn_core.generation.memory import check_fits
 from privsyn_core.generation.sampling import conditional_column, shuffled_column
 from privsyn_core.marginals import MarginalTable
@@ -75,6 +80,13 @@ class SamplingSettings:
     append_attributes: bool = True
     #: run GUM per connected component of the marginal graph (paper 5.3, separate and join)
     separate_and_join: bool = True
+    #: "gum" (paper 5.2) or the paper's min-cost-flow strawman "mcf" (paper 5.1), the lab's
+    #: comparison; MCF reads the same ``gum`` settings for its passes and plateau rule
+    synthesis: str = "gum"
+
+    def __post_init__(self) -> None:
+        if self.synthesis not in ("gum", "mcf"):
+            raise InputError(f"synthesis must be 'gum' or 'mcf', got {self.synthesis!r}")
 
 
 @dataclass(frozen=True)
@@ -186,7 +198,7 @@ class FittedModel:
         rng = rng if rng is not None else np.random.default_rng(seed)
         settings = settings or self.defaults
         if gum is not None:
-            settings = SamplingSettings(gum, settings.append_attributes, settings.separate_and_join)
+            settings = replace(settings, gum=gum)
         n = self.default_rows if n is None else n
         self.check_fits(n)
         return _draw(self, int(n), settings, rng, on_progress)
@@ -217,13 +229,19 @@ def fit_model(
     *,
     consistency_rounds: int,
     defaults: SamplingSettings,
+    consistent: bool = True,
     noisy: Sequence[NoisyMarginal] = (),
     schema: Sequence[Mapping[str, Any]] = (),
     config: Mapping[str, Any] | None = None,
 ) -> FittedModel:
     """The model from a run's measurements: ``grouped`` are the noisy 1-way marginals on
-    engine codes, ``measured`` the selected ones. Makes them consistent (paper 4.3), once."""
-    tables, consistency = make_consistent((*grouped, *measured), max_rounds=consistency_rounds)
+    engine codes, ``measured`` the selected ones. Makes them consistent (paper 4.3), once;
+    ``consistent=False`` is the paper lab's "consistency off" arm (each table normalised alone)."""
+    tables, consistency = (
+        make_consistent((*grouped, *measured), max_rounds=consistency_rounds)
+        if consistent
+        else without_consistency((*grouped, *measured))
+    )
     d = len(engine)
     return FittedModel(
         ledger=ledger,
@@ -288,7 +306,8 @@ def _draw(
             )
         )
 
-    history, finished = run_gum(
+    synthesise = run_mcf if settings.synthesis == "mcf" else run_gum
+    history, finished = synthesise(
         [(arr, targets) for _, arr, targets in components], settings.gum, rng, on_iteration
     )
     if not finished:

@@ -14,7 +14,9 @@ Removed rows are rewritten: either **duplicated** from a random row of the targe
 the row's other attributes coherent) or **replaced** (only the marginal's attributes change;
 the only option for empty cells). Which share is duplicated follows the update strategy of
 appendix I; the default "half-half plus duplicate" uses half/half on even iterations and
-duplication only on odd ones. ``alpha`` follows a step decay (appendix J).
+duplication only on odd ones. ``alpha`` follows a step decay (appendix J); the other
+schedules of section 5.3 (exponential, linear, square root) and a constant alpha are
+options for comparison.
 
 Choices where the paper is silent, each made for speed at 600k rows without losing accuracy:
 rows to remove are drawn by independent Bernoulli trials with each over-filled cell's removal
@@ -28,6 +30,7 @@ through positions).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -49,6 +52,24 @@ UpdateStrategy = Literal[
     "replace_plus_duplicate",
     "half_half_plus_replace",
 ]
+
+#: the paper's names of the update strategies (appendix I, Figure 11): S1 to S6
+STRATEGY_NAMES: dict[str, UpdateStrategy] = {
+    "S1": "replace",
+    "S2": "duplicate",
+    "S3": "half_half",
+    "S4": "replace_plus_duplicate",
+    "S5": "half_half_plus_duplicate",
+    "S6": "half_half_plus_replace",
+}
+
+#: how alpha decreases over the iterations (paper section 5.3, compared in appendix J)
+DecaySchedule = Literal["step", "exponential", "linear", "sqrt", "none"]
+DECAY_SCHEDULES: tuple[str, ...] = ("step", "exponential", "linear", "sqrt", "none")
+
+#: the iteration at which the other schedules' default rate matches the step decay's alpha
+#: (the paper runs 100 iterations)
+DECAY_MATCHED_AT = 100
 
 #: which implementation runs an update: the fused numba loops, the NumPy passes, or "auto"
 #: (see :attr:`GumSettings.kernel`)
@@ -73,13 +94,25 @@ _DUPLICATE_SHARE: dict[str, tuple[float, float]] = {
 
 @dataclass(frozen=True)
 class GumSettings:
-    """GUM's knobs; defaults follow the paper and the authors' code (alpha = 0.84^(t/20))."""
+    """GUM's knobs; defaults follow the paper and the authors' code (alpha = 0.84^(t/20)).
+
+    ``strategy`` takes the long names or the paper's S1 to S6 (:data:`STRATEGY_NAMES`; S5,
+    half-half plus duplicate, is the paper's choice). ``decay_schedule`` is one of section
+    5.3's: "step" (default) ``alpha0 * decay^floor(t / decay_every)``, "exponential"
+    ``alpha0 * exp(-k t)``, "linear" ``alpha0 / (1 + k t)``, "sqrt" ``alpha0 / sqrt(1 + k t)``,
+    or "none" (``alpha0`` throughout). The paper gives no ``k``; ``decay_k=None`` picks, for
+    each schedule, the ``k`` whose alpha at iteration 100 equals the step decay's (for the
+    exponential that is the step decay made continuous, ``k = -ln(decay) / decay_every``), so
+    the schedules differ in shape, not in how far they decay.
+    """
 
     iterations: int = 100
     alpha0: float = 1.0
     decay: float = 0.84
     decay_every: int = 20
     strategy: UpdateStrategy = "half_half_plus_duplicate"
+    decay_schedule: DecaySchedule = "step"
+    decay_k: float | None = None
     #: stop early once ``patience`` iterations in a row have not lowered the best mean L1 by
     #: ``min_improvement`` (relative); None runs every iteration. The paper runs a fixed 100
     #: and notes the error is flat after that; on Adult it flattens near 60, on wide tables
@@ -110,11 +143,20 @@ class GumSettings:
             raise InputError(
                 f"kernel must be 'auto', 'compiled' or 'reference', got {self.kernel!r}"
             )
+        if self.strategy in STRATEGY_NAMES:  # the paper's S1..S6 stand for the long names
+            object.__setattr__(self, "strategy", STRATEGY_NAMES[self.strategy])
         if self.strategy not in _DUPLICATE_SHARE:
             raise InputError(
                 f"unknown update strategy {self.strategy!r}; choose one of "
-                f"{sorted(_DUPLICATE_SHARE)}"
+                f"{sorted(_DUPLICATE_SHARE)} or the paper's S1 to S6"
             )
+        if self.decay_schedule not in DECAY_SCHEDULES:
+            raise InputError(
+                f"unknown decay schedule {self.decay_schedule!r}; choose one of "
+                f"{', '.join(DECAY_SCHEDULES)}"
+            )
+        if self.decay_k is not None and not (math.isfinite(self.decay_k) and self.decay_k >= 0):
+            raise InputError(f"decay_k must be a finite number >= 0 or None, got {self.decay_k}")
 
     def converged(self, mean_errors: Sequence[float]) -> bool:
         """Whether the last ``patience`` iterations failed to improve on the best before."""
@@ -123,9 +165,33 @@ class GumSettings:
         best_before = min(mean_errors[: -self.patience])
         return min(mean_errors[-self.patience :]) > (1 - self.min_improvement) * best_before
 
+    @property
+    def rate(self) -> float:
+        """The ``k`` of the exponential, linear and square-root schedules (see the class)."""
+        if self.decay_k is not None:
+            return self.decay_k
+        t = DECAY_MATCHED_AT
+        if self.decay_schedule == "exponential":
+            return -math.log(self.decay) / self.decay_every
+        reach = self.decay ** (t // self.decay_every)  # the step decay's alpha / alpha0 at t
+        if self.decay_schedule == "linear":
+            return (1 / reach - 1) / t
+        if self.decay_schedule == "sqrt":
+            return (1 / reach**2 - 1) / t
+        return 0.0
+
     def alpha(self, iteration: int) -> float:
-        """Step decay: alpha0 * decay^floor(t / decay_every)."""
-        return self.alpha0 * self.decay ** (iteration // self.decay_every)
+        """alpha at ``iteration`` under :attr:`decay_schedule` (paper section 5.3)."""
+        t = iteration
+        if self.decay_schedule == "step":
+            return self.alpha0 * self.decay ** (t // self.decay_every)
+        if self.decay_schedule == "exponential":
+            return self.alpha0 * math.exp(-self.rate * t)
+        if self.decay_schedule == "linear":
+            return self.alpha0 / (1 + self.rate * t)
+        if self.decay_schedule == "sqrt":
+            return self.alpha0 / math.sqrt(1 + self.rate * t)
+        return self.alpha0
 
     def duplicate_share(self, iteration: int) -> float:
         return _DUPLICATE_SHARE[self.strategy][iteration % 2]

@@ -6,22 +6,30 @@ rows.
 
 A marginal's count vector has L2 sensitivity 1 under add/remove-one neighbours (paper
 Theorem 4.3), so adding N(0, 1/(2 rho)) to every cell is rho-zCDP (Proposition C.3).
+
+Its L1 sensitivity is 1 too, so the paper's "equal Laplace" competitor (section 6.4) adds
+Laplace noise of scale ``1 / epsilon_i`` to every cell; bought from the same zCDP ledger,
+``epsilon_i = sqrt(2 rho_i)`` (:func:`~privsyn_core.privacy.ledger.laplace_scale`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from privsyn_core.marginals import MarginalTable
-from privsyn_core.privacy.ledger import Measurement, gaussian_sigma
+from privsyn_core.privacy.ledger import Measurement, gaussian_sigma, laplace_scale
 from privsyn_core.privacy.noise import NoiseSource, as_noise
 
 if TYPE_CHECKING:
     from privsyn_core.measuring.counting import Counter
+
+#: the noise a marginal gets: Gaussian (PrivSyn) or Laplace (the paper's section 6.4 competitor)
+Mechanism = Literal["gaussian", "laplace"]
 
 
 @dataclass(frozen=True)
@@ -30,7 +38,9 @@ class NoisyMarginal:
 
     ``rho`` is the zCDP cost of the whole table; every cell carries independent noise of
     standard deviation ``sigma`` (for grouped 1-way marginals, ``rho`` is the *effective*
-    budget matching their average per-cell variance, which is what consistency weighs by).
+    budget matching their average per-cell variance, which is what consistency weighs by;
+    likewise for Laplace marginals, whose variance ``2 b^2 = 1 / rho_spent`` is that of a
+    Gaussian bought with ``rho_spent / 2``: their ``rho`` is half the ledger's charge).
     """
 
     table: MarginalTable
@@ -65,14 +75,28 @@ def measure_marginals(
     rhos: Sequence[float],
     rng: NoiseSource | np.random.Generator,
     step: str,
+    mechanism: Mechanism = "gaussian",
 ) -> list[tuple[NoisyMarginal, Measurement]]:
     """:func:`measure_marginal` for many attribute sets, counted in one batch (one pass of a
-    backend that scans the table once for all of them)."""
+    backend that scans the table once for all of them).
+
+    ``mechanism="laplace"`` adds Laplace noise instead, each marginal spending pure
+    ``epsilon_i = sqrt(2 rho_i)`` (charged as ``rho_i``); the record's ``sigma`` is the noise's
+    standard deviation ``sqrt(2) b`` and its mechanism says Laplace."""
+    if mechanism not in ("gaussian", "laplace"):
+        raise ValueError(f"unknown noise mechanism {mechanism!r}")
     noise = as_noise(rng)
     out = []
     for exact, rho in zip(counter.count(attribute_sets), rhos, strict=True):
-        sigma = gaussian_sigma(rho, sensitivity=1.0)
-        noisy = noise.add(exact.values, sigma, integer=True)
+        if mechanism == "laplace":
+            scale = laplace_scale(rho, l1_sensitivity=1.0)
+            noisy = noise.add_laplace(exact.values, scale, integer=True)
+            sigma, effective = math.sqrt(2.0) * scale, rho / 2.0
+            name = noise.laplace_mechanism(integer=True)
+        else:
+            sigma, effective = gaussian_sigma(rho, sensitivity=1.0), rho
+            noisy = noise.add(exact.values, sigma, integer=True)
+            name = noise.mechanism(integer=True)
         record = Measurement(
             step=step,
             attributes=exact.attributes,
@@ -80,7 +104,7 @@ def measure_marginals(
             rho=rho,
             sigma=sigma,
             n_queries=exact.cells,
-            mechanism=noise.mechanism(integer=True),
+            mechanism=name,
         )
-        out.append((NoisyMarginal(exact.with_values(noisy), rho, sigma), record))
+        out.append((NoisyMarginal(exact.with_values(noisy), effective, sigma), record))
     return out

@@ -141,6 +141,37 @@ def gaussian_sigma(rho: float, sensitivity: float = 1.0) -> float:
     return sensitivity / math.sqrt(2.0 * rho)
 
 
+def pure_epsilon(rho: float) -> float:
+    """The epsilon of an epsilon-DP mechanism that costs exactly ``rho`` in zCDP.
+
+    A pure epsilon-DP release is ``epsilon^2 / 2``-zCDP (Bun and Steinke 2016, Proposition
+    1.4), so a zCDP share ``rho`` buys ``epsilon = sqrt(2 rho)``. The "equal Laplace"
+    allocation of paper section 6.4 spends its marginals this way, in the same ledger.
+    """
+    if rho <= 0:
+        raise ValueError(f"rho must be positive to calibrate noise, got {rho!r}")
+    return math.sqrt(2.0 * rho)
+
+
+def laplace_scale(rho: float, l1_sensitivity: float = 1.0) -> float:
+    """Laplace scale ``b = Delta_1 / epsilon`` (paper appendix B) with ``epsilon`` bought by
+    ``rho`` (:func:`pure_epsilon`): the release is ``epsilon``-DP, hence ``rho``-zCDP."""
+    return l1_sensitivity / pure_epsilon(rho)
+
+
+def exponential_scale(rho: float, sensitivity: float) -> float:
+    """Gumbel scale of an exponential mechanism (paper appendix A) that is ``rho``-zCDP.
+
+    Sampling ``i`` with probability ~ ``exp(epsilon q_i / (2 Delta))`` is epsilon-DP and,
+    being epsilon-bounded-range, ``epsilon^2 / 8``-zCDP (Cesar and Rogers 2021, used by MST and
+    AIM). So ``epsilon = sqrt(8 rho)`` and the Gumbel scale ``2 Delta / epsilon`` is
+    ``Delta / sqrt(2 rho)``.
+    """
+    if rho <= 0:
+        raise ValueError(f"rho must be positive to calibrate a selection, got {rho!r}")
+    return sensitivity / math.sqrt(2.0 * rho)
+
+
 def upper_quantile(probability: float) -> float:
     """The standard normal's ``z`` with ``P(Z > z) = probability`` (scipy's ``norm.isf``),
     from the standard library: the thresholds of the private domain estimates need it, and

@@ -47,6 +47,21 @@ class NoiseSource(Protocol):
         """z such that noise exceeds z * sigma with probability at most ``probability``."""
         ...
 
+    def add_laplace(self, values: np.ndarray, scale: float, *, integer: bool) -> np.ndarray:
+        """``values`` plus independent Laplace noise of scale ``scale`` (the paper's appendix
+        B mechanism; standard deviation ``sqrt(2) * scale``)."""
+        ...
+
+    def laplace_mechanism(self, *, integer: bool) -> str: ...
+
+    def choose(self, scores: np.ndarray, scale: float) -> int:
+        """The exponential mechanism (paper appendix A) as report-noisy-max with Gumbel noise
+        of scale ``scale``: index ``i`` is returned with probability proportional to
+        ``exp(scores[i] / scale)``."""
+        ...
+
+    def choice_mechanism(self) -> str: ...
+
 
 @dataclass(frozen=True)
 class SeededNoise:
@@ -63,6 +78,19 @@ class SeededNoise:
 
     def tail_quantile(self, probability: float) -> float:
         return float(upper_quantile(probability))
+
+    def add_laplace(self, values: np.ndarray, scale: float, *, integer: bool) -> np.ndarray:
+        return np.asarray(values, dtype=float) + self.rng.laplace(0.0, scale, size=np.shape(values))
+
+    def laplace_mechanism(self, *, integer: bool) -> str:
+        return "laplace (seeded NumPy; not for release)"
+
+    def choose(self, scores: np.ndarray, scale: float) -> int:
+        scores = np.asarray(scores, dtype=float)
+        return int(np.argmax(scores / scale + self.rng.gumbel(size=scores.shape)))
+
+    def choice_mechanism(self) -> str:
+        return "exponential (Gumbel noisy max, seeded NumPy; not for release)"
 
 
 class SecureNoise:
@@ -97,12 +125,53 @@ class SecureNoise:
         # sampler's sigma^2 is rounded up by a factor of at most MAX_VARIANCE_ROUNDING
         return math.sqrt(2.0 * math.log(1.0 / probability) * MAX_VARIANCE_ROUNDING)
 
+    def add_laplace(self, values: np.ndarray, scale: float, *, integer: bool) -> np.ndarray:
+        flat = np.asarray(values, dtype=float).ravel()
+        if flat.size == 0:
+            return flat.reshape(np.shape(values))
+        if integer:
+            noisy = _opendp_laplace(np.rint(flat).astype(np.int64).tolist(), float(scale), int)
+        else:
+            noisy = _opendp_laplace(flat.tolist(), float(scale), float)
+        return np.asarray(noisy, dtype=float).reshape(np.shape(values))
+
+    def laplace_mechanism(self, *, integer: bool) -> str:
+        kind = "discrete laplace" if integer else "laplace"
+        return f"{kind} (OpenDP, OS randomness)"
+
+    def choose(self, scores: np.ndarray, scale: float) -> int:
+        from opendp import domains, measurements, measures, metrics, mod
+
+        mod.enable_features("contrib")
+        measurement = measurements.make_noisy_max(
+            domains.vector_domain(domains.atom_domain(T=float, nan=False)),
+            metrics.linf_distance(T=float),
+            measures.zero_concentrated_divergence(),
+            scale=float(scale),
+        )
+        return int(measurement([float(v) for v in np.asarray(scores, dtype=float)]))
+
+    def choice_mechanism(self) -> str:
+        return "exponential (OpenDP Gumbel noisy max, OS randomness)"
+
 
 def as_noise(source: NoiseSource | np.random.Generator) -> NoiseSource:
     """A seeded generator means debug mode; anything else is already a noise source."""
     if isinstance(source, np.random.Generator):
         return SeededNoise(source)
     return source
+
+
+def _opendp_laplace(values: list, scale: float, kind: type) -> list:
+    """OpenDP's Laplace measurement on a vector (the discrete Laplace for ``int``)."""
+    from opendp import domains, measurements, metrics, mod
+
+    mod.enable_features("contrib")
+    atoms = domains.atom_domain(T=int) if kind is int else domains.atom_domain(T=float, nan=False)
+    measurement = measurements.make_laplace(
+        domains.vector_domain(atoms), metrics.l1_distance(T=kind), scale=scale
+    )
+    return measurement(values)
 
 
 def _opendp_gaussian(values: list, sigma: float, kind: type) -> list:

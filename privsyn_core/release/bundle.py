@@ -325,6 +325,7 @@ def _model_json(model: FittedModel) -> dict[str, Any]:
             "gum": asdict(settings.gum),
             "append_attributes": settings.append_attributes,
             "separate_and_join": settings.separate_and_join,
+            "synthesis": settings.synthesis,
         },
     }
 
@@ -520,6 +521,7 @@ def _model_from_json(
         GumSettings(**_known(GumSettings, sampling["gum"])),
         bool(sampling["append_attributes"]),
         bool(sampling["separate_and_join"]),
+        str(sampling.get("synthesis", "gum")),
     )
     noisy = tuple(
         NoisyMarginal(_table(m, "noisy_counts"), float(m["rho"]), float(m["sigma"]))

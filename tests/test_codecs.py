@@ -302,3 +302,16 @@ def test_slashed_dates_read_in_the_columns_day_order_and_unambiguous_ones_either
     text = pd.Series(["02/01/2020", "13/01/2020", "01/13/2020", "2020-01-05"])
     assert day_first.encode(text).tolist() == [1, 12, 12, 4]
     assert month_first.encode(text).tolist() == [31, 12, 12, 4]
+
+
+def test_datetime_decode_of_a_range_past_pandas_limits_clips_instead_of_failing():
+    """A DP upper bound of 2^50 s (a noisy coarse cell clearing its threshold by chance) must
+    decode to dates pandas can hold, not raise OutOfBoundsDatetime."""
+    edges = (1.5e9, 1.6e9, 2.0**50)
+    codec = BinnedCodec("joined", edges, integer=True, datetime=True, datetime_format="%Y-%m-%d")
+    codes = np.array([0, 1, 1, 1, 0])
+    decoded = codec.decode(codes, np.random.default_rng(0))
+    stamps = pd.to_datetime(decoded, format="%Y-%m-%d")
+    assert stamps.notna().all()
+    assert (stamps[decoded.index[codes == 1]] >= pd.Timestamp("2020-09-13")).all()
+    assert stamps.max() <= pd.Timestamp.max

@@ -113,6 +113,10 @@ class CategoryCodec:
         return series if self.other else _typed(series, self.categories, self.missing)
 
 
+#: the seconds since 1970 a datetime can hold (pandas' nanosecond range, a second inside it)
+DATETIME_SECONDS = (pd.Timestamp.min.value // 10**9 + 1, pd.Timestamp.max.value // 10**9 - 1)
+
+
 @dataclass(frozen=True)
 class BinnedCodec:
     """Numbers cut at ``edges`` (bins ``[e_k, e_k+1)``; values beyond the outer edges fall in
@@ -222,6 +226,9 @@ class BinnedCodec:
             values = _on_grid(low, high, self.precision, rng.random(codes.size))
         values = np.where(present, values, np.nan)
         if self.datetime:
+            # a DP range can reach past what pandas represents (a noisy cell of the coarse
+            # grid clearing its threshold by chance): no parsed date lies there, so clip
+            values = np.clip(values, *DATETIME_SECONDS)
             stamps = pd.to_datetime(values * 1e9, unit="ns").round("s")
             series = pd.Series(stamps, name=self.name)
             if self.datetime_format not in (None, NATIVE_DATETIME):

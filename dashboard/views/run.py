@@ -1,7 +1,8 @@
 """Run: one button; stage progress, a live GUM convergence chart, and Cancel.
 
 The synthesis runs in a background thread (``dashboard.worker``): this script starts it and
-returns, so the page and every other page keep working during a long run. A fragment polls
+returns (when the server already runs its cap of syntheses, the run waits in line for a slot,
+and the page says how many runs are ahead of it), so the page and every other page keep working during a long run. A fragment polls
 the run's progress a few times a second and redraws the stage, the GUM iteration and the
 convergence chart; when the run ends it reruns the app, and ``state.collect`` moves the
 outcome into the session. Cancel sets a flag the engine's progress callback reads: the run
@@ -140,6 +141,9 @@ def live() -> None:
     snap = current.progress.snapshot()
     if snap.outcome is not None:
         st.rerun()  # the whole app: state.collect() takes the outcome into the session
+    if snap.ahead is not None:
+        in_line(current, snap)
+        return
     if snap.cancelling:
         st.warning("Cancelling: the run stops at the end of the current GUM iteration or stage.")
     st.progress(min(1.0, snap.stage_fraction), text=snap.stage_text)
@@ -161,6 +165,30 @@ def live() -> None:
     draw(snap.history, key="live", iterations=shown, live=True)
 
 
+def in_line(current: worker.Job, snap: worker.Snapshot) -> None:
+    """A run in line for a slot: where it stands, that it starts by itself, and Cancel."""
+    place = (
+        "Your run is next in line"
+        if snap.ahead == 0
+        else f"{snap.ahead} {'run is' if snap.ahead == 1 else 'runs are'} ahead of yours in line"
+    )
+    st.info(
+        f"**Waiting for a free slot.** {place}. This server runs at most {worker.max_runs()} "
+        "syntheses at once for all its users, and they are all busy; yours starts by itself "
+        "when a slot frees, in the order the runs were asked for. Nothing is measured and no "
+        "budget is spent until it starts. You can leave this page meanwhile.",
+        icon=":material/hourglass_top:",
+    )
+    st.caption(f"Waiting for {snap.waited:.0f} s.")
+    st.button(
+        "Cancel",
+        key="cancel",
+        on_click=current.cancel,
+        disabled=snap.cancelling,
+        help="takes the run out of the line: it never starts and spends nothing",
+    )
+
+
 if job is not None:
     st.button("Run synthesis", type="primary", key="run", disabled=True)
     live()
@@ -175,9 +203,11 @@ if start:
     started = worker.start(request(config))
     if started is None:
         st.warning(
-            f"The server is already running {worker.SLOTS.busy} syntheses, its limit for all "
-            f"users together ({worker.MAX_RUNS_VARIABLE}={worker.max_runs()}). Nothing was "
-            "started and no budget was spent: try again when one of them finishes."
+            f"The server is busy: it runs {worker.SLOTS.busy} syntheses, its limit for all "
+            f"users together ({worker.MAX_RUNS_VARIABLE}={worker.max_runs()}), and "
+            f"{worker.SLOTS.waiting} more are waiting for a slot, as many as it lets wait "
+            f"({worker.MAX_WAITING_VARIABLE}={worker.max_waiting()}). Nothing was started and "
+            "no budget was spent: try again in a while."
         )
         st.stop()
     ss["job"] = started
@@ -195,7 +225,9 @@ if ss["run_state"] == "cancelled":
     if stage and ss["partial_history"]:
         where += f" (after {len(ss['partial_history'])} GUM iterations)"
     spent = ss.get("interrupted_rho")
-    if recorded is not None:
+    if ss.get("interrupted_waiting"):
+        where, spend = " while it waited for a free slot", "It never started: nothing was spent."
+    elif recorded is not None:
         spend = (
             "Measurements made before the stop have used privacy budget. Its spend is "
             f"recorded as run {recorded} (History page)."

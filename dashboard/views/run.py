@@ -1,10 +1,10 @@
 """Run: one button; stage progress, a live GUM convergence chart, and Cancel.
 
 The synthesis runs in a background thread (``dashboard.worker``): this script starts it and
-returns (when the server already runs its cap of syntheses, the run waits in line for a slot,
-and the page says how many runs are ahead of it), so the page and every other page keep working during a long run. A fragment polls
-the run's progress a few times a second and redraws the stage, the GUM iteration and the
-convergence chart; when the run ends it reruns the app, and ``state.collect`` moves the
+returns, so the page and every other page keep working during a long run. When the server
+already runs its cap of syntheses, the run waits in line for a slot and the page says how many
+runs are ahead of it. A fragment polls the run's progress a few times a second and redraws the
+stage, the GUM iteration and the convergence chart; when the run ends it reruns the app, and ``state.collect`` moves the
 outcome into the session. Cancel sets a flag the engine's progress callback reads: the run
 stops at the next stage boundary or GUM iteration, and what it had spent is recorded.
 

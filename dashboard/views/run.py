@@ -4,9 +4,10 @@ The synthesis runs in a background thread (``dashboard.worker``): this script st
 returns, so the page and every other page keep working during a long run. When the server
 already runs its cap of syntheses, the run waits in line for a slot and the page says how many
 runs are ahead of it. A fragment polls the run's progress a few times a second and redraws the
-stage, the GUM iteration and the convergence chart; when the run ends it reruns the app, and ``state.collect`` moves the
-outcome into the session. Cancel sets a flag the engine's progress callback reads: the run
-stops at the next stage boundary or GUM iteration, and what it had spent is recorded.
+stage, the GUM iteration and the convergence chart; when the run ends it reruns the app, and
+``state.collect`` moves the outcome into the session. Cancel sets a flag the engine's progress
+callback reads: the run stops at the next stage boundary or GUM iteration, and what it had
+spent is recorded (a run still waiting for a slot leaves the line and spends nothing).
 
 Every run goes through the run registry: it must fit the table's lifetime budget before it
 starts, and a finished run is recorded with its release bundle. A result the registry does not

@@ -143,7 +143,7 @@ def live() -> None:
     if snap.outcome is not None:
         st.rerun()  # the whole app: state.collect() takes the outcome into the session
     if snap.ahead is not None:
-        in_line(current, snap)
+        in_line(snap)
         return
     if snap.cancelling:
         st.warning("Cancelling: the run stops at the end of the current GUM iteration or stage.")
@@ -154,20 +154,13 @@ def live() -> None:
         f"Running for {snap.seconds:.0f} s in the background: other pages keep working "
         "meanwhile, and the result will be here when it is done."
     )
-    st.button(
-        "Cancel",
-        key="cancel",
-        on_click=current.cancel,
-        disabled=snap.cancelling,
-        help="stops the run within one GUM iteration; the budget already spent stays spent",
-    )
     # the x axis grows with the run (up to its iteration cap), so early iterations are legible
     shown = min(snap.iterations, max(10, len(snap.history) * 3 // 2 + 1))
     draw(snap.history, key="live", iterations=shown, live=True)
 
 
-def in_line(current: worker.Job, snap: worker.Snapshot) -> None:
-    """A run in line for a slot: where it stands, that it starts by itself, and Cancel."""
+def in_line(snap: worker.Snapshot) -> None:
+    """A run in line for a slot: where it stands, and that it starts by itself."""
     place = (
         "Your run is next in line"
         if snap.ahead == 0
@@ -181,17 +174,21 @@ def in_line(current: worker.Job, snap: worker.Snapshot) -> None:
         icon=":material/hourglass_top:",
     )
     st.caption(f"Waiting for {snap.waited:.0f} s.")
-    st.button(
-        "Cancel",
-        key="cancel",
-        on_click=current.cancel,
-        disabled=snap.cancelling,
-        help="takes the run out of the line: it never starts and spends nothing",
-    )
 
 
 if job is not None:
     st.button("Run synthesis", type="primary", key="run", disabled=True)
+    # outside the polling fragment: a click reruns the whole page, which no poll can replace
+    # (a click on a button inside the fragment could be lost to the fragment's next timed
+    # rerun on a loaded server, seen with ten sessions on two cores)
+    st.button(
+        "Cancel",
+        key="cancel",
+        on_click=job.cancel,
+        disabled=job.progress.snapshot().cancelling,
+        help="stops the run within one GUM iteration (the budget already spent stays spent); "
+        "a run still waiting for a slot leaves the line and spends nothing",
+    )
     live()
     st.stop()
 

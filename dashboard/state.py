@@ -159,6 +159,7 @@ def collect() -> None:
         if ss["run_state"] == "running":
             ss["run_state"] = "cancelled"
             ss["interrupted_run"] = ss["interrupted_stage"] = ss["interrupted_rho"] = None
+            ss["interrupted_waiting"] = False
         return
     snap = current.progress.snapshot()
     if snap.outcome is None:
@@ -187,6 +188,7 @@ def collect() -> None:
         ss["interrupted_run"] = outcome.run_id
         ss["interrupted_stage"] = outcome.stage
         ss["interrupted_rho"] = outcome.spent_rho
+        ss["interrupted_waiting"] = outcome.waiting
     else:
         ss["run_state"] = "refused" if outcome.refused else "failed"
         ss["run_message"] = outcome.message

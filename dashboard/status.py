@@ -19,6 +19,14 @@ def run_status() -> None:
     snap = current.progress.snapshot()
     if snap.outcome is not None:
         st.rerun()  # the whole app: state.collect() takes the outcome into the session
+    if snap.ahead is not None:
+        place = "next in line" if snap.ahead == 0 else f"{snap.ahead} ahead of it in line"
+        st.caption(
+            f"A synthesis of {current.request.name} is waiting for a free slot ({place}, "
+            f"{snap.waited:.0f} s so far); it starts by itself"
+        )
+        st.page_link("views/run.py", label="See it or cancel it on the Run page")
+        return
     st.caption(f"A synthesis of {current.request.name} is running ({snap.seconds:.0f} s)")
     st.progress(min(1.0, snap.stage_fraction), text=snap.stage_text)
     if snap.gum_text is not None:

@@ -16,8 +16,13 @@ the next stage boundary or GUM iteration, and the engine raises ``SynthesisCance
 the ledger of what was spent (``privsyn_core.progress``).
 
 A server shared by many sessions runs at most :func:`max_runs` syntheses at once (each one
-holds its table's encoding and GUM's synthetic rows in memory and keeps a core busy); a start
-past the cap is refused, and the page says so, rather than queueing threads without bound.
+holds its table's encoding and GUM's synthetic rows in memory and keeps a core busy). A run
+started past the cap waits in a first-in, first-out line and starts by itself when a slot
+frees; its page says how many runs are ahead of it, and Cancel takes it out of the line
+(nothing ran, nothing was spent). Waiting costs a parked thread and a reference to the
+session's table, not a copy, so the server's memory grows with the cap, not with the line.
+The line is bounded too (:func:`max_waiting`): a start past it is refused, and the page says
+so, rather than parking threads without bound.
 """
 
 from __future__ import annotations
@@ -48,41 +53,103 @@ from . import records
 #: environment variable that sets how many runs the whole server may have in progress
 MAX_RUNS_VARIABLE = "PRIVSYN_DASHBOARD_RUNS"
 DEFAULT_MAX_RUNS = 2
+#: environment variable that sets how many runs may wait for a slot
+MAX_WAITING_VARIABLE = "PRIVSYN_DASHBOARD_QUEUE"
+DEFAULT_MAX_WAITING = 50
+#: seconds between two looks of a waiting run at its cancel flag and the cap (the cap is read
+#: from the environment, so a changed cap takes effect without a notification)
+WAIT_POLL = 0.2
 
 STAGES = list(Stage)
 
 
+def _count(variable: str, default: int, least: int) -> int:
+    text = os.environ.get(variable, "")
+    try:
+        return max(least, int(text)) if text.strip() else default
+    except ValueError:
+        return default
+
+
 def max_runs() -> int:
     """The server-wide cap on runs in progress (``PRIVSYN_DASHBOARD_RUNS``, default 2)."""
-    text = os.environ.get(MAX_RUNS_VARIABLE, "")
-    try:
-        return max(1, int(text)) if text.strip() else DEFAULT_MAX_RUNS
-    except ValueError:
-        return DEFAULT_MAX_RUNS
+    return _count(MAX_RUNS_VARIABLE, DEFAULT_MAX_RUNS, 1)
+
+
+def max_waiting() -> int:
+    """How many runs may wait for a slot (``PRIVSYN_DASHBOARD_QUEUE``, default 50; 0 refuses
+    every start past the cap, as the dashboard did before it had a line)."""
+    return _count(MAX_WAITING_VARIABLE, DEFAULT_MAX_WAITING, 0)
 
 
 class _Slots:
-    """A counter of runs in progress across every session of this server process."""
+    """The runs in progress across every session of this server process, and the first-in,
+    first-out line of runs waiting for one of the :func:`max_runs` slots."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._turn = threading.Condition()
         self._busy = 0
+        self._line: list[RunProgress] = []
 
-    def take(self) -> bool:
-        with self._lock:
-            if self._busy >= max_runs():
+    def join(self, progress: RunProgress) -> bool:
+        """Take a slot for a run if one is free and nobody waits, else put it at the end of
+        the line (False: the line is full). :meth:`wait_turn` then waits for its slot."""
+        with self._turn:
+            if not self._line and self._busy < max_runs():
+                self._busy += 1
+                progress.begin()
+                return True
+            if len(self._line) >= max_waiting():
                 return False
-            self._busy += 1
+            self._line.append(progress)
+            self._number()
             return True
 
+    def wait_turn(self, progress: RunProgress) -> bool:
+        """Block until ``progress`` holds a slot: at once if :meth:`join` gave it one, else
+        when it is first in line and a slot frees (True); False if it was cancelled while it
+        waited (it leaves the line, and never held a slot)."""
+        with self._turn:
+            if progress not in self._line:
+                return True
+            while True:
+                if progress.cancelled:
+                    self._line.remove(progress)
+                    self._number()
+                    self._turn.notify_all()
+                    return False
+                if self._line[0] is progress and self._busy < max_runs():
+                    self._line.pop(0)
+                    self._busy += 1
+                    self._number()
+                    progress.begin()
+                    self._turn.notify_all()
+                    return True
+                self._turn.wait(WAIT_POLL)
+
     def give_back(self) -> None:
-        with self._lock:
+        with self._turn:
             self._busy -= 1
+            self._turn.notify_all()
+
+    def wake(self) -> None:
+        """Let waiting runs look at their cancel flags now (Cancel on a waiting run)."""
+        with self._turn:
+            self._turn.notify_all()
+
+    def _number(self) -> None:
+        for ahead, waiting in enumerate(self._line):
+            waiting.note_place(ahead)
 
     @property
     def busy(self) -> int:
-        with self._lock:
+        with self._turn:
             return self._busy
+
+    @property
+    def waiting(self) -> int:
+        with self._turn:
+            return len(self._line)
 
 
 SLOTS = _Slots()
@@ -124,6 +191,8 @@ class Cancelled:
     stage: str | None = None
     #: rho spent before the stop (recorded under ``run_id`` unless the registry refused it)
     spent_rho: float = 0.0
+    #: cancelled while it waited for a slot: it never started
+    waiting: bool = False
 
 
 @dataclass(frozen=True)
@@ -154,6 +223,10 @@ class Snapshot:
     cancelling: bool
     outcome: Outcome | None
     dataset: str | None
+    #: runs ahead of this one in the line for a slot (None: it is not waiting)
+    ahead: int | None = None
+    #: seconds it waited (so far) for a slot
+    waited: float = 0.0
 
 
 @dataclass(eq=False)
@@ -170,7 +243,10 @@ class RunProgress:
     _spent: PrivacyLedger | None = None
     _outcome: Outcome | None = None
     _dataset: str | None = None
-    _started: float = field(default_factory=time.perf_counter)
+    _ahead: int | None = None
+    _queued: float = field(default_factory=time.perf_counter)
+    #: when it took a slot (None: still waiting for one)
+    _started: float | None = None
     _ended: float | None = None
 
     # --- the page's side ------------------------------------------------------------------
@@ -181,6 +257,7 @@ class RunProgress:
     def snapshot(self) -> Snapshot:
         with self._lock:
             end = self._ended if self._ended is not None else time.perf_counter()
+            started = self._started if self._started is not None else end
             return Snapshot(
                 self._stage_fraction,
                 self._stage_text,
@@ -188,10 +265,12 @@ class RunProgress:
                 None if self._gum is None else _gum_text(self._gum),
                 tuple(self._history),
                 self.iterations,
-                end - self._started,
+                end - started,
                 self._cancel.is_set(),
                 self._outcome,
                 self._dataset,
+                self._ahead if self._outcome is None else None,
+                started - self._queued,
             )
 
     # --- the worker's side ----------------------------------------------------------------
@@ -225,6 +304,24 @@ class RunProgress:
                 self._gum = event
         return not self._cancel.is_set()
 
+    def note_place(self, ahead: int) -> None:
+        """The line's side: ``ahead`` runs are ahead of this one."""
+        with self._lock:
+            self._ahead = ahead
+            self._stage_text = (
+                "Waiting for a free slot: you are next"
+                if ahead == 0
+                else f"Waiting for a free slot: {ahead} {'run' if ahead == 1 else 'runs'} "
+                "ahead of you"
+            )
+
+    def begin(self) -> None:
+        """The line's side: the run took a slot and starts now."""
+        with self._lock:
+            self._ahead = None
+            self._started = time.perf_counter()
+            self._stage_text = "Reading the table's fingerprint and checking its privacy budget"
+
     def note_dataset(self, dataset: str) -> None:
         with self._lock:
             self._dataset = dataset
@@ -255,15 +352,24 @@ class Job:
 
     def cancel(self) -> None:
         self.progress.cancel()
+        SLOTS.wake()  # a waiting run leaves the line at once
 
 
 def start(request: RunRequest) -> Job | None:
-    """Start ``request`` in a new thread; None if the server already runs :func:`max_runs`."""
-    if not SLOTS.take():
-        return None
+    """Start ``request`` in a new thread: at once if a slot is free and nobody waits, else
+    after the runs ahead of it in line. None if the line is full (:func:`max_waiting`)."""
     progress = RunProgress(request.config.gum.iterations)
+    if not SLOTS.join(progress):
+        return None
 
     def work() -> None:
+        try:
+            if not SLOTS.wait_turn(progress):
+                progress.end(Cancelled(None, waiting=True))
+                return
+        except BaseException as exc:  # a bug: still an outcome, never a thread left hanging
+            progress.end(Failed(f"The run could not wait for a slot ({exc!r})."))
+            return
         try:
             progress.end(_run(request, progress))
         except BaseException as exc:  # a bug: still an outcome, never a thread left hanging

@@ -6,6 +6,7 @@ import hashlib
 import io
 import json
 import re
+import threading
 import time
 import zipfile
 
@@ -17,7 +18,9 @@ from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
 from dashboard import charts, game, worker
+from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.schema import ColumnSchema, Kind
+from privsyn_core.errors import InputError
 from privsyn_core.privacy.ledger import BudgetExceededError, rho_from_epsilon_delta
 from privsyn_core.release.registry import Registry, file_fingerprint
 
@@ -568,19 +571,53 @@ def test_other_pages_work_during_a_run_and_show_it_in_the_sidebar():
     assert at.session_state["run_state"] == "cancelled"
 
 
-def test_a_run_past_the_servers_cap_is_refused_and_says_so(monkeypatch):
+def test_a_run_past_the_servers_cap_waits_in_line_and_cancel_takes_it_out(monkeypatch):
     monkeypatch.setenv(worker.MAX_RUNS_VARIABLE, "1")
-    assert worker.SLOTS.take()  # another session's run holds the only slot
+    release = threading.Event()
+
+    def blocked(*, on_progress):  # another session's run holds the only slot
+        release.wait(60)
+        raise InputError("stopped by the test")
+
+    other = worker.start(
+        worker.RunRequest(blocked, lambda: "other", "other.csv", 1.0, 1e-9, PrivSynConfig(), {})
+    )
     try:
         at = go(app(), "run")
         at.button(key="run").click().run()
-        assert at.session_state["job"] is None and at.session_state["run_state"] == "idle"
-        assert any("already running 1 syntheses" in w.value for w in at.warning)
+        job = at.session_state["job"]
+        assert job is not None and at.session_state["run_state"] == "running"
+        assert job.progress.snapshot().ahead == 0
+        assert any("Waiting for a free slot" in i.value for i in at.info)
+        assert any("Your run is next in line" in i.value for i in at.info)
+        go(at, "privacy")  # the sidebar of the other pages says it waits
+        assert any("is waiting for a free slot" in c.value for c in at.caption)
+        go(at, "run")
+        at.button(key="cancel").click().run()
+        job.thread.join(timeout=10)
+        at.run()
+        assert at.session_state["run_state"] == "cancelled" and at.session_state["job"] is None
+        assert any("while it waited for a free slot" in w.value for w in at.warning)
+        assert any("nothing was spent" in w.value for w in at.warning)
+        # a full line refuses the start and says so
+        monkeypatch.setenv(worker.MAX_WAITING_VARIABLE, "0")
+        at.button(key="run").click().run()
+        assert at.session_state["job"] is None
+        assert any("The server is busy" in w.value for w in at.warning)
+        monkeypatch.delenv(worker.MAX_WAITING_VARIABLE)
         assert not Registry().runs()
+        # in line again: it starts by itself when the other run ends
+        at.button(key="run").click().run()
+        assert at.session_state["job"].progress.snapshot().ahead == 0
     finally:
-        worker.SLOTS.give_back()
-    run_and_wait(at)
+        release.set()
+        other.thread.join(timeout=30)
+    deadline = time.monotonic() + 120
+    while at.session_state["run_state"] == "running" and time.monotonic() < deadline:
+        time.sleep(0.2)
+        at.run()
     assert at.session_state["run_state"] == "done"
+    assert len(Registry().runs()) == 1
 
 
 def coded_adult_file(tmp_path, rows: int = 4000):

@@ -1,5 +1,6 @@
 """The dashboard's background runs (dashboard/worker.py), without Streamlit: the server-wide
-cap, Cancel within one GUM iteration with its spend recorded, refusals before anything runs."""
+cap and the line of runs waiting for a slot, Cancel within one GUM iteration with its spend
+recorded (or out of the line, spending nothing), refusals before anything runs."""
 
 from __future__ import annotations
 
@@ -42,24 +43,98 @@ def ended(job: worker.Job, timeout: float = 120) -> worker.Outcome:
     return outcome
 
 
-def test_the_cap_refuses_a_run_past_it_and_a_slot_frees_when_a_run_ends(monkeypatch):
+def wait_for(condition, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the condition held in time"
+        time.sleep(0.01)
+
+
+def test_runs_past_the_cap_wait_in_line_and_start_in_order(monkeypatch):
     monkeypatch.setenv(worker.MAX_RUNS_VARIABLE, "1")
     release = threading.Event()
+    started: list[str] = []
+
+    def blocked(name):
+        def run(*, on_progress):
+            started.append(name)
+            release.wait(30)
+            raise InputError(f"{name} stopped by the test")
+
+        return run
+
+    first = worker.start(request(blocked("first")))
+    wait_for(lambda: started == ["first"])
+    second = worker.start(request(blocked("second")))
+    third = worker.start(request(blocked("third")))
+    assert second is not None and third is not None  # waiting, not refused
+    wait_for(lambda: third.progress.snapshot().ahead == 1)
+    assert second.progress.snapshot().ahead == 0 and first.progress.snapshot().ahead is None
+    assert "you are next" in second.progress.snapshot().stage_text
+    assert "1 run ahead of you" in third.progress.snapshot().stage_text
+    assert worker.SLOTS.busy == 1 and worker.SLOTS.waiting == 2
+    time.sleep(0.5)
+    assert started == ["first"], "nothing past the cap started"
+    release.set()
+    for job, name in [(first, "first"), (second, "second"), (third, "third")]:
+        outcome = ended(job)
+        assert isinstance(outcome, worker.Failed) and f"{name} stopped" in outcome.message
+    assert started == ["first", "second", "third"]  # first in, first out
+    assert worker.SLOTS.busy == 0 and worker.SLOTS.waiting == 0
+
+
+def test_cancel_takes_a_waiting_run_out_of_line_and_spends_nothing(monkeypatch):
+    monkeypatch.setenv(worker.MAX_RUNS_VARIABLE, "1")
+    release = threading.Event()
+    called: list[str] = []
 
     def blocked(*, on_progress):
+        called.append("blocked")
         release.wait(30)
         raise InputError("stopped by the test")
 
     first = worker.start(request(blocked))
-    assert first is not None and worker.SLOTS.busy == 1
-    assert worker.start(request(blocked)) is None  # past the cap: not started, no thread
+    wait_for(lambda: called == ["blocked"])
+    waiting = worker.start(request(lambda *, on_progress: called.append("waiting")))
+    behind = worker.start(request(lambda *, on_progress: called.append("behind")))
+    wait_for(lambda: behind.progress.snapshot().ahead == 1)
+    waiting.cancel()
+    outcome = ended(waiting, timeout=5)  # at once, although the slot is still held
+    assert outcome == worker.Cancelled(None, waiting=True)
+    wait_for(lambda: behind.progress.snapshot().ahead == 0)  # it moved up
+    assert worker.SLOTS.busy == 1 and worker.SLOTS.waiting == 1
     release.set()
-    outcome = ended(first)
-    assert isinstance(outcome, worker.Failed) and "stopped by the test" in outcome.message
-    assert worker.SLOTS.busy == 0
-    again = worker.start(request(blocked))
-    assert again is not None
-    ended(again)
+    ended(first)
+    ended(behind)
+    assert called == ["blocked", "behind"] and not Registry().runs()
+    assert worker.SLOTS.busy == 0 and worker.SLOTS.waiting == 0
+
+
+def test_at_most_the_cap_runs_at_once_and_a_full_line_refuses(monkeypatch):
+    monkeypatch.setenv(worker.MAX_RUNS_VARIABLE, "2")
+    monkeypatch.setenv(worker.MAX_WAITING_VARIABLE, "4")
+    lock = threading.Lock()
+    now, most = [0], [0]
+    release = threading.Event()
+
+    def counted(*, on_progress):
+        with lock:
+            now[0] += 1
+            most[0] = max(most[0], now[0])
+        release.wait(30)
+        time.sleep(0.05)
+        with lock:
+            now[0] -= 1
+        raise InputError("stopped by the test")
+
+    jobs = [worker.start(request(counted)) for _ in range(6)]
+    assert all(job is not None for job in jobs)
+    wait_for(lambda: worker.SLOTS.waiting == 4 and worker.SLOTS.busy == 2)
+    assert worker.start(request(counted)) is None  # the line is full: refused, no thread
+    release.set()
+    for job in jobs:
+        ended(job)
+    assert most[0] == 2 and worker.SLOTS.busy == 0 and worker.SLOTS.waiting == 0
 
 
 def test_a_bug_in_a_run_is_an_outcome_and_frees_its_slot():

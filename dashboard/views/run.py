@@ -1,11 +1,13 @@
 """Run: one button; stage progress, a live GUM convergence chart, and Cancel.
 
 The synthesis runs in a background thread (``dashboard.worker``): this script starts it and
-returns, so the page and every other page keep working during a long run. A fragment polls
-the run's progress a few times a second and redraws the stage, the GUM iteration and the
-convergence chart; when the run ends it reruns the app, and ``state.collect`` moves the
-outcome into the session. Cancel sets a flag the engine's progress callback reads: the run
-stops at the next stage boundary or GUM iteration, and what it had spent is recorded.
+returns, so the page and every other page keep working during a long run. When the server
+already runs its cap of syntheses, the run waits in line for a slot and the page says how many
+runs are ahead of it. A fragment polls the run's progress a few times a second and redraws the
+stage, the GUM iteration and the convergence chart; when the run ends it reruns the app, and
+``state.collect`` moves the outcome into the session. Cancel sets a flag the engine's progress
+callback reads: the run stops at the next stage boundary or GUM iteration, and what it had
+spent is recorded (a run still waiting for a slot leaves the line and spends nothing).
 
 Every run goes through the run registry: it must fit the table's lifetime budget before it
 starts, and a finished run is recorded with its release bundle. A result the registry does not
@@ -147,6 +149,9 @@ def live() -> None:
     snap = current.progress.snapshot()
     if snap.outcome is not None:
         st.rerun()  # the whole app: state.collect() takes the outcome into the session
+    if snap.ahead is not None:
+        in_line(snap)
+        return
     if snap.cancelling:
         st.warning("Cancelling: the run stops at the end of the current GUM iteration or stage.")
     st.progress(min(1.0, snap.stage_fraction), text=snap.stage_text)
@@ -156,20 +161,41 @@ def live() -> None:
         f"Running for {snap.seconds:.0f} s in the background: other pages keep working "
         "meanwhile, and the result will be here when it is done."
     )
-    st.button(
-        "Cancel",
-        key="cancel",
-        on_click=current.cancel,
-        disabled=snap.cancelling,
-        help="stops the run within one GUM iteration; the budget already spent stays spent",
-    )
     # the x axis grows with the run (up to its iteration cap), so early iterations are legible
     shown = min(snap.iterations, max(10, len(snap.history) * 3 // 2 + 1))
     draw(snap.history, key="live", iterations=shown, live=True)
 
 
+def in_line(snap: worker.Snapshot) -> None:
+    """A run in line for a slot: where it stands, and that it starts by itself."""
+    place = (
+        "Your run is next in line"
+        if snap.ahead == 0
+        else f"{snap.ahead} {'run is' if snap.ahead == 1 else 'runs are'} ahead of yours in line"
+    )
+    st.info(
+        f"**Waiting for a free slot.** {place}. This server runs at most {worker.max_runs()} "
+        "syntheses at once for all its users, and they are all busy; yours starts by itself "
+        "when a slot frees, in the order the runs were asked for. Nothing is measured and no "
+        "budget is spent until it starts. You can leave this page meanwhile.",
+        icon=":material/hourglass_top:",
+    )
+    st.caption(f"Waiting for {snap.waited:.0f} s.")
+
+
 if job is not None:
     st.button("Run synthesis", type="primary", key="run", disabled=True)
+    # outside the polling fragment: a click reruns the whole page, which no poll can replace
+    # (a click on a button inside the fragment could be lost to the fragment's next timed
+    # rerun on a loaded server, seen with ten sessions on two cores)
+    st.button(
+        "Cancel",
+        key="cancel",
+        on_click=job.cancel,
+        disabled=job.progress.snapshot().cancelling,
+        help="stops the run within one GUM iteration (the budget already spent stays spent); "
+        "a run still waiting for a slot leaves the line and spends nothing",
+    )
     live()
     st.stop()
 
@@ -182,9 +208,11 @@ if start:
     started = worker.start(request(config))
     if started is None:
         st.warning(
-            f"The server is already running {worker.SLOTS.busy} syntheses, its limit for all "
-            f"users together ({worker.MAX_RUNS_VARIABLE}={worker.max_runs()}). Nothing was "
-            "started and no budget was spent: try again when one of them finishes."
+            f"The server is busy: it runs {worker.SLOTS.busy} syntheses, its limit for all "
+            f"users together ({worker.MAX_RUNS_VARIABLE}={worker.max_runs()}), and "
+            f"{worker.SLOTS.waiting} more are waiting for a slot, as many as it lets wait "
+            f"({worker.MAX_WAITING_VARIABLE}={worker.max_waiting()}). Nothing was started and "
+            "no budget was spent: try again in a while."
         )
         st.stop()
     ss["job"] = started
@@ -202,7 +230,9 @@ if ss["run_state"] == "cancelled":
     if stage and ss["partial_history"]:
         where += f" (after {len(ss['partial_history'])} GUM iterations)"
     spent = ss.get("interrupted_rho")
-    if recorded is not None:
+    if ss.get("interrupted_waiting"):
+        where, spend = " while it waited for a free slot", "It never started: nothing was spent."
+    elif recorded is not None:
         spend = (
             "Measurements made before the stop have used privacy budget. Its spend is "
             f"recorded as run {recorded} (History page)."

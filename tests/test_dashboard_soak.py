@@ -1,0 +1,377 @@
+"""Load on one dashboard server: ten browser sessions run a synthesis each at the same moment.
+
+One server on loopback, started as the other browser tests start theirs, with the default cap
+of two runs at once (``PRIVSYN_DASHBOARD_RUNS=2``): eight of the ten runs wait in line. Each
+session is told apart by its own epsilon and seed (debug mode, so its result can be computed
+again here, bit for bit), and must end with its own settings and result on its pages and in
+the registry, which must hold exactly the ten runs. Then three sessions: two long runs hold
+both slots, and the third, in line, is cancelled: it never runs and nothing is recorded.
+
+The server's resident memory is read from ``/proc`` during the test (and its high-water mark,
+``VmHWM``, at the end) and must stay within a bound computed from what the sessions keep and
+what the capped runs use at once (see :func:`memory_bound`). On a loaded 2-core machine the
+ten runs take minutes (175 s once): the limits are generous, nothing is timed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+import tracemalloc
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import ROOT
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from privsyn_core import synthesize
+from privsyn_core.config import PrivSynConfig
+from privsyn_core.data.io import read_table
+from privsyn_core.generation.gum import GumSettings
+from privsyn_core.privacy.ledger import rho_from_epsilon_delta
+from privsyn_core.release.bundle import bundle_bytes
+from privsyn_core.release.registry import Registry
+
+CHROMIUM = "/usr/bin/chromium"
+SHOTS = os.environ.get("PRIVSYN_SCREENSHOTS")
+SESSIONS = 10
+CAP = 2
+#: GUM iterations per run (the plateau stop off, so every run does the same work)
+ITERATIONS = 10
+DELTA = 1e-9
+#: hard limits, in seconds
+START_LIMIT = 60
+FINISH_LIMIT = 1200
+MB = 2**20
+
+
+def epsilon_of(i: int) -> float:
+    return round(0.5 + 0.25 * i, 2)
+
+
+def seed_of(i: int) -> int:
+    return 1000 + i
+
+
+def config() -> PrivSynConfig:
+    return PrivSynConfig(gum=GumSettings(iterations=ITERATIONS, patience=None))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rss_bytes(pid: int, field: str = "VmRSS") -> int:
+    """A process's resident set (or its high-water mark, ``VmHWM``) from /proc, in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no {field} for process {pid}")
+
+
+class Sampler:
+    """Reads a process's RSS every ``every`` seconds in a thread, until stopped."""
+
+    def __init__(self, pid: int, every: float = 0.1) -> None:
+        self.pid, self.every = pid, every
+        self.samples: list[tuple[float, int]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            self.samples.append((time.monotonic(), rss_bytes(self.pid)))
+            self._stop.wait(self.every)
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    @property
+    def peak(self) -> int:
+        return max(rss for _, rss in self.samples)
+
+
+@dataclass
+class Server:
+    url: str
+    process: subprocess.Popen
+    registry: Path
+    log: Path
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory) -> Iterator[Server]:
+    port = _free_port()
+    folder = tmp_path_factory.mktemp("soak")
+    log, registry = folder / "streamlit.log", folder / "registry.sqlite3"
+    env = {**os.environ, "PRIVSYN_REGISTRY": str(registry), "PRIVSYN_DASHBOARD_RUNS": str(CAP)}
+    env.pop("PRIVSYN_DASHBOARD_QUEUE", None)
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [
+                sys.executable, "-m", "streamlit", "run", "dashboard/app.py",
+                "--server.headless", "true", "--server.port", str(port),
+                "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+                "--server.fileWatcherType", "none",
+            ],
+            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env,
+        )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + START_LIMIT
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        process.terminate()
+        raise RuntimeError(f"streamlit did not start: {log.read_text()[-2000:]}")
+    yield Server(url, process, registry, log)
+    process.terminate()
+    process.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Browser]:
+    assert Path(CHROMIUM).exists(), "Debian's chromium is needed: apt-get install -y chromium"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--no-first-run", "--disable-sync",
+            ],
+        )  # fmt: skip
+        yield browser
+        browser.close()
+
+
+class User:
+    """One browser context (one person) with its own settings, every request recorded."""
+
+    def __init__(self, browser: Browser, url: str, epsilon: float, seed: int) -> None:
+        self.url, self.epsilon, self.seed = url, epsilon, seed
+        self.context = browser.new_context(
+            accept_downloads=True, viewport={"width": 1400, "height": 1000}
+        )
+        self.requests: list[str] = []
+        self.page: Page = self.context.new_page()
+        self.page.on("request", lambda request: self.requests.append(request.url))
+        self.saw_line = False
+        self.run_id: int | None = None
+
+    def idle(self, timeout: float = 120_000) -> None:
+        self.page.wait_for_timeout(300)
+        self.page.wait_for_selector(
+            "[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout
+        )
+
+    def open(self, title: str) -> None:
+        self.page.get_by_role("link", name=title).first.click()
+        self.idle()
+
+    def fill(self, label: str, value: str) -> None:
+        field = self.page.get_by_label(label)
+        field.fill(value)
+        field.press("Enter")
+        self.idle()
+
+    def prepare(self) -> None:
+        """The sample table, this user's epsilon and seed, ITERATIONS without the plateau stop."""
+        self.page.goto(self.url)
+        self.idle()
+        self.page.get_by_role("heading", name="UCI Adult sample").wait_for(timeout=60_000)
+        self.open("Privacy")
+        self.fill("epsilon", f"{self.epsilon:g}")
+        self.open("Run")
+        self.fill("GUM iterations (at most)", str(ITERATIONS))
+        self.page.get_by_text("stop when the error stops falling").click()
+        self.idle()
+        self.fill("seed (debug mode", str(self.seed))
+        assert self.page.get_by_text(f"epsilon {self.epsilon:g}").count() >= 1
+
+    def finished(self) -> bool:
+        if self.page.get_by_text("Waiting for a free slot").count():
+            self.saw_line = True
+        return self.page.get_by_text("Synthesised").count() > 0
+
+    def assert_offline(self) -> None:
+        foreign = [
+            u for u in self.requests if not u.startswith((self.url, "data:", "blob:", "about:"))
+        ]
+        assert not foreign, foreign[:5]
+
+
+def expected_csv(table, epsilon: float, seed: int) -> bytes:
+    """The synthetic CSV a run at these settings must give (debug mode: replayable)."""
+    result = synthesize(table, epsilon, DELTA, config=config(), rng=np.random.default_rng(seed))
+    return result.synthetic.to_csv(index=False).encode()
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """Bytes one run allocates at its peak, and what a session keeps once it has finished."""
+
+    run_peak: int
+    kept: int
+
+
+def footprint(table) -> Footprint:
+    """Measured here with tracemalloc (NumPy reports its buffers to it) on the same run as the
+    sessions': the peak of a run with its bundle, and what a finished session keeps (its
+    result and bundle)."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        result = synthesize(table, 1.0, DELTA, config=config(), rng=np.random.default_rng(0))
+        bundle = bundle_bytes(result, config())
+        current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert bundle and result.n_records > 0
+    return Footprint(run_peak=peak - before, kept=current - before)
+
+
+def memory_bound(base: int, print_: Footprint) -> int:
+    """What the server may hold at its peak, with the line doing its job.
+
+    ``base`` is the server once every session has loaded the sample (their tables are
+    counted in it). On top: every session's finished result and bundle (``kept``, which stays
+    by design until the session ends or runs again), ``CAP`` runs at their peak at once, each
+    doubled for what Streamlit and pandas copy on the way (the Arrow tables of the pages'
+    previews, the allocator's freed but unreturned pages), and 150 MB for the pages drawn for
+    ten sessions. Measured: base 274 MB, peak 373 MB, bound 573 MB. With these small runs
+    (13 MB each) the bound would not by itself catch more than ``CAP`` runs at once (the
+    worker tests check the cap exactly); it catches what grows with the polling and the
+    sessions, e.g. a copy of the table or of a result kept per page run or per poll.
+    """
+    return base + SESSIONS * 2 * print_.kept + CAP * 2 * print_.run_peak + 150 * MB
+
+
+def test_ten_sessions_at_once_each_get_their_own_run(server, chromium, capsys):
+    table = read_table(ROOT / "assets" / "adult.csv")
+    users = [User(chromium, server.url, epsilon_of(i), seed_of(i)) for i in range(SESSIONS)]
+    for user in users:
+        user.prepare()
+    base = rss_bytes(server.process.pid)
+
+    with Sampler(server.process.pid) as sampler:
+        started = time.monotonic()
+        for user in users:
+            user.page.get_by_role("button", name="Run synthesis").click()
+        pending = list(users)
+        while pending:
+            assert time.monotonic() - started < FINISH_LIMIT, (
+                f"{len(pending)} runs still going after {FINISH_LIMIT} s"
+            )
+            pending = [user for user in pending if not user.finished()]
+            time.sleep(0.2)
+        all_done = time.monotonic() - started
+    peak = max(sampler.peak, rss_bytes(server.process.pid, "VmHWM"))
+
+    success = re.compile(
+        r"Synthesised [\d,]+ rows from UCI Adult sample \(assets/adult.csv\) at epsilon "
+        r"([\d.]+) .* Recorded as run (\d+) "
+    )
+    for user in users:
+        text = user.page.get_by_text("Synthesised").first.inner_text()
+        match = success.search(text)
+        assert match, text
+        assert float(match.group(1)) == user.epsilon, (user.epsilon, text)
+        user.run_id = int(match.group(2))
+        assert user.page.locator("[data-testid='stException']").count() == 0
+
+    runs = {run.id: run for run in Registry(server.registry).runs()}
+    assert sorted(runs) == sorted(user.run_id for user in users), "exactly the ten runs"
+    for user in users:
+        run = runs[user.run_id]
+        assert run.epsilon == pytest.approx(user.epsilon) and run.delta == DELTA
+        assert run.config["epsilon"] == user.epsilon and run.config["seed_given"] is True
+        assert run.config["iterations"] == ITERATIONS and "outcome" not in run.config
+        assert 0 < run.rho <= rho_from_epsilon_delta(user.epsilon, DELTA) * (1 + 1e-9)
+        assert run.has_bundle and run.randomness != "release"
+
+    # each session's pages show its own ledger and its own table: the one its settings give
+    for user in users:
+        user.open("Marginals")
+        # the session's own ledger: the spend its run recorded (it grows with epsilon)
+        spent = f"spent {runs[user.run_id].rho:.4g}"
+        user.page.get_by_text(re.compile(r"Budget rho .*" + re.escape(spent))).first.wait_for(
+            timeout=60_000
+        )
+        user.open("Results")
+        with user.page.expect_download() as download:
+            user.page.get_by_role("button", name="Download the synthetic CSV").click()
+        downloaded = Path(download.value.path()).read_bytes()
+        assert downloaded == expected_csv(table, user.epsilon, user.seed), (
+            f"session at epsilon {user.epsilon} got another session's table"
+        )
+        user.assert_offline()
+
+    print_ = footprint(table)
+    bound = memory_bound(base, print_)
+    for user in users:
+        user.context.close()
+    with capsys.disabled():
+        print(
+            f"\n[soak] {SESSIONS} sessions, cap {CAP}, {ITERATIONS} GUM iterations each: all "
+            f"finished in {all_done:.1f} s; server RSS before the runs {base / MB:.0f} MB, peak "
+            f"{peak / MB:.0f} MB (bound {bound / MB:.0f} MB; one run's peak "
+            f"{print_.run_peak / MB:.0f} MB, a finished session keeps {print_.kept / MB:.0f} MB); "
+            f"{sum(user.saw_line for user in users)} of them seen waiting in line"
+        )
+    assert peak <= bound, (peak / MB, bound / MB)
+
+
+def test_cancel_takes_a_waiting_run_out_of_line(server, chromium):
+    """Two long runs hold both slots; a third session waits in line, says so, and its Cancel
+    takes it out: nothing of it is recorded. The long runs are cancelled afterwards."""
+    before = len(Registry(server.registry).runs())
+    holders = [User(chromium, server.url, 1.0, 7 + i) for i in range(CAP)]
+    late = User(chromium, server.url, 9.0, 99)
+    for user in [*holders, late]:
+        user.prepare()
+    for user in holders:
+        user.fill("GUM iterations (at most)", "500")
+        user.page.get_by_role("button", name="Run synthesis").click()
+    for user in holders:
+        user.page.get_by_text(re.compile(r"GUM iteration \d+ of at most")).wait_for(timeout=300_000)
+    late.page.get_by_role("button", name="Run synthesis").click()
+    late.page.get_by_text("Waiting for a free slot").wait_for(timeout=120_000)
+    assert late.page.get_by_text("Your run is next in line").count()
+    late.page.get_by_role("button", name="Cancel").wait_for(timeout=60_000)
+    if SHOTS:
+        late.page.get_by_text(re.compile(r"Waiting for \d+ s")).wait_for(timeout=60_000)
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        late.page.screenshot(path=str(Path(SHOTS) / "run-waiting.png"))
+    late.page.get_by_role("button", name="Cancel").click()
+    late.page.get_by_text("cancelled while it waited for a free slot").wait_for(timeout=120_000)
+    assert late.page.get_by_text("It never started: nothing was spent").count()
+    for user in holders:
+        user.page.get_by_role("button", name="Cancel").click()
+        user.page.get_by_text("The last run was cancelled").wait_for(timeout=120_000)
+    runs = Registry(server.registry).runs()[before:]
+    assert len(runs) == CAP and all(run.config.get("outcome") == "cancelled" for run in runs)
+    assert all(run.epsilon == 1.0 for run in runs), "nothing of the epsilon-9 session"
+    for user in [*holders, late]:
+        assert user.page.locator("[data-testid='stException']").count() == 0
+        user.assert_offline()
+        user.context.close()

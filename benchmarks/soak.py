@@ -121,7 +121,7 @@ def hundred_runs(runs: int, warm_up: int) -> None:
     from privsyn_core.data.io import read_table
     from privsyn_core.release.registry import Registry, fingerprint
 
-    table = read_table(ROOT / "assets" / "adult.csv")
+    table = read_table(ROOT / "privsyn_core" / "samples" / "adult.csv")
     dataset = fingerprint(table)
     config = PrivSynConfig()
 

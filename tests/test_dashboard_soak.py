@@ -33,6 +33,7 @@ import pytest
 from conftest import ROOT
 from playwright.sync_api import Browser, Page, sync_playwright
 
+from dashboard.state import SAMPLE_NAME
 from privsyn_core import synthesize
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.io import read_table
@@ -267,7 +268,7 @@ def memory_bound(base: int, print_: Footprint) -> int:
 
 
 def test_ten_sessions_at_once_each_get_their_own_run(server, chromium, capsys):
-    table = read_table(ROOT / "assets" / "adult.csv")
+    table = read_table(ROOT / "privsyn_core" / "samples" / "adult.csv")
     users = [User(chromium, server.url, epsilon_of(i), seed_of(i)) for i in range(SESSIONS)]
     for user in users:
         user.prepare()
@@ -288,7 +289,7 @@ def test_ten_sessions_at_once_each_get_their_own_run(server, chromium, capsys):
     peak = max(sampler.peak, rss_bytes(server.process.pid, "VmHWM"))
 
     success = re.compile(
-        r"Synthesised [\d,]+ rows from UCI Adult sample \(assets/adult.csv\) at epsilon "
+        rf"Synthesised [\d,]+ rows from {re.escape(SAMPLE_NAME)} at epsilon "
         r"([\d.]+) .* Recorded as run (\d+) "
     )
     for user in users:

@@ -84,7 +84,7 @@ def settled() -> tuple[int, int]:
 
 
 def test_a_hundred_runs_keep_memory_flat_and_the_registry_whole(capsys):
-    table = read_table(ROOT / "assets" / "adult.csv").head(ROWS)
+    table = read_table(ROOT / "privsyn_core" / "samples" / "adult.csv").head(ROWS)
     dataset = fingerprint(table)
     tracemalloc.start()
     try:

@@ -361,7 +361,7 @@ def test_time_to_a_default_run_and_reaction_to_widgets(server, chromium, capsys)
     user.open("Privacy")
     reactions = []
     for value in ("0.5", "2", "1"):
-        field = user.page.get_by_label("epsilon")
+        field = user.page.get_by_label("epsilon", exact=True)
         field.fill(value)
         started = time.perf_counter()
         field.press("Enter")
@@ -464,7 +464,7 @@ def edit_epsilon(user: Session, values: list[str]) -> list[float]:
     reactions = []
     for value in values:
         before = metric.inner_text()
-        field = user.page.get_by_label("epsilon")
+        field = user.page.get_by_label("epsilon", exact=True)
         field.fill(value)
         started = time.perf_counter()
         field.press("Enter")
@@ -489,7 +489,7 @@ def test_a_long_run_on_a_table_on_disk_leaves_the_page_responsive(
     path = tmp_path / "chained-600k.parquet"
     chained_table(600_000, 12, np.random.default_rng(5)).to_parquet(path, index=False)
     user = Session(chromium, server)
-    user.page.get_by_text("Table on disk").click()
+    user.page.get_by_text("Table on disk: a file on this server").click()
     user.page.get_by_label("Path of the file").fill(str(path))
     user.page.get_by_label("Path of the file").press("Enter")
     user.idle()
@@ -580,8 +580,8 @@ def test_the_graph_of_a_hundred_attributes_stays_legible(server, chromium):
     user.page.get_by_text("Loaded hundred.csv").wait_for(timeout=60_000)
     # a budget at which no column is lost to the private domain estimates (issue 11, item 3)
     user.open("Privacy")
-    user.page.get_by_label("epsilon").fill("20")
-    user.page.get_by_label("epsilon").press("Enter")
+    user.page.get_by_label("epsilon", exact=True).fill("20")
+    user.page.get_by_label("epsilon", exact=True).press("Enter")
     user.idle()
     user.open("Run")
     user.page.get_by_label("GUM iterations (at most)").fill("20")

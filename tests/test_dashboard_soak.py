@@ -189,7 +189,8 @@ class User:
         self.idle()
 
     def fill(self, label: str, value: str) -> None:
-        field = self.page.get_by_label(label)
+        # a number box, not its help button (labelled "Help for <label>")
+        field = self.page.get_by_label(label).and_(self.page.locator("input"))
         field.fill(value)
         field.press("Enter")
         self.idle()

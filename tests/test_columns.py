@@ -537,3 +537,22 @@ def test_a_numeric_column_left_out_says_its_range_could_not_be_estimated():
     reasons = dict(preparation.excluded)
     assert "range could not be estimated privately" in reasons["size"]
     assert "bounds" in reasons["size"]
+
+
+def test_declared_decimals_settle_whole_numbers_that_the_noisy_counts_would_decide():
+    # whole values: the noisy class counts say "whole numbers", but the owner declared one
+    # decimal; before, the two collided into a schema error after the budget was spent
+    table = pd.DataFrame({"a": np.arange(400) % 10})
+    schema = Schema((ColumnSchema("a", Kind.NUMERIC, lower=0.0, upper=10.0, decimals=1),))
+    prepared = prepare_columns(
+        table,
+        schema,
+        rho_per_structure=1.0,
+        rho_per_estimate=1.0,
+        delta_for_thresholds=1e-6,
+        rng=np.random.default_rng(0),
+    )
+    column = prepared.columns[0]
+    assert not column.codec.integer
+    whole = next(c for c in column.choices if c.name == "whole numbers")
+    assert (whole.value, whole.provenance) == ("no", Provenance.DECLARED)

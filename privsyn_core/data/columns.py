@@ -306,7 +306,12 @@ def _resolve(
     integer, fmt = spec.integer, spec.datetime_format
     choices = [StructureChoice("kind", kind.value, kind_source)]
     if kind is Kind.NUMERIC:
-        if integer is None:
+        if integer is None and spec.decimals:
+            # declared decimals say the values have fractional parts: that is public, and a
+            # noisy "whole numbers" (likely on a small table) must not contradict it
+            integer = False
+            choices.append(StructureChoice("whole numbers", "no", Provenance.DECLARED))
+        elif integer is None:
             integer = decision.integer
             choices.append(StructureChoice("whole numbers", _yes(integer), source))
         else:

@@ -178,6 +178,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--rows", type=_count(1), default=None, help="rows to synthesise (default: the noisy total)"
     )
     syn.add_argument(
+        "--target",
+        default=None,
+        metavar="COLUMN",
+        help="the column people will predict from the synthetic table (a public choice): "
+        "selection and the budget favour the marginals that hold it",
+    )
+    syn.add_argument(
         "--engine",
         choices=["numpy", "duckdb", "spark"],
         default="numpy",

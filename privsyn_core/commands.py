@@ -176,7 +176,7 @@ def _synthesize(args: argparse.Namespace) -> int:
     dataset = file_fingerprint(args.input)
     registry = None if args.no_registry else Registry()
     gum = GumSettings(iterations=args.iterations)
-    config = PrivSynConfig(gum=gum)
+    config = PrivSynConfig(gum=gum, target=args.target)
     # no seed: release mode (secure, exact noise); a seed: debug mode, marked not for release
     rng = None if args.seed is None else np.random.default_rng(args.seed)
     if registry is not None:
@@ -188,6 +188,7 @@ def _synthesize(args: argparse.Namespace) -> int:
         "schema": args.schema,
         "domain": args.domain,
         "raw_domains": args.raw_domains,
+        "target": args.target,
     }
     bar = _ProgressBar(args.iterations, enabled=not args.quiet)
     started = time.perf_counter()

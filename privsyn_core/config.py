@@ -8,6 +8,7 @@ from typing import Literal
 from privsyn_core.errors import InputError
 from privsyn_core.generation.gum import GumSettings
 from privsyn_core.privacy.ledger import Conversion
+from privsyn_core.selection.target import TargetEmphasis
 
 #: how marginals are chosen (the paper lab; see :class:`PrivSynConfig`)
 SelectionMethod = Literal["densemarg", "privbayes", "all_pairs", "given"]
@@ -91,6 +92,11 @@ class PrivSynConfig:
     consistency: bool = True
     #: GUM or the MCF strawman
     synthesis: SynthesisMethod = "gum"
+    #: the column people will predict, a public choice (None: no target). Marginals that
+    #: hold it weigh ``target_weight`` in selection and in the budget split
+    #: (:mod:`privsyn_core.selection.target`); a measurement setting
+    target: str | None = None
+    target_weight: float = 4.0
 
     def __post_init__(self) -> None:
         for name in ("one_way_share", "indif_share"):
@@ -127,12 +133,20 @@ class PrivSynConfig:
                 f"names, e.g. (('age', 'income'),), got {self.marginals!r}"
             )
         object.__setattr__(self, "marginals", tuple(tuple(m) for m in self.marginals))
+        if self.target is not None and (not isinstance(self.target, str) or not self.target):
+            raise InputError(f"target must be a column name or None, got {self.target!r}")
+        TargetEmphasis("", self.target_weight)  # checks the weight
         if self.selection == "given" and not self.marginals:
             raise InputError("selection 'given' needs the attribute sets in marginals")
         if self.selection != "given" and self.marginals:
             raise InputError(
                 f"marginals are used by selection 'given' only (selection is {self.selection!r})"
             )
+
+    @property
+    def emphasis(self) -> TargetEmphasis | None:
+        """The prediction target's weighting, None without a target."""
+        return None if self.target is None else TargetEmphasis(self.target, self.target_weight)
 
     @property
     def marginal_share(self) -> float:

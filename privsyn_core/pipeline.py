@@ -57,6 +57,7 @@ from privsyn_core.selection.fixed import all_pairs, given_marginals
 from privsyn_core.selection.greedy import Selection, select_marginals
 from privsyn_core.selection.marginal_graph import AppendPlan, marginal_graph
 from privsyn_core.selection.privbayes import network_marginals
+from privsyn_core.selection.target import marginal_weights
 
 
 @dataclass(frozen=True)
@@ -432,9 +433,12 @@ def measure_coded(
 
 
 def _check_given(config: PrivSynConfig, names: Sequence[str]) -> None:
-    """Refuse user-given marginals that do not fit the table's columns (a free check)."""
+    """Refuse user-given marginals or a prediction target that do not fit the table's columns
+    (free checks: column names are public)."""
     if config.selection == "given":
         given_marginals(config.marginals, list(names))
+    if config.emphasis is not None:
+        config.emphasis.check_column([str(n) for n in names])
 
 
 def _code_dtype(largest: int) -> np.dtype:
@@ -472,6 +476,17 @@ def _measure_counts(
     if config.selection == "given":
         try:  # a column may have been left out after the domain estimates were paid for
             given = given_marginals(config.marginals, declared.attributes)
+        except InputError as error:
+            if not ledger.entries:
+                raise
+            raise FailedAfterSpending(
+                f"{error} (rho {ledger.spent_rho:.4g} was spent on the structure and domain "
+                "estimates)",
+                ledger,
+            ) from None
+    if config.emphasis is not None:
+        try:  # the target may have been left out after the domain estimates were paid for
+            config.emphasis.check_column(declared.attributes)
         except InputError as error:
             if not ledger.entries:
                 raise
@@ -537,7 +552,11 @@ def _measure_counts(
     selection = Selection((), 0.0, ())
     if config.selection == "densemarg":
         selection = select_marginals(
-            noisy_indif, sizes, rho_marginals, connect_isolated=config.connect_isolated
+            noisy_indif,
+            sizes,
+            rho_marginals,
+            connect_isolated=config.connect_isolated,
+            emphasis=config.emphasis,
         )
         report.finish(
             f"{len(selection.steps)} pairs selected, {len(selection.isolated_links)} links"
@@ -713,11 +732,15 @@ def _marginal_budgets(
     chosen: Sequence[tuple[str, ...]], engine: Domain, rho: float, config: PrivSynConfig
 ) -> list[float]:
     """Each marginal's share of ``rho`` (paper section 4.2, Equation 1, against the equal
-    splits of section 6.4): ~ c_i^(2/3) for "weighted_gaussian", ``rho / m`` otherwise."""
+    splits of section 6.4): ~ (w_i c_i)^(2/3) for "weighted_gaussian" (w_i the prediction
+    target's weight, 1 without one), ``rho / m`` otherwise."""
     if not chosen:
         return []
     if config.noise == "weighted_gaussian":
-        weights = np.array([engine.cells(m) ** (2 / 3) for m in chosen])
+        emphasis = marginal_weights(chosen, config.emphasis)
+        weights = np.array(
+            [(w * engine.cells(m)) ** (2 / 3) for w, m in zip(emphasis, chosen, strict=True)]
+        )
     else:
         weights = np.ones(len(chosen))
     return [float(b) for b in rho * weights / weights.sum()]

@@ -312,6 +312,11 @@ REFUSED = [
     Refused("plan delta 1", plan("--delta", "1"), ("no privacy", DELTA_FIX)),
     Refused("rows 0", on_good_table("--rows", "0"), ("--rows", "at least 1")),
     Refused("iterations negative", on_good_table("--iterations", "-3"), ("at least 0",)),
+    Refused(
+        "target not a column",
+        on_good_table("--target", "income"),
+        ("prediction target 'income' is not a column", "columns: colour, size"),
+    ),
     # files that are not there or not tables
     Refused("missing file", missing_file, ("nowhere.csv", "no such file")),
     Refused("a folder", a_folder, ("it is a folder", "table file")),

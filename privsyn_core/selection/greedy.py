@@ -6,6 +6,9 @@ error of a set X of marginals is ``(sum_{j in X} c_j^(2/3))^(3/2) / sqrt(pi rho_
 expected L1 counts, the same unit as InDif. Each round therefore scores every candidate in one
 vectorised expression and adds the best one; the loop stops as soon as the best total error
 is not lower than the current one, without adding the candidate that failed.
+
+With a prediction target (:mod:`privsyn_core.selection.target`) the same loop minimises the
+weighted error: ``phi_i`` becomes ``w_i phi_i`` and ``c_i`` becomes ``w_i c_i``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from privsyn_core.selection.target import TargetEmphasis, marginal_weights
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,7 @@ def select_marginals(
     rho: float,
     *,
     connect_isolated: bool = True,
+    emphasis: TargetEmphasis | None = None,
 ) -> Selection:
     """Algorithm 1 on the noisy InDif matrix, for a marginal budget ``rho`` (rho_3).
 
@@ -59,9 +65,11 @@ def select_marginals(
     names = list(noisy_indif.columns)
     d = len(names)
     iu, ju = np.triu_indices(d, k=1)
-    phi = noisy_indif.to_numpy()[iu, ju]
+    pairs = [(names[i], names[j]) for i, j in zip(iu, ju, strict=True)]
+    weight = np.array(marginal_weights(pairs, emphasis))
+    phi = weight * noisy_indif.to_numpy()[iu, ju]
     power = np.array(
-        [float(sizes[names[i]] * sizes[names[j]]) ** (2 / 3) for i, j in zip(iu, ju, strict=True)]
+        [float(w * sizes[a] * sizes[b]) ** (2 / 3) for w, (a, b) in zip(weight, pairs, strict=True)]
     )
     available = np.ones(phi.size, dtype=bool)
     remaining_phi = float(phi.sum())

@@ -1,11 +1,13 @@
-"""Helpers shared by the benchmarks: timing, peak memory and table printing."""
+"""Helpers shared by the benchmarks: timing, peak memory, table printing, seed grids."""
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 import tracemalloc
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -50,3 +52,32 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}" if abs(value) < 1000 else f"{value:.0f}"
     return str(value)
+
+
+def run_grid(
+    tables: list[str],
+    epsilons: list[float],
+    seeds: int,
+    run_seed: Callable[[str, float, int], list[dict[str, Any]]],
+    save: Path | None,
+) -> list[dict[str, Any]]:
+    """``run_seed(table, epsilon, seed)`` over the grid, printing each cell's seconds and saving
+    every row so far to ``save`` (JSON) after each cell. A cell the budget cannot synthesise
+    (``FailedAfterSpending``, e.g. a tiny table at a small epsilon) is reported and skipped."""
+    from privsyn_core.errors import FailedAfterSpending
+
+    rows: list[dict[str, Any]] = []
+    for name in tables:
+        for epsilon in epsilons:
+            for seed in range(seeds):
+                started = time.perf_counter()
+                try:
+                    rows.extend(run_seed(name, epsilon, seed))
+                except FailedAfterSpending as error:
+                    print(f"{name} eps={epsilon:g} seed={seed}: skipped ({error})", flush=True)
+                    continue
+                seconds = time.perf_counter() - started
+                print(f"{name} eps={epsilon:g} seed={seed}: {seconds:.0f} s", flush=True)
+                if save is not None:
+                    save.write_text(json.dumps(rows, indent=1))
+    return rows

@@ -10,7 +10,8 @@ true ``n``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -441,6 +442,21 @@ def _check_given(config: PrivSynConfig, names: Sequence[str]) -> None:
         config.emphasis.check_column([str(n) for n in names])
 
 
+@contextmanager
+def _spent_if_refused(ledger: PrivacyLedger) -> Iterator[None]:
+    """Turn an :class:`InputError` raised inside into :class:`FailedAfterSpending` naming what
+    ``ledger`` has spent (unchanged when nothing was spent yet)."""
+    try:
+        yield
+    except InputError as error:
+        if not ledger.entries:
+            raise
+        raise FailedAfterSpending(
+            f"{error} (rho {ledger.spent_rho:.4g} was spent on the structure and domain estimates)",
+            ledger,
+        ) from None
+
+
 def _code_dtype(largest: int) -> np.dtype:
     """The smallest unsigned type that holds codes ``0..largest-1``."""
     return np.dtype(np.uint8 if largest <= 256 else np.uint16 if largest <= 65536 else np.uint32)
@@ -472,29 +488,15 @@ def _measure_counts(
     declared = counter.domain
     rho = ledger.budget_rho - rho_private
     d = len(declared)
-    given: tuple[tuple[str, ...], ...] = ()
-    if config.selection == "given":
-        try:  # a column may have been left out after the domain estimates were paid for
-            given = given_marginals(config.marginals, declared.attributes)
-        except InputError as error:
-            if not ledger.entries:
-                raise
-            raise FailedAfterSpending(
-                f"{error} (rho {ledger.spent_rho:.4g} was spent on the structure and domain "
-                "estimates)",
-                ledger,
-            ) from None
-    if config.emphasis is not None:
-        try:  # the target may have been left out after the domain estimates were paid for
+    # a column the config names may have been left out after its domain was paid for
+    with _spent_if_refused(ledger):
+        given = (
+            given_marginals(config.marginals, declared.attributes)
+            if config.selection == "given"
+            else ()
+        )
+        if config.emphasis is not None:
             config.emphasis.check_column(declared.attributes)
-        except InputError as error:
-            if not ledger.entries:
-                raise
-            raise FailedAfterSpending(
-                f"{error} (rho {ledger.spent_rho:.4g} was spent on the structure and domain "
-                "estimates)",
-                ledger,
-            ) from None
     # all_pairs and given read no data to choose: their selection budget goes to marginals
     selects = config.selection in ("densemarg", "privbayes")
     rho_one_way = config.one_way_share * rho

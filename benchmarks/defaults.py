@@ -1,0 +1,179 @@
+"""Evidence for the engine's defaults: candidate settings on several tables, epsilons and seeds.
+
+Two studies, each a list of arms (a name, the measurement settings, the generation settings),
+run on the same tables, epsilons and seeds; arms with the same measurement settings share one
+measurement per seed (generation is post-processing), as in ``paper_lab.py``:
+
+* ``strategy``: GUM's update strategy (S5, the paper's; S3; S6) crossed with linking isolated
+  attributes (on, the authors' code; off, the paper's text);
+* ``target``: no prediction target against the table's label as the target with weights 2, 4,
+  8 and 16 (tables without a label are left out); everything else at the engine's defaults.
+
+Every setting not named by an arm is spelled out from ``BASE`` (the paper's), so the study
+measures the same thing whatever the engine's defaults are. Metrics, owner-only: mean 2-way
+L1, 3-way range-query error, SVM misclassification on the label. Prints mean ± std per arm, and
+per (table, epsilon) each arm's rank on L1; the last table averages the ranks, which is what a
+default must win.
+
+Run: ``python benchmarks/defaults.py --study strategy [--tables ...] [--epsilons 0.2 1 2]
+[--seeds 3] [--json out.json]``; ``--summarise out.json ...`` prints saved runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.common import print_table, run_grid  # noqa: E402
+from benchmarks.paper_lab import PAPER, PAPER_GUM, TABLES, load, score  # noqa: E402
+from privsyn_core import GumSettings, PrivSynConfig  # noqa: E402
+from privsyn_core.pipeline import generate, measure  # noqa: E402
+
+#: the paper's settings, which every arm changes only where it says
+BASE = PrivSynConfig(gum=GumSettings(**PAPER_GUM), **PAPER)
+
+#: study -> [(arm, measurement changes, GUM changes)]; "{label}" stands for the table's label
+STUDIES: dict[str, list[tuple[str, dict[str, Any], dict[str, Any]]]] = {
+    "strategy": [
+        (f"{s} {'links' if links else 'no links'}", {"connect_isolated": links}, {"strategy": s})
+        for links in (True, False)
+        for s in ("S5", "S3", "S6")
+    ],
+    "target": [
+        ("no target", {}, {}),
+        *[(f"target w={w}", {"target": "{label}", "target_weight": w}, {}) for w in (2, 4, 8, 16)],
+    ],
+}
+METRICS = ("2way_L1", "range", "svm")
+
+
+def engine_defaults() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The measurement and GUM settings the engine ships with (the target study's base)."""
+    config, gum = PrivSynConfig(), GumSettings()
+    return (
+        {"connect_isolated": config.connect_isolated},
+        {"strategy": gum.strategy, "decay_schedule": gum.decay_schedule},
+    )
+
+
+def run_seed(study: str, name: str, epsilon: float, seed: int) -> list[dict[str, Any]]:
+    table, domain, label = load(name)
+    arms = STUDIES[study]
+    if study == "target":
+        if label is None:
+            return []
+        base_measure, base_gum = engine_defaults()
+        arms = [(arm, {**base_measure, **m}, {**base_gum, **g}) for arm, m, g in arms]
+    coded = isinstance(domain, dict)
+    where = {"domain": domain} if coded else {"schema": domain}
+    measured: dict[str, Any] = {}
+    rows = []
+    for arm, measure_changes, gum_changes in arms:
+        changes = {k: label if v == "{label}" else v for k, v in measure_changes.items()}
+        config = replace(BASE, gum=replace(BASE.gum, **gum_changes), **changes)
+        key = repr(sorted(changes.items()))
+        if key not in measured:
+            measured[key] = measure(
+                table,
+                epsilon,
+                1 / len(table) ** 2,
+                **where,
+                config=config,
+                rng=np.random.default_rng(1000 * seed + len(measured)),
+            )
+        started = time.perf_counter()
+        result = generate(measured[key], config=config, rng=np.random.default_rng(seed))
+        seconds = time.perf_counter() - started
+        scores = score(table, result, coded, label, svm=label is not None)
+        rows.append(
+            {"table": name, "epsilon": epsilon, "seed": seed, "arm": arm, **scores,
+             "seconds": seconds, "marginals": len(result.marginals),
+             "with_label": sum(label in m.attributes for m in result.marginals) if label else 0}
+        )  # fmt: skip
+    return rows
+
+
+def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["table"], r["epsilon"], r["arm"]), []).append(r)
+    out = []
+    for (table, epsilon, arm), runs in groups.items():
+        row: dict[str, Any] = {"table": table, "eps": epsilon, "arm": arm, "seeds": len(runs)}
+        for metric in METRICS:
+            values = [r[metric] for r in runs if not math.isnan(r[metric])]
+            sd = statistics.stdev(values) if len(values) > 1 else 0.0
+            row[metric] = f"{statistics.mean(values):.4g} ± {sd:.2g}" if values else "n/a"
+        row["marginals"] = statistics.mean(r["marginals"] for r in runs)
+        row["with_label"] = statistics.mean(r["with_label"] for r in runs)
+        row["gen_s"] = round(statistics.median(r["seconds"] for r in runs), 2)
+        out.append(row)
+    return out
+
+
+def mean_ranks(rows: list[dict[str, Any]], metric: str) -> list[dict[str, Any]]:
+    """Each arm's rank (1 = lowest mean) per (table, epsilon), and the mean rank over them."""
+    cells = sorted({(r["table"], r["epsilon"]) for r in rows}, key=str)
+    ranks: dict[str, list[float]] = {}
+    for table, epsilon in cells:
+        means: dict[str, list[float]] = {}
+        for r in rows:
+            if (r["table"], r["epsilon"]) == (table, epsilon) and not math.isnan(r[metric]):
+                means.setdefault(r["arm"], []).append(r[metric])
+        order = sorted(means, key=lambda a: statistics.mean(means[a]))
+        for place, arm in enumerate(order, start=1):
+            ranks.setdefault(arm, []).append(place)
+    return [
+        {"metric": metric, "arm": arm, "mean rank": round(statistics.mean(r), 2), "cells": len(r)}
+        for arm, r in sorted(ranks.items(), key=lambda item: statistics.mean(item[1]))
+    ]
+
+
+def report(rows: list[dict[str, Any]]) -> None:
+    print()
+    print_table(summarise(rows))
+    for metric in METRICS:
+        ranked = mean_ranks(rows, metric)
+        if ranked:
+            print(f"\nmean rank on {metric} over tables and epsilons (lower is better):")
+            print_table(ranked)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--study", choices=sorted(STUDIES), default="strategy")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument(
+        "--tables", nargs="+", default=["adult-coded", "adult-raw", "nltcs"], choices=TABLES
+    )
+    parser.add_argument("--epsilons", type=float, nargs="+", default=[0.2, 1.0, 2.0])
+    parser.add_argument("--json", type=Path, help="write every run's numbers here")
+    parser.add_argument("--summarise", type=Path, nargs="+", help="print saved --json files")
+    args = parser.parse_args()
+    if args.summarise:
+        report([r for path in args.summarise for r in json.loads(path.read_text())])
+        return
+    rows = run_grid(
+        args.tables,
+        args.epsilons,
+        args.seeds,
+        lambda name, epsilon, seed: run_seed(args.study, name, epsilon, seed),
+        args.json,
+    )
+    report(rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -61,6 +61,7 @@ def current_config() -> PrivSynConfig:
         gum=GumSettings(
             iterations=int(ss["iterations"]), patience=10 if ss["stop_at_plateau"] else None
         ),
+        target=ss.get("target"),
     )
 
 
@@ -78,4 +79,5 @@ def public_settings(delta: float, seed: int | None) -> dict[str, Any]:
         "stop_at_plateau": bool(ss["stop_at_plateau"]),
         "seed_given": seed is not None,
         "raw_domains": bool(ss["raw_domains"]),
+        "target": ss.get("target"),
     }

@@ -42,6 +42,7 @@ DEFAULTS: dict[str, Any] = {
     "stop_at_plateau": True,
     "seed_text": "",
     "raw_domains": False,
+    "target": None,
 }
 
 

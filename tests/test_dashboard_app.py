@@ -787,3 +787,35 @@ def test_the_drafted_lines_are_shown_as_text_not_markdown():
     escaped = literal(evil)
     assert "![" not in escaped and "](" not in escaped and "*b*" not in escaped
     assert re.sub(r"\\(.)", r"\1", escaped) == evil
+
+
+def test_a_prediction_target_chosen_on_privacy_weights_the_runs_budget_and_is_recorded():
+    at = go(app(), "privacy")
+    box = at.selectbox(key="target")
+    assert box.options[0] == "none" and "income" in box.options
+    box.set_value("income").run()
+    at = go(at, "run")
+    at.number_input(key="iterations").set_value(5).run()
+    at.text_input(key="seed_text").set_value("1").run()
+    run_and_wait(at)
+    assert not at.exception, [e.value for e in at.exception]
+    marginals = at.session_state["finished"].result.marginals
+    weight = PrivSynConfig().target_weight
+    expected = np.array(
+        [((weight if "income" in m.attributes else 1) * m.cells) ** (2 / 3) for m in marginals]
+    )
+    rho = np.array([m.rho for m in marginals])
+    assert any("income" in m.attributes for m in marginals)
+    np.testing.assert_allclose(rho / rho.sum(), expected / expected.sum(), rtol=1e-9)
+    assert Registry().runs()[0].config["target"] == "income"
+
+
+def test_a_target_of_an_earlier_table_is_dropped_when_the_table_changes():
+    at = go(app(), "privacy")
+    at.selectbox(key="target").set_value("income").run()
+    at.session_state["schema"] = at.session_state["schema"].__class__(
+        tuple(c for c in at.session_state["schema"].columns if c.name != "income")
+    )
+    at = go(at, "privacy")
+    assert at.session_state["target"] is None
+    assert "income" not in at.selectbox(key="target").options

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.columns import open_parts
 from privsyn_core.errors import InputError
 from privsyn_core.privacy.planner import plan_budget
@@ -46,6 +47,20 @@ with left:
         key="delta_text",
         persist_state="session",
         help="for example 1e-9; must be below 1/rows",
+    )
+    names = [c.name for c in state.schema().included()]
+    if st.session_state.get("target") not in (None, *names):  # a column of an earlier table
+        st.session_state["target"] = None
+    st.selectbox(
+        "prediction target (optional)",
+        [None, *names],
+        format_func=lambda name: "none" if name is None else name,
+        key="target",
+        persist_state="session",
+        help="the column people will predict from the synthetic table, e.g. income. A public "
+        "choice, so it costs nothing: the marginals that hold it weigh "
+        f"{PrivSynConfig().target_weight:g} times more when marginals are chosen and the "
+        "budget is split, so more of them are measured, and more precisely.",
     )
 with right:
     st.slider(

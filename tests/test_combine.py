@@ -1,5 +1,10 @@
+import math
+from itertools import combinations
+
+import networkx as nx
 import numpy as np
 import pandas as pd
+import pytest
 
 from privsyn_core.selection.combine import combine_marginals
 
@@ -47,3 +52,38 @@ def test_equal_sized_cliques_are_taken_by_strength():
     weak_first.loc["d", ["b", "c"]] = weak_first.loc[["b", "c"], "d"] = 100.0
     out = combine_marginals(pairs, sizes, weak_first)
     assert out[0] == ("b", "c", "d")
+
+
+def reference_combine(pairs, sizes, scores, gamma):
+    """Algorithm 2 written the slow, obvious way: every clique, summed InDif, then the pass."""
+    graph = nx.Graph(pairs)
+    cliques = [
+        tuple(sorted(c))
+        for c in nx.enumerate_all_cliques(graph)
+        if len(c) >= 3 and math.prod(sizes[a] for a in c) <= gamma
+    ]
+
+    def strength(clique):
+        return sum(scores.at[a, b] for a, b in combinations(clique, 2))
+
+    cliques.sort(key=lambda c: (-len(c), -strength(c), c))
+    accepted, seen = [], set()
+    for clique in cliques:
+        if len(seen.intersection(clique)) <= 2:
+            accepted.append(clique)
+            seen.update(clique)
+    covered = {frozenset(p) for c in accepted for p in combinations(c, 2)}
+    return (*accepted, *(p for p in pairs if frozenset(p) not in covered))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_dense_random_graphs_match_the_obvious_algorithm(seed):
+    rng = np.random.default_rng(seed)
+    names = [f"v{i:02d}" for i in range(12)]
+    sizes = {n: int(rng.choice([2, 2, 3, 5])) for n in names}
+    pairs = [p for p in combinations(names, 2) if rng.random() < 0.7]
+    raw = rng.exponential(1.0, (12, 12))
+    scores = pd.DataFrame(np.triu(raw, 1) + np.triu(raw, 1).T, index=names, columns=names)
+    out = combine_marginals(pairs, sizes, scores, gamma=200)
+    assert out == reference_combine(pairs, sizes, scores, 200)
+    assert any(len(m) > 3 for m in out)  # the graphs are dense enough to merge big cliques

@@ -60,3 +60,12 @@ def test_undeclared_columns_plan_a_structure_step_and_an_estimate_each():
     # undecided columns may release categories: half of delta is reserved for thresholding
     assert plan.rho == pytest.approx(rho_from_epsilon_delta(1.0, 0.5e-9))
     assert sum(row["rho"] for row in plan.as_rows()) == pytest.approx(plan.rho)
+
+
+def test_the_plan_names_the_prediction_targets_weight():
+    plain = plan_budget(1.0, 1e-9, 15)
+    target = plan_budget(1.0, 1e-9, 15, config=PrivSynConfig(target="income", target_weight=4))
+    note = {s.step: s.note for s in target.steps}["selected marginals"]
+    assert "w = 4 for marginals with 'income'" in note
+    assert "w =" not in {s.step: s.note for s in plain.steps}["selected marginals"]
+    assert [s.rho for s in target.steps] == [s.rho for s in plain.steps]  # the same split

@@ -181,14 +181,18 @@ def plan_budget(
             )
         )
     marginals = rest - one_way - indif
+    split = "cells^(2/3)"
+    if config.target is not None:
+        split = (
+            f"(w x cells)^(2/3), w = {config.target_weight:g} for marginals with {config.target!r}"
+        )
     steps.append(
         StepPlan(
             "selected marginals",
             marginals,
             gaussian_sigma(marginals / max(1, n_columns)),
             "chosen by the data",
-            f"sigma shown for {max(1, n_columns)} equal marginals; the real split follows "
-            f"cells^(2/3)",
+            f"sigma shown for {max(1, n_columns)} equal marginals; the real split follows " + split,
         )
     )
     return BudgetPlan(epsilon, delta, rho, tuple(steps), survival)

@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.io import read_table
 from privsyn_core.data.schema import Schema
 from privsyn_core.pipeline import SynthesisResult
@@ -32,13 +33,14 @@ from .sources import DiskTable
 SAMPLE = resources.files("privsyn_core") / "samples" / "adult.csv"
 SAMPLE_NAME = "UCI Adult sample (bundled adult.csv)"
 
+_ENGINE = PrivSynConfig()  # the dashboard starts from the engine's own defaults
 DEFAULTS: dict[str, Any] = {
     "epsilon": 1.0,
     "delta_text": "1e-9",
-    "one_way_share": 0.1,
-    "indif_share": 0.1,
-    "domain_share": 0.05,
-    "iterations": 100,
+    "one_way_share": _ENGINE.one_way_share,
+    "indif_share": _ENGINE.indif_share,
+    "domain_share": _ENGINE.domain_share,
+    "iterations": _ENGINE.gum.iterations,
     "stop_at_plateau": True,
     "seed_text": "",
     "raw_domains": False,

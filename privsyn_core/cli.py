@@ -227,7 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--strategy",
         choices=sorted(_STRATEGIES),
         default=None,
-        help="GUM's update strategy (default: the release's, normally half_half_plus_duplicate)",
+        help="GUM's update strategy (default: the release's, normally half_half)",
     )
     gen.add_argument(
         "--decay",

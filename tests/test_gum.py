@@ -72,9 +72,10 @@ def test_empty_cells_are_filled_by_replacement():
 
 
 def test_step_decay_and_strategy_schedule():
-    settings = GumSettings(alpha0=1.0, decay=0.5, decay_every=10)
+    settings = GumSettings(alpha0=1.0, decay=0.5, decay_every=10, strategy="S5")
     assert [settings.alpha(t) for t in (0, 9, 10, 25)] == [1.0, 1.0, 0.5, 0.25]
     assert [settings.duplicate_share(t) for t in range(4)] == [0.5, 1.0, 0.5, 1.0]
+    assert [GumSettings(strategy="S3").duplicate_share(t) for t in range(4)] == [0.5] * 4
     with pytest.raises(ValueError, match="strategy"):
         GumSettings(strategy="teleport")
 
@@ -314,7 +315,8 @@ def test_decay_schedules_follow_section_5_3_and_meet_the_step_decay_at_100():
 
 
 def test_the_papers_strategy_names_stand_for_the_long_ones():
-    assert GumSettings(strategy="S5") == GumSettings()
+    assert GumSettings(strategy="S3") == GumSettings()  # our default (see its docstring)
+    assert GumSettings(strategy="S5").strategy == "half_half_plus_duplicate"
     assert GumSettings(strategy="S1").strategy == "replace"
     assert GumSettings(strategy="S4").duplicate_share(0) == 0.0
     assert GumSettings(strategy="S4").duplicate_share(1) == 1.0

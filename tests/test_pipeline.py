@@ -82,9 +82,10 @@ def test_ledger_spends_exactly_the_budget(epsilon, adult):
     assert ledger.spent_rho == pytest.approx(ledger.budget_rho, rel=1e-9)
     assert ledger.spent_rho <= ledger.budget_rho * (1 + 1e-9)
     steps = ledger.spent_by_step()
-    assert steps["one_way"] == pytest.approx(0.1 * ledger.budget_rho)
-    assert steps["indif"] == pytest.approx(0.1 * ledger.budget_rho)
-    assert steps["marginal"] == pytest.approx(0.8 * ledger.budget_rho)
+    shares = (FAST.one_way_share, FAST.indif_share, FAST.marginal_share)
+    assert [steps[s] for s in ("one_way", "indif", "marginal")] == pytest.approx(
+        [share * ledger.budget_rho for share in shares]
+    )
     # each 1-way marginal measured once, every selected marginal once
     assert sum(e.step == "one_way" for e in ledger.entries) == len(domain)
     assert sum(e.step == "marginal" for e in ledger.entries) == len(result.marginals)
@@ -365,16 +366,17 @@ def test_every_lab_option_spends_exactly_the_budget_in_one_ledger(config):
     assert ledger.spent_rho == pytest.approx(ledger.budget_rho, rel=1e-9)
     steps = ledger.spent_by_step()
     rho = ledger.budget_rho
-    assert steps["one_way"] == pytest.approx(0.1 * rho)
+    one_way, indif = config.one_way_share, config.indif_share
+    assert steps["one_way"] == pytest.approx(one_way * rho)
     if config.selection == "densemarg":
-        assert steps["indif"] == pytest.approx(0.1 * rho)
+        assert steps["indif"] == pytest.approx(indif * rho)
     elif config.selection == "privbayes":
-        assert "indif" not in steps and steps["privbayes"] == pytest.approx(0.1 * rho)
+        assert "indif" not in steps and steps["privbayes"] == pytest.approx(indif * rho)
         entries = [e for e in ledger.entries if e.step == "privbayes"]
         assert len(entries) == 3 and all("exponential" in e.mechanism for e in entries)
     else:  # nothing to choose from the data: the selection share goes to the marginals
         assert set(steps) == {"one_way", "marginal"}
-        assert steps["marginal"] == pytest.approx(0.9 * rho)
+        assert steps["marginal"] == pytest.approx((1 - one_way) * rho)
     marginal = [e for e in ledger.entries if e.step == "marginal"]
     assert [m.rho for m in measured.marginals] == [e.rho for e in marginal]
     if config.noise != "weighted_gaussian":

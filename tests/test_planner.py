@@ -13,9 +13,10 @@ def test_plan_splits_rho_like_the_pipeline_and_reports_each_sigma():
     rho = rho_from_epsilon_delta(1.0, 1e-9)
     assert plan.rho == pytest.approx(rho)
     steps = {s.step: s for s in plan.steps}
-    assert steps["1-way marginals"].rho == pytest.approx(0.1 * rho)
-    assert steps["1-way marginals"].sigma == pytest.approx(gaussian_sigma(0.1 * rho / 14))
-    assert steps["InDif scores"].sigma == pytest.approx(indif_sigma(14, 0.1 * rho))
+    one_way, indif = PrivSynConfig().one_way_share, PrivSynConfig().indif_share
+    assert steps["1-way marginals"].rho == pytest.approx(one_way * rho)
+    assert steps["1-way marginals"].sigma == pytest.approx(gaussian_sigma(one_way * rho / 14))
+    assert steps["InDif scores"].sigma == pytest.approx(indif_sigma(14, indif * rho))
     assert math.fsum(s.rho for s in plan.steps) == pytest.approx(rho)
     assert "domains" not in steps
 

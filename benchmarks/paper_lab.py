@@ -264,12 +264,28 @@ def main() -> None:
     report(rows, args.svm)
 
 
+def verdict_matrix(rows: list[dict[str, Any]], metric: str) -> list[dict[str, Any]]:
+    """One row per comparison, one column per (table, epsilon): the verdict in a word."""
+    short = {"holds": "yes", "tied": "tied", "DISAGREES": "NO"}
+    cells: dict[str, dict[str, str]] = {}
+    for v in verdicts(rows, metric):
+        word = short[v["verdict"].split(" ")[0]]
+        if "(but" in v["verdict"]:
+            word += "*"  # the paper's winner wins, but the rest of its order does not hold
+        cells.setdefault(v["comparison"], {})[f"{v['table']} {v['eps']:g}"] = word
+    return [{"claim": comparison, **by_cell} for comparison, by_cell in cells.items()]
+
+
 def report(rows: list[dict[str, Any]], svm: bool) -> None:
     print()
     print_table(summarise(rows, svm))
     for metric in ("2way_L1", "range", "gum_L1"):
         print(f"\nverdicts on {metric} (lower is better):")
         print_table(verdicts(rows, metric))
+    for metric in ("2way_L1", "range"):
+        legend = "yes, tied or NO; *: its pick wins, its order does not"
+        print(f"\nthe paper's claims on {metric} ({legend}):")
+        print_table(verdict_matrix(rows, metric))
 
 
 if __name__ == "__main__":

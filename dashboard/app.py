@@ -43,6 +43,7 @@ pages = [
     st.Page(VIEWS / "marginals.py", title="Marginals"),
     st.Page(VIEWS / "results.py", title="Results"),
     st.Page(VIEWS / "history.py", title="History"),
+    st.Page(VIEWS / "lab.py", title="Lab"),
     st.Page(VIEWS / "learn.py", title="Learn"),
 ]
 page = st.navigation(pages)

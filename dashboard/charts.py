@@ -199,3 +199,83 @@ def distinguishing_game(on_d: np.ndarray, on_neighbour: np.ndarray, *, bins: int
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
     )
     return figure
+
+
+#: one colour per configuration of a Lab comparison (plotly's default qualitative colours)
+LAB_COLOURS = ("#636EFA", "#EF553B", "#00CC96", "#AB63FA")
+
+
+def lab_convergence(errors: dict[str, list[Sequence[float]]]) -> go.Figure:
+    """Each configuration's mean L1 against its noisy marginals per iteration: a thin line per
+    seed and a thick one for the mean over seeds (runs that stopped early end early)."""
+    figure = go.Figure()
+    for (name, runs), colour in zip(errors.items(), LAB_COLOURS, strict=False):
+        label = html.escape(name)
+        for k, run in enumerate(runs):
+            figure.add_trace(
+                go.Scatter(
+                    x=np.arange(1, len(run) + 1),
+                    y=np.asarray(run),
+                    mode="lines",
+                    line={"color": colour, "width": 1},
+                    opacity=0.35,
+                    legendgroup=label,
+                    showlegend=False,
+                    hovertemplate=f"{label}, seed {k + 1}<br>iteration %{{x}}"
+                    "<br>mean L1 %{y:.3f}<extra></extra>",
+                )
+            )
+        longest = max(len(r) for r in runs)
+        padded = np.full((len(runs), longest), np.nan)
+        for k, run in enumerate(runs):
+            padded[k, : len(run)] = run
+        figure.add_trace(
+            go.Scatter(
+                x=np.arange(1, longest + 1),
+                y=np.nanmean(padded, axis=0),
+                mode="lines",
+                line={"color": colour, "width": 3},
+                name=label,
+                legendgroup=label,
+                hovertemplate=f"{label}, mean over seeds<br>iteration %{{x}}<br>mean L1 "
+                "%{y:.3f}<extra></extra>",
+            )
+        )
+    figure.update_layout(
+        height=380,
+        margin={"l": 10, "r": 10, "t": 10, "b": 10},
+        xaxis_title="iteration",
+        yaxis_title="mean L1 vs the noisy marginals",
+        yaxis={"rangemode": "tozero"},
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+    )
+    return figure
+
+
+def lab_fidelity(summary: pd.DataFrame, metrics: Sequence[str]) -> go.Figure:
+    """One panel per metric: a bar per configuration at its mean over seeds, with an error
+    bar of one standard deviation. ``summary`` has columns configuration, metric, mean, std."""
+    from plotly.subplots import make_subplots
+
+    figure = make_subplots(rows=1, cols=len(metrics), subplot_titles=list(metrics))
+    names = list(dict.fromkeys(summary["configuration"]))
+    colours = {n: c for n, c in zip(names, LAB_COLOURS, strict=False)}
+    for col, metric in enumerate(metrics, start=1):
+        rows = summary[summary["metric"] == metric]
+        figure.add_trace(
+            go.Bar(
+                x=_safe(rows["configuration"]),
+                y=rows["mean"],
+                error_y={"type": "data", "array": rows["std"].fillna(0), "visible": True},
+                marker_color=[colours[n] for n in rows["configuration"]],
+                text=[f"{m:.3g}" for m in rows["mean"]],
+                textposition="inside",
+                hovertemplate="%{x}<br>mean %{y:.4g} ± %{error_y.array:.2g}<extra></extra>",
+                showlegend=False,
+            ),
+            row=1,
+            col=col,
+        )
+        figure.update_yaxes(rangemode="tozero", tickformat=".3g", row=1, col=col)
+    figure.update_layout(height=360, margin={"l": 10, "r": 10, "t": 40, "b": 10}, bargap=0.3)
+    return figure

@@ -270,12 +270,13 @@ def lab_fidelity(summary: pd.DataFrame, metrics: Sequence[str]) -> go.Figure:
                 marker_color=[colours[n] for n in rows["configuration"]],
                 text=[f"{m:.3g}" for m in rows["mean"]],
                 textposition="inside",
+                insidetextanchor="start",  # at the bar's foot, clear of the error bar
                 hovertemplate="%{x}<br>mean %{y:.4g} ± %{error_y.array:.2g}<extra></extra>",
                 showlegend=False,
             ),
             row=1,
             col=col,
         )
-        figure.update_yaxes(rangemode="tozero", tickformat=".3g", row=1, col=col)
+        figure.update_yaxes(rangemode="tozero", tickformat=".2~g", row=1, col=col)
     figure.update_layout(height=360, margin={"l": 10, "r": 10, "t": 40, "b": 10}, bargap=0.3)
     return figure

@@ -150,7 +150,13 @@ except InputError as exc:
     st.stop()
 
 rho = plan.rho(epsilon, delta)
-shared = [" and ".join(f"'{plan.arms[i].name}'" for i in g) for g in plan.groups if len(g) > 1]
+
+
+def in_words(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+shared = [in_words([plan.arms[i].name for i in g]) for g in plan.groups if len(g) > 1]
 st.info(
     f"**Privacy cost: {plan.measurements} measurements of the table** ({len(plan.groups)} per "
     f"seed{'; ' + ', '.join(shared) + ' share one, since they differ only after measuring' if shared else ''}). "  # noqa: E501

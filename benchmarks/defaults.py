@@ -79,8 +79,7 @@ def run_seed(study: str, name: str, epsilon: float, seed: int) -> list[dict[str,
     if study == "target" and label is None:
         return []
     base = PrivSynConfig() if study == "target" else BASE
-    coded = isinstance(domain, dict)
-    where = {"domain": domain} if coded else {"schema": domain}
+    where = {"domain": domain} if isinstance(domain, dict) else {"schema": domain}
     measured: dict[str, Any] = {}
     rows = []
     for arm, measure_changes, gum_changes in STUDIES[study]:
@@ -99,7 +98,7 @@ def run_seed(study: str, name: str, epsilon: float, seed: int) -> list[dict[str,
         started = time.perf_counter()
         result = generate(measured[key], config=config, rng=np.random.default_rng(seed))
         seconds = time.perf_counter() - started
-        scores = score(table, result, coded, label, svm=label is not None)
+        scores = score(table, result, label, svm=label is not None)
         rows.append(
             {"table": name, "epsilon": epsilon, "seed": seed, "arm": arm, **scores,
              "seconds": seconds, "marginals": len(result.marginals),

@@ -47,10 +47,9 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.adult_raw import load_adult  # noqa: E402
 from benchmarks.common import print_table, run_grid  # noqa: E402
 from privsyn_core import GumSettings, PrivSynConfig  # noqa: E402
-from privsyn_core.data.columns import coded_frame  # noqa: E402
 from privsyn_core.data.io import read_table  # noqa: E402
 from privsyn_core.data.schema import Schema  # noqa: E402
-from privsyn_core.evaluation import fidelity_report  # noqa: E402
+from privsyn_core.lab import fidelity_of  # noqa: E402
 from privsyn_core.pipeline import SynthesisResult, generate, measure  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "datasets"
@@ -118,14 +117,10 @@ def load(name: str) -> tuple[pd.DataFrame, dict[str, int] | Schema | None, str |
 
 
 def score(
-    table: pd.DataFrame, result: SynthesisResult, coded: bool, label: str | None, svm: bool
+    table: pd.DataFrame, result: SynthesisResult, label: str | None, svm: bool
 ) -> dict[str, float]:
-    if coded:
-        real, synthetic = table, result.synthetic
-    else:  # raw tables are compared in the run's binned codes
-        real = coded_frame(result.columns, table)
-        synthetic = coded_frame(result.columns, result.synthetic)
-    report = fidelity_report(real, synthetic, label=label if svm else None)
+    """Owner-only fidelity (raw tables in the run's own codes) and GUM's final error."""
+    report = fidelity_of(table, result, label if svm else None)
     return {
         "2way_L1": report.two_way_l1,
         "range": report.range_query_error,
@@ -140,8 +135,7 @@ def run_seed(
     table, domain, label = load(name)
     delta = 1 / len(table) ** 2
     base = PrivSynConfig(gum=GumSettings(iterations=iterations, **PAPER_GUM), **PAPER)
-    coded = isinstance(domain, dict)
-    where = {"domain": domain} if coded else {"schema": domain}
+    where = {"domain": domain} if isinstance(domain, dict) else {"schema": domain}
     measured = {}
     for index, (key, changes) in enumerate(MEASUREMENTS.items()):
         measured[key] = measure(
@@ -164,7 +158,7 @@ def run_seed(
             result = generate(measured[key], config=config, rng=np.random.default_rng(seed))
             seconds = time.perf_counter() - started
             cache[ident] = {
-                **score(table, result, coded, label, svm),
+                **score(table, result, label, svm),
                 "seconds": seconds,
                 "marginals": len(result.marginals),
             }

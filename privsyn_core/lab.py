@@ -30,7 +30,7 @@ import pandas as pd
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.columns import coded_frame
 from privsyn_core.data.schema import Schema
-from privsyn_core.errors import InputError
+from privsyn_core.errors import FailedAfterSpending, InputError
 from privsyn_core.evaluation import FidelityReport, fidelity_report
 from privsyn_core.pipeline import SynthesisResult, generate, measure
 from privsyn_core.privacy.ledger import PrivacyLedger
@@ -181,8 +181,6 @@ def run_lab(
     as soon as it is spent; a measurement that fails after spending raises
     :class:`~privsyn_core.errors.FailedAfterSpending` after ``on_measured`` saw its ledger.
     """
-    from privsyn_core.errors import FailedAfterSpending
-
     if label is not None and label not in table.columns:
         raise InputError(f"the label {label!r} is not a column of the table")
     total = plan.measurements + plan.seeds * len(plan.arms)

@@ -95,3 +95,23 @@ def test_a_comparison_past_the_lifetime_budget_is_refused_before_it_measures():
     errors = [e.value for e in at.error]
     assert len(errors) == 1 and "Run refused" in errors[0]
     assert Registry().runs() == []
+
+
+def test_custom_configurations_that_differ_after_measuring_share_a_measurement():
+    at = lab_page()
+    at.selectbox(key="lab_preset").set_value("Custom").run()
+    at.number_input(key="lab_count").set_value(3).run()
+    at.selectbox(key="lab_synthesis_1").set_value("mcf").run()
+    at.selectbox(key="lab_noise_2").set_value("equal_laplace").run()
+    assert not at.error, [e.value for e in at.error]
+    info = at.info[0].value
+    assert "6 measurements of the table" in info and "config 1 and config 2 share one" in info
+    assert at.selectbox(key="lab_consistency_0").format_func(True) == "on"
+
+
+def test_the_custom_editor_starts_from_the_engines_defaults():
+    at = lab_page()
+    at.selectbox(key="lab_preset").set_value("Custom").run()
+    box = at.selectbox(key="lab_strategy_0")
+    assert box.value == "S3" and box.format_func("S5") == "S5: half half plus duplicate"
+    assert at.selectbox(key="lab_selection_0").value == "densemarg"

@@ -19,7 +19,8 @@ import pandas as pd
 import streamlit as st
 
 from privsyn_core.errors import FailedAfterSpending, InputError
-from privsyn_core.lab import MAX_ARMS, MAX_SEEDS, LabArm, LabProgress, LabResult, plan_lab, run_lab
+from privsyn_core.generation.gum import STRATEGY_NAMES
+from privsyn_core.lab import MAX_ARMS, MAX_SEEDS, LabArm, LabProgress, plan_lab, run_lab
 from privsyn_core.privacy.ledger import BudgetExceededError, PrivacyLedger, epsilon_from_rho
 
 __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
@@ -86,19 +87,38 @@ def configured(changes: dict[str, Any]) -> Any:
     return replace(base, gum=replace(base.gum, **gum), **top)
 
 
+def shown(option: Any) -> str:
+    """An option as a person reads it: on/off for switches, words for the engine's names."""
+    if isinstance(option, bool):
+        return "on" if option else "off"
+    if option in STRATEGY_NAMES:
+        return f"{option}: {STRATEGY_NAMES[option].replace('_', ' ')}"
+    return str(option).replace("_", " ")
+
+
 def custom_arms() -> list[LabArm]:
+    engine = current_config()
+    paper_name = {long: short for short, long in STRATEGY_NAMES.items()}
+    default = {
+        **{f: getattr(engine, f) for f in ("selection", "noise", "consistency", "synthesis")},
+        "strategy": paper_name[engine.gum.strategy],
+        "decay_schedule": engine.gum.decay_schedule,
+    }
     count = st.number_input("configurations", 2, MAX_ARMS, 3, key="lab_count")
     arms = []
     for i, column in enumerate(st.columns(int(count))):
         with column:
             name = st.text_input("name", f"config {i + 1}", key=f"lab_name_{i}")
             changes = {
-                field: st.selectbox(label, options, key=f"lab_{field}_{i}")
+                field: st.selectbox(
+                    label,
+                    options,
+                    index=options.index(default[field]),
+                    format_func=shown,
+                    key=f"lab_{field}_{i}",
+                )
                 for field, (label, options) in CHOICES.items()
             }
-            default = current_config()
-            if changes["strategy"] == "S3" and default.gum.strategy == "half_half":
-                changes.pop("strategy")  # the default, spelled the same as the presets' arms
             arms.append(LabArm(name, configured(changes)))
     return arms
 
@@ -214,7 +234,6 @@ if st.button("Run the comparison", key="lab_run", type="primary"):
 
 if ss.get("lab_result") is not None:
     preset_run, label_run, result, run_ids = ss["lab_result"]
-    result: LabResult
     st.subheader(f"{preset_run}: {result.plan.seeds} seeds")
     st.caption(
         f"Spent rho {result.spent_rho:.3g} in {len(result.ledgers)} measurements, recorded as "

@@ -34,6 +34,7 @@ from privsyn_core.errors import FailedAfterSpending, InputError
 from privsyn_core.evaluation import FidelityReport, fidelity_report
 from privsyn_core.pipeline import SynthesisResult, generate, measure
 from privsyn_core.privacy.ledger import PrivacyLedger
+from privsyn_core.progress import GumProgress, SynthesisCancelled
 
 #: the fields of :class:`PrivSynConfig` that only change generation; every other field
 #: (including any added later) changes what is measured, so nothing is shared by mistake
@@ -153,11 +154,52 @@ class LabResult:
 
 @dataclass(frozen=True)
 class LabProgress:
-    """``done`` of ``total`` steps (measurements and generations) finished; what runs next."""
+    """Where a comparison is: ``done`` of ``total`` steps (measurements and generations)
+    finished, and the ``step`` under way in words (its seed, 0-based, and the arm it
+    generates, or None while it measures). ``gum`` is the arm's latest GUM (or MCF)
+    iteration, None before its first."""
 
     done: int
     total: int
-    text: str
+    step: str
+    seed: int | None = None
+    arm: str | None = None
+    measuring: bool = False
+    gum: GumProgress | None = None
+
+    @property
+    def text(self) -> str:
+        """The step and, while an arm is generated, its latest iteration."""
+        if self.gum is None:
+            return self.step
+        return (
+            f"{self.step}: iteration {self.gum.iteration + 1} of at most {self.gum.iterations}, "
+            f"mean L1 {self.gum.mean_error:.4f} against the noisy marginals"
+        )
+
+    @property
+    def fraction(self) -> float:
+        """The share of the comparison done, counting the current arm's iterations."""
+        within = 0.0 if self.gum is None else (self.gum.iteration + 1) / self.gum.iterations
+        return min(1.0, (self.done + within) / self.total) if self.total else 1.0
+
+
+#: the progress callback: False stops the comparison (:class:`LabCancelled`)
+LabCallback = Callable[[LabProgress], bool | None]
+
+
+class LabCancelled(RuntimeError):
+    """The progress callback asked to stop. ``ledgers`` lists every measurement spent by then
+    (a measurement stopped half-way counts with what it had spent), all of them already
+    passed to ``on_measured``."""
+
+    def __init__(self, ledgers: Sequence[PrivacyLedger]) -> None:
+        self.ledgers = tuple(ledgers)
+        self.spent_rho = math.fsum(ledger.spent_rho for ledger in self.ledgers)
+        super().__init__(
+            f"the comparison was stopped after {len(self.ledgers)} measurements "
+            f"(rho {self.spent_rho:.6g} spent)"
+        )
 
 
 def run_lab(
@@ -169,33 +211,56 @@ def run_lab(
     domain: dict[str, int] | None = None,
     schema: Schema | None = None,
     label: str | None = None,
-    seed: int = 0,
-    on_progress: Callable[[LabProgress], None] | None = None,
+    rng: np.random.Generator | None = None,
+    on_progress: LabCallback | None = None,
     on_measured: Callable[[PrivacyLedger], None] | None = None,
 ) -> LabResult:
-    """Run ``plan`` on ``table``: per seed, one measurement per group, then every arm of the
-    group generated from it and scored against the table (``label``: also the SVM score).
+    """Run ``plan`` on ``table``: per seed, one measurement per group (Algorithm 3, lines
+    1-4), then every arm of the group generated from it (lines 5-6: post-processing, free)
+    and scored against the table (``label``: also the SVM score, section 6.1).
 
-    The noise is seeded from ``(seed, seed index, group)``, so a comparison is reproducible
-    (and its ledgers are marked debug). ``on_measured`` receives each measurement's ledger
-    as soon as it is spent; a measurement that fails after spending raises
-    :class:`~privsyn_core.errors.FailedAfterSpending` after ``on_measured`` saw its ledger.
+    ``rng`` None measures with release-grade noise, as a run does. A Generator makes the
+    comparison reproducible: each (seed, group) measurement and each (seed, arm) generation
+    draws from its own stream derived from it (and the ledgers are marked debug).
+
+    ``on_progress`` sees every step before it starts and every GUM iteration; returning
+    False stops the comparison with :class:`LabCancelled`. ``on_measured`` receives each
+    measurement's ledger as soon as it is spent (before anything else can fail): a
+    measurement that fails after spending raises
+    :class:`~privsyn_core.errors.FailedAfterSpending`, and one that is cancelled half-way
+    raises :class:`LabCancelled`, both after ``on_measured`` saw what it spent.
     """
     if label is not None and label not in table.columns:
         raise InputError(f"the label {label!r} is not a column of the table")
-    total = plan.measurements + plan.seeds * len(plan.arms)
-    done = 0
+    base = None if rng is None else int(rng.integers(2**63))
 
-    def report(text: str) -> None:
-        if on_progress is not None:
-            on_progress(LabProgress(done, total, text))
+    def stream(*path: int) -> np.random.Generator | None:
+        return None if base is None else np.random.default_rng([base, *path])
+
+    total = plan.measurements + plan.seeds * len(plan.arms)
+    step = LabProgress(0, total, "starting")
+    ledgers: list[PrivacyLedger] = []
+
+    def goes_on(update: LabProgress) -> bool:
+        nonlocal step
+        step = update
+        return on_progress is None or on_progress(update) is not False
+
+    def engine_event(event: object) -> bool:
+        """The engine's callback: GUM's iterations go into the step; False stops it."""
+        return goes_on(replace(step, gum=event) if isinstance(event, GumProgress) else step)
 
     runs: list[ArmRun] = []
-    ledgers: list[PrivacyLedger] = []
+    done = 0
     for s in range(plan.seeds):
+        where = f"seed {s + 1} of {plan.seeds}"
         for g, group in enumerate(plan.groups):
-            names = ", ".join(plan.arms[i].name for i in group)
-            report(f"seed {s + 1} of {plan.seeds}: measuring the table for {names}")
+            names = ", ".join(f"'{plan.arms[i].name}'" for i in group)
+            measuring = LabProgress(
+                done, total, f"{where}, measuring the table for {names}", s, measuring=True
+            )
+            if not goes_on(measuring):
+                raise LabCancelled(ledgers)
             try:
                 measured = measure(
                     table,
@@ -204,11 +269,16 @@ def run_lab(
                     domain=domain,
                     schema=schema,
                     config=plan.arms[group[0]].config,
-                    rng=np.random.default_rng([seed, s, g]),
+                    rng=stream(s, g),
+                    on_progress=engine_event,
                 )
-            except FailedAfterSpending as error:
-                if on_measured is not None:
-                    on_measured(error.ledger)
+            except (FailedAfterSpending, SynthesisCancelled) as error:
+                if error.ledger.spent_rho > 0:
+                    ledgers.append(error.ledger)
+                    if on_measured is not None:
+                        on_measured(error.ledger)
+                if isinstance(error, SynthesisCancelled):
+                    raise LabCancelled(ledgers) from None
                 raise
             ledgers.append(measured.ledger)
             if on_measured is not None:
@@ -216,12 +286,18 @@ def run_lab(
             done += 1
             for index in group:
                 arm = plan.arms[index]
-                report(f"seed {s + 1} of {plan.seeds}: generating '{arm.name}'")
+                if not goes_on(
+                    LabProgress(done, total, f"{where}, generating '{arm.name}'", s, arm.name)
+                ):
+                    raise LabCancelled(ledgers)
                 started = time.perf_counter()
-                result = generate(
-                    measured, config=arm.config, rng=np.random.default_rng([seed, s, 100 + index])
-                )
-                seconds = time.perf_counter() - started
+                try:
+                    result = generate(
+                        measured, config=arm.config, rng=stream(s, 100 + index),
+                        on_progress=engine_event,
+                    )  # fmt: skip
+                except SynthesisCancelled:
+                    raise LabCancelled(ledgers) from None
                 runs.append(
                     ArmRun(
                         arm=arm.name,
@@ -230,11 +306,11 @@ def run_lab(
                         errors=tuple(h.mean_error for h in result.history),
                         fidelity=fidelity_of(table, result, label),
                         marginals=len(result.marginals),
-                        seconds=seconds,
+                        seconds=time.perf_counter() - started,
                     )
                 )
                 done += 1
-    report("done")
+    goes_on(LabProgress(done, total, "done"))
     order = {arm.name: i for i, arm in enumerate(plan.arms)}
     runs.sort(key=lambda r: (order[r.arm], r.seed))
     return LabResult(plan, tuple(runs), tuple(ledgers))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import fields
+from dataclasses import fields, make_dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -16,6 +16,8 @@ from privsyn_core.errors import FailedAfterSpending, InputError
 from privsyn_core.lab import (
     GENERATION_FIELDS,
     LabArm,
+    LabCancelled,
+    LabProgress,
     measurement_settings,
     plan_lab,
     run_lab,
@@ -30,12 +32,20 @@ S5 = LabArm("S5", PrivSynConfig(gum=GumSettings(iterations=15, patience=None, st
 LAPLACE = LabArm("equal Laplace", PrivSynConfig(gum=QUICK, noise="equal_laplace"))
 
 
+def whole(arm: LabArm) -> LabArm:
+    """``arm`` with every attribute in GUM (the planted table's marginals can all be appended
+    instead, leaving GUM nothing to iterate on)."""
+    return LabArm(arm.name, replace(arm.config, append_attributes=False))
+
+
 @pytest.fixture(scope="module")
 def table() -> pd.DataFrame:
     return planted_pair(3000, flip=0.1, rng=np.random.default_rng(0))
 
 
 def run(table, arms, seeds=2, **kwargs):
+    """A comparison with reproducible noise (``rng=None``: release-grade noise)."""
+    kwargs.setdefault("rng", np.random.default_rng(0))
     return run_lab(table, 1.0, 1e-9, plan_lab(arms, seeds), domain=DOMAIN, **kwargs)
 
 
@@ -58,10 +68,16 @@ def test_every_field_outside_the_generation_list_counts_as_measurement():
         assert measurement_settings(PrivSynConfig(**{name: value})) != measurement_settings(base)
     for name in GENERATION_FIELDS:
         assert name in {f.name for f in fields(PrivSynConfig)}
-    # the list above covers every measurement field: a new field must be placed here
-    assert set(changed) | GENERATION_FIELDS | {"marginals"} == {
-        f.name for f in fields(PrivSynConfig)
-    }
+
+
+def test_a_field_added_to_the_config_later_counts_as_measurement():
+    """Fields other engineers add to PrivSynConfig are not in the generation list, so arms
+    differing in them get their own measurements (no sharing by mistake)."""
+    later = make_dataclass("Later", [("future", int, 0)], bases=(PrivSynConfig,), frozen=True)
+    first, second = later(gum=QUICK), later(gum=QUICK, future=1)
+    assert measurement_settings(first) != measurement_settings(second)
+    plan = plan_lab([LabArm("now", first), LabArm("later", second)], seeds=2)
+    assert plan.groups == ((0,), (1,)) and plan.measurements == 4
 
 
 def test_measure_runs_once_per_group_and_seed(table, monkeypatch):
@@ -94,16 +110,16 @@ def test_the_spend_is_every_measurements_full_budget_and_nothing_more(table):
 
 
 def test_a_comparison_is_reproducible_and_its_seed_matters(table):
-    first = run(table, [GUM, LAPLACE], seed=5).frame()
-    again = run(table, [GUM, LAPLACE], seed=5).frame()
-    other = run(table, [GUM, LAPLACE], seed=6).frame()
+    first = run(table, [GUM, LAPLACE], rng=np.random.default_rng(5)).frame()
+    again = run(table, [GUM, LAPLACE], rng=np.random.default_rng(5)).frame()
+    other = run(table, [GUM, LAPLACE], rng=np.random.default_rng(6)).frame()
     columns = ["2-way L1", "3-way range error", "iterations", "marginals"]
     pd.testing.assert_frame_equal(first[columns], again[columns])
     assert not first["2-way L1"].equals(other["2-way L1"])
 
 
 def test_convergence_is_recorded_per_iteration_and_falls(table):
-    result = run(table, [GUM, S5], seeds=1)
+    result = run(table, [whole(GUM), whole(S5)], seeds=1)
     for r in result.runs:
         assert len(r.errors) == 15
         assert r.errors[-1] < r.errors[0]
@@ -161,3 +177,68 @@ def test_a_measurement_that_fails_after_spending_reports_its_ledger():
     with pytest.raises(FailedAfterSpending):
         run_lab(table, 1.0, 1e-9, plan_lab(arms, 1), on_measured=seen.append)
     assert len(seen) == 1 and seen[0].spent_rho > 0
+
+
+def test_a_comparison_without_a_generator_measures_in_release_mode(table):
+    result = run(table, [GUM, MCF], seeds=1, rng=None)
+    assert [ledger.randomness for ledger in result.ledgers] == ["release"]
+    seeded = run(table, [GUM, MCF], seeds=1, rng=np.random.default_rng(0))
+    assert seeded.ledgers[0].randomness.startswith("debug")
+
+
+def test_progress_names_the_seed_the_arm_and_the_gum_iteration(table):
+    seen: list[LabProgress] = []
+    run(table, [GUM, LAPLACE], seeds=2, on_progress=seen.append)
+    steps = list(dict.fromkeys(p.step for p in seen))
+    assert steps == [
+        "seed 1 of 2, measuring the table for 'GUM'",
+        "seed 1 of 2, generating 'GUM'",
+        "seed 1 of 2, measuring the table for 'equal Laplace'",
+        "seed 1 of 2, generating 'equal Laplace'",
+        "seed 2 of 2, measuring the table for 'GUM'",
+        "seed 2 of 2, generating 'GUM'",
+        "seed 2 of 2, measuring the table for 'equal Laplace'",
+        "seed 2 of 2, generating 'equal Laplace'",
+        "done",
+    ]
+    iterations = [p for p in seen if p.gum is not None and p.arm == "GUM" and p.seed == 1]
+    assert [p.gum.iteration for p in iterations][:3] == [0, 1, 2]
+    assert "iteration 1 of at most 15, mean L1" in iterations[0].text
+    fractions = [p.fraction for p in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+
+
+def test_a_stop_before_the_first_measurement_spends_nothing(table):
+    seen: list[PrivacyLedger] = []
+    with pytest.raises(LabCancelled) as stopped:
+        run(table, [GUM, MCF], on_progress=lambda p: False, on_measured=seen.append)
+    assert stopped.value.ledgers == () and stopped.value.spent_rho == 0 and not seen
+
+
+def test_a_stop_during_gum_keeps_what_was_measured(table):
+    seen: list[PrivacyLedger] = []
+
+    def until_mcf(progress: LabProgress) -> bool:
+        return not (progress.arm == "MCF" and progress.gum is not None)
+
+    with pytest.raises(LabCancelled) as stopped:
+        run(table, [whole(GUM), whole(MCF)], on_progress=until_mcf, on_measured=seen.append)
+    assert list(stopped.value.ledgers) == seen and len(seen) == 1
+    assert stopped.value.spent_rho == pytest.approx(seen[0].spent_rho)
+
+
+def test_a_stop_during_a_measurement_reports_its_partial_spend(table):
+    seen: list[PrivacyLedger] = []
+    events = []
+
+    def mid_measurement(progress: LabProgress) -> bool:
+        """Stop at the measurement's sixth event: after the 1-way marginals, before InDif."""
+        events.append(progress)
+        return len(events) < 6
+
+    with pytest.raises(LabCancelled) as stopped:
+        run(table, [GUM, MCF], on_progress=mid_measurement, on_measured=seen.append)
+    full = PrivacyLedger.from_epsilon_delta(1.0, 1e-9).budget_rho
+    assert events[-1].measuring and events[-1].gum is None
+    assert len(seen) == 1 and 0 < seen[0].spent_rho < full
+    assert stopped.value.ledgers == tuple(seen)

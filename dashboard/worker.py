@@ -127,15 +127,6 @@ class _Slots:
                     return True
                 self._turn.wait(WAIT_POLL)
 
-    def try_take(self) -> bool:
-        """Take a slot at once if one is free and nobody waits (the Lab page runs in its own
-        script and does not queue); :meth:`give_back` returns it."""
-        with self._turn:
-            if self._line or self._busy >= max_runs():
-                return False
-            self._busy += 1
-            return True
-
     def give_back(self) -> None:
         with self._turn:
             self._busy -= 1

@@ -1,20 +1,31 @@
-"""The Lab page in AppTest: cost shown before the click, shared measurements recorded, charts,
-owner-only labelling, refusals (issue 12)."""
+"""The Lab page in AppTest: cost shown before the click, the comparison in the background with
+progress and Cancel, shared measurements recorded, charts, owner-only labelling, refusals
+(issue 12)."""
 
 from __future__ import annotations
 
 import json
+import threading
+import time
+from dataclasses import replace
+from functools import partial
 
+import numpy as np
 import pytest
 import streamlit as st
-from conftest import ROOT
+from conftest import ROOT, planted_pair
 from streamlit.testing.v1 import AppTest
 
-from dashboard import worker
+from dashboard import lab_jobs, worker
+from privsyn_core.config import PrivSynConfig
+from privsyn_core.errors import InputError
+from privsyn_core.generation.gum import STRATEGY_NAMES, GumSettings
+from privsyn_core.lab import LabArm, plan_lab, run_lab
 from privsyn_core.privacy.ledger import PrivacyLedger, rho_from_epsilon_delta
 from privsyn_core.release.registry import Registry, file_fingerprint
 
 APP = str(ROOT / "dashboard" / "app.py")
+SAMPLE = ROOT / "privsyn_core" / "samples" / "adult.csv"
 
 
 @pytest.fixture(autouse=True)
@@ -33,6 +44,18 @@ def lab_page(iterations: int = 8) -> AppTest:
     return at
 
 
+def until_done(at: AppTest, timeout: float = 600) -> AppTest:
+    """Rerun the page until the background comparison has ended (the browser's polling
+    fragment does this in a real session)."""
+    deadline = time.monotonic() + timeout
+    while at.session_state["lab_job"] is not None and time.monotonic() < deadline:
+        time.sleep(0.2)
+        at.run()
+    assert at.session_state["lab_job"] is None, "the comparison ended in time"
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
 def test_the_cost_is_stated_before_anything_runs():
     at = lab_page()
     assert at.selectbox(key="lab_preset").value == "GUM vs MCF"
@@ -41,6 +64,7 @@ def test_the_cost_is_stated_before_anything_runs():
     assert "GUM and MCF share one" in info
     rho = 3 * rho_from_epsilon_delta(1.0, 1e-9)
     assert f"up to rho {rho:.3g}" in info
+    assert any("no lifetime budget set" in c.value for c in at.caption)
     assert Registry().runs() == []
 
 
@@ -49,7 +73,8 @@ def test_a_comparison_runs_records_its_measurements_and_draws_both_charts():
     at.number_input(key="lab_seeds").set_value(2).run()
     at.selectbox(key="lab_label").set_value("income").run()
     at.button(key="lab_run").click().run()
-    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["lab_job"] is not None
+    until_done(at)
     assert not at.error, [e.value for e in at.error]
     runs = Registry().runs()
     assert len(runs) == 2 and all(r.config["outcome"] == "lab: GUM vs MCF" for r in runs)
@@ -65,9 +90,40 @@ def test_a_comparison_runs_records_its_measurements_and_draws_both_charts():
     titles = [a["text"] for a in fidelity["layout"]["annotations"]]
     assert titles == ["2-way L1", "3-way range error", "SVM misclassification"]
     assert any("Owner-only" in w.value and "never exported" in w.value for w in at.warning)
+    assert any("DP post-processing" in m.value for m in at.markdown)
     table = at.dataframe[0].value
     assert list(table["configuration"]) == ["GUM", "MCF"]
     assert table["2-way L1"].str.contains("±").all()
+
+
+def test_progress_names_the_step_and_the_gum_iteration_and_cancel_records_the_spend():
+    at = lab_page(iterations=500)
+    at.session_state["stop_at_plateau"] = False
+    at.run()
+    at.button(key="lab_run").click().run()
+    job = at.session_state["lab_job"]
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        progress = job.tracker.snapshot().progress
+        if progress is not None and progress.gum is not None and progress.gum.iteration > 2:
+            break
+        time.sleep(0.1)
+    at.run()  # the page meanwhile: the comparison in progress, with its Cancel button
+    assert at.button(key="lab_run").disabled
+    bars = [b.proto.text for b in at.get("progress")]
+    assert any(t.startswith("Step 2 of 9: seed 1 of 3, generating 'GUM'") for t in bars), bars
+    assert any("iteration" in t and "of at most 500" in t for t in bars), bars
+    at.button(key="lab_cancel").click().run()
+    job.thread.join(timeout=120)
+    until_done(at)
+    (run,) = Registry().runs()
+    assert run.config["outcome"] == "lab: GUM vs MCF" and run.rho > 0  # measured before Cancel
+    warnings = [w.value for w in at.warning]
+    assert any(
+        "The last comparison was cancelled" in w and f"recorded as run {run.id}" in w
+        for w in warnings
+    ), warnings
+    assert at.session_state.get("lab_result") is None
 
 
 def test_identical_custom_configurations_are_refused_readably():
@@ -79,22 +135,108 @@ def test_identical_custom_configurations_are_refused_readably():
     assert not [b for b in at.button if b.key == "lab_run"]
 
 
-def test_a_busy_server_refuses_the_comparison_and_nothing_is_spent(monkeypatch):
+def test_a_table_too_small_for_the_budget_gives_one_readable_error_and_records_the_spend():
     at = lab_page()
-    monkeypatch.setattr(worker.SLOTS, "try_take", lambda: False)
+    at.session_state["epsilon"] = 1e-4
+    at.run()
     at.button(key="lab_run").click().run()
-    assert any("limit of" in w.value and "Nothing was measured" in w.value for w in at.warning)
-    assert Registry().runs() == []
+    until_done(at)
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1, errors
+    assert "failed after spending" in errors[0] and "no column is left" in errors[0]
+    (run,) = Registry().runs()
+    assert f"recorded as run {run.id}" in errors[0] and run.rho > 0
+    assert not at.get("plotly_chart")
+
+
+def test_a_comparison_past_the_servers_cap_waits_in_line_and_cancel_takes_it_out(monkeypatch):
+    monkeypatch.setenv(worker.MAX_RUNS_VARIABLE, "1")
+    release = threading.Event()
+
+    def blocked(*, on_progress):  # another session's run holds the only slot
+        release.wait(60)
+        raise InputError("stopped by the test")
+
+    other = worker.start(
+        worker.RunRequest(blocked, lambda: "other", "other.csv", 1.0, 1e-9, PrivSynConfig(), {})
+    )
+    try:
+        at = lab_page()
+        at.button(key="lab_run").click().run()
+        job = at.session_state["lab_job"]
+        assert job.tracker.snapshot().ahead == 0
+        assert any("Waiting for a free slot" in i.value for i in at.info)
+        at.button(key="lab_cancel").click().run()
+        job.thread.join(timeout=10)
+        until_done(at)
+        warnings = [w.value for w in at.warning]
+        assert any("waited for a free slot, never started and spent nothing" in w for w in warnings)
+        assert Registry().runs() == []
+    finally:
+        release.set()
+        other.thread.join(timeout=10)
 
 
 def test_a_comparison_past_the_lifetime_budget_is_refused_before_it_measures():
     at = lab_page()
-    sample = file_fingerprint(ROOT / "privsyn_core" / "samples" / "adult.csv")
-    Registry().set_lifetime_budget(sample, "adult", 0.01)
-    at.button(key="lab_run").click().run()
+    Registry().set_lifetime_budget(file_fingerprint(SAMPLE), "adult", 0.01)
+    at.run()
     errors = [e.value for e in at.error]
     assert len(errors) == 1 and "Run refused" in errors[0]
+    assert at.button(key="lab_run").disabled
     assert Registry().runs() == []
+
+
+def quick_request(table, dataset: str, seeds: int = 2) -> lab_jobs.LabRequest:
+    quick = GumSettings(iterations=5, patience=None)
+    gum = PrivSynConfig(gum=quick)
+    plan = plan_lab([LabArm("GUM", gum), LabArm("MCF", replace(gum, synthesis="mcf"))], seeds)
+    domain = {"a": 4, "b": 4, "noise0": 3, "noise1": 3}
+    compare = partial(run_lab, table, 1.0, 1e-9, plan, domain=domain, rng=np.random.default_rng(0))
+    return lab_jobs.LabRequest(compare, lambda: dataset, "planted", "test", None, 1.0, 1e-9, plan)
+
+
+def finished(job: lab_jobs.LabJob) -> lab_jobs.LabOutcome:
+    job.thread.join(timeout=120)
+    outcome = job.tracker.snapshot().outcome
+    assert outcome is not None
+    return outcome
+
+
+def test_the_worker_records_every_measurement_and_the_total_is_measurements_times_rho():
+    table = planted_pair(2000, flip=0.1, rng=np.random.default_rng(1))
+    request = quick_request(table, "planted", seeds=3)
+    outcome = finished(lab_jobs.start(request))
+    assert isinstance(outcome, lab_jobs.LabDone)
+    runs = Registry().runs()
+    assert [r.id for r in runs] == list(outcome.run_ids) and len(runs) == 3
+    per_measurement = PrivacyLedger.from_epsilon_delta(1.0, 1e-9).budget_rho
+    assert Registry().budget("planted").spent_rho == pytest.approx(3 * per_measurement)
+    assert request.plan.rho(1.0, 1e-9) == pytest.approx(3 * per_measurement)
+
+
+def test_the_worker_refuses_a_comparison_the_budget_cannot_take_and_stops_one_it_no_longer_fits():
+    table = planted_pair(2000, flip=0.1, rng=np.random.default_rng(1))
+    per_measurement = PrivacyLedger.from_epsilon_delta(1.0, 1e-9).budget_rho
+    Registry().set_lifetime_budget("small", "planted", 1.5 * per_measurement)
+    outcome = finished(lab_jobs.start(quick_request(table, "small")))
+    assert isinstance(outcome, lab_jobs.LabStopped) and outcome.kind == "refused"
+    assert "Run refused" in outcome.message and Registry().runs() == []
+    # another session spends between this comparison's measurements: it stops before the next
+    Registry().set_lifetime_budget("shared", "planted", 2.5 * per_measurement)
+    request = quick_request(table, "shared")
+
+    def spend_meanwhile(*, on_progress, on_measured):
+        def measured(ledger):
+            on_measured(ledger)
+            Registry().record("shared", "other", ledger, {"outcome": "another session"})
+
+        return request.compare(on_progress=on_progress, on_measured=measured)
+
+    outcome = finished(lab_jobs.start(replace(request, compare=spend_meanwhile)))
+    assert isinstance(outcome, lab_jobs.LabStopped) and outcome.kind == "failed"
+    assert "stopped before its next measurement" in outcome.message
+    assert Registry().budget("shared").spent_rho <= 2.5 * per_measurement
 
 
 def test_custom_configurations_that_differ_after_measuring_share_a_measurement():
@@ -109,9 +251,14 @@ def test_custom_configurations_that_differ_after_measuring_share_a_measurement()
     assert at.selectbox(key="lab_consistency_0").format_func(True) == "on"
 
 
-def test_the_custom_editor_starts_from_the_engines_defaults():
+def test_the_custom_editor_starts_from_the_engines_defaults_and_explains_each_option():
     at = lab_page()
     at.selectbox(key="lab_preset").set_value("Custom").run()
+    engine = PrivSynConfig()
+    paper_name = {long: short for short, long in STRATEGY_NAMES.items()}
     box = at.selectbox(key="lab_strategy_0")
-    assert box.value == "S3" and box.format_func("S5") == "S5: half half plus duplicate"
-    assert at.selectbox(key="lab_selection_0").value == "densemarg"
+    assert box.value == paper_name[engine.gum.strategy]
+    assert box.format_func("S5") == "S5: half half plus duplicate"
+    assert at.selectbox(key="lab_selection_0").value == engine.selection
+    assert at.selectbox(key="lab_decay_schedule_0").value == engine.gum.decay_schedule
+    assert "appendix I" in box.help and "section 4.3" in at.selectbox(key="lab_consistency_0").help

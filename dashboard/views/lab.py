@@ -3,8 +3,9 @@
 The engine does the work (``privsyn_core.lab``): configurations that differ only in how the
 table is generated share one measurement per seed, and each measurement is a run's spend at the
 Privacy page's epsilon and delta, recorded in the run registry as it is made. The comparison
-runs in this page's script (a progress bar; the toolbar's Stop ends it), in one of the server's
-run slots: when they are all busy the page says so instead of queueing. Convergence curves are
+runs in a background thread in one of the server's run slots, like a run (``dashboard.lab_jobs``):
+past the cap it waits in line; a fragment polls its progress (seed, configuration, GUM
+iteration) and Cancel stops it at the next step or iteration. Convergence curves are
 post-processing of DP measurements; the fidelity scores read the real table and are owner-only,
 never exported.
 """
@@ -12,20 +13,22 @@ never exported.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from privsyn_core.errors import FailedAfterSpending, InputError
+from privsyn_core.errors import InputError
 from privsyn_core.generation.gum import STRATEGY_NAMES
-from privsyn_core.lab import MAX_ARMS, MAX_SEEDS, LabArm, LabProgress, plan_lab, run_lab
-from privsyn_core.privacy.ledger import BudgetExceededError, PrivacyLedger, epsilon_from_rho
+from privsyn_core.lab import MAX_ARMS, MAX_SEEDS, LabArm, plan_lab, run_lab
+from privsyn_core.privacy.ledger import epsilon_from_rho
+from privsyn_core.release.registry import Registry
 
 __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 
-from .. import records, state, worker
+from .. import lab_jobs, records, state, worker
 from ..charts import lab_convergence, lab_fidelity
 from ..settings import current_config, parse_delta, parse_epsilon
 
@@ -76,6 +79,25 @@ CHOICES: dict[str, tuple[str, tuple[Any, ...]]] = {
     "strategy": ("GUM update strategy", ("S1", "S2", "S3", "S4", "S5", "S6")),
     "decay_schedule": ("alpha decay", ("step", "exponential", "linear", "sqrt", "none")),
 }
+#: what each option is, in a sentence, with the paper's section (Zhang et al. 2021)
+OPTION_HELP: dict[str, str] = {
+    "selection": "Which marginals are measured (sections 4.1-4.2, compared in 6.3). "
+    "densemarg: the paper's Algorithm 1 picks pairs by their noisy InDif dependency, then "
+    "Algorithm 2 combines them into larger marginals. privbayes: a PrivBayes network whose "
+    "parents are chosen on InDif scores. all_pairs: every 2-way marginal, none chosen.",
+    "noise": "How the marginals' budget is split among them (section 4.2, Equation 1; compared "
+    "in 6.4). weighted Gaussian: a marginal with more cells gets more (rho ~ cells^(2/3)). "
+    "equal Gaussian: the same share each. equal Laplace: the same share each, as Laplace noise.",
+    "consistency": "Make the noisy marginals agree with each other where they overlap, and "
+    "be non-negative, before synthesis (section 4.3). Post-processing: no privacy cost.",
+    "synthesis": "How rows are made to match the marginals (section 5). gum: Gradually "
+    "Update Method, moving records a few at a time. mcf: the min-cost-flow strawman of "
+    "section 5.1, one marginal at a time. Post-processing: no privacy cost.",
+    "strategy": "How GUM changes records to fix a marginal (section 5.2, compared in "
+    "appendix I): replace records, duplicate others, or half of each, and mixes.",
+    "decay_schedule": "How fast GUM's step size alpha shrinks over the iterations (section "
+    "5.3, compared in appendix J).",
+}
 METRICS = ("2-way L1", "3-way range error", "SVM misclassification")
 
 
@@ -115,12 +137,76 @@ def custom_arms() -> list[LabArm]:
                     options,
                     index=options.index(default[field]),
                     format_func=shown,
+                    help=OPTION_HELP[field],
                     key=f"lab_{field}_{i}",
                 )
                 for field, (label, options) in CHOICES.items()
             }
             arms.append(LabArm(name, configured(changes)))
     return arms
+
+
+def in_words(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+#: seconds between two looks at a comparison's progress
+POLL = 0.5
+
+
+def collect() -> None:
+    """Move the session's finished comparison out of its worker and into the session."""
+    job = ss.get("lab_job")
+    outcome = None if job is None else job.tracker.snapshot().outcome
+    if outcome is None:
+        return
+    ss["lab_job"] = None
+    if isinstance(outcome, lab_jobs.LabDone):
+        request = job.request
+        ss["lab_result"] = (request.preset, request.label, outcome.result, outcome.run_ids)
+        ss["lab_stopped"] = None
+        ss["lab_notes"] = outcome.budget_warnings
+    else:
+        ss["lab_stopped"] = outcome
+
+
+@st.fragment(run_every=POLL)
+def live() -> None:
+    """The comparison in progress, redrawn from a snapshot every POLL seconds."""
+    job = ss.get("lab_job")
+    if job is None:
+        return
+    snap = job.tracker.snapshot()
+    if snap.outcome is not None:
+        st.rerun()  # the whole page: collect() takes the outcome into the session
+    if snap.ahead is not None:
+        st.info(
+            "**Waiting for a free slot.** This server runs at most "
+            f"{worker.max_runs()} syntheses at once for all its users, and they are all busy"
+            + ("" if snap.ahead == 0 else f" ({snap.ahead} ahead of this comparison)")
+            + ". It starts by itself when a slot frees; nothing is measured until then.",
+            icon=":material/hourglass_top:",
+        )
+        return
+    if snap.cancelling:
+        st.warning("Cancelling: the comparison stops at the end of the current step.")
+    progress = snap.progress
+    if progress is None:
+        st.progress(0.0, text="Checking the table's privacy budget")
+        return
+    step = min(progress.done + 1, progress.total)
+    st.progress(progress.fraction, text=f"Step {step} of {progress.total}: {progress.step}")
+    if progress.gum is not None:
+        gum = progress.gum
+        st.progress(
+            min(1.0, (gum.iteration + 1) / gum.iterations),
+            text=f"iteration {gum.iteration + 1} of at most {gum.iterations}: mean L1 "
+            f"{gum.mean_error:.4f} against the noisy marginals",
+        )
+    st.caption(
+        f"Running for {snap.seconds:.0f} s in the background: other pages keep working "
+        "meanwhile, and the results will be here when it is done."
+    )
 
 
 st.title("Lab: compare the paper's choices")
@@ -131,6 +217,28 @@ st.write(
     "and how close each synthetic table comes to the real one."
 )
 ss = st.session_state
+collect()
+job = ss.get("lab_job")
+if job is not None:
+    request = job.request
+    st.write(
+        f"Comparing **{request.preset}** ({in_words([a.name for a in request.plan.arms])}) "
+        f"over {request.plan.seeds} seeds on **{request.name}**: "
+        f"{request.plan.measurements} measurements."
+    )
+    st.button("Run the comparison", type="primary", key="lab_run", disabled=True)
+    # outside the polling fragment, as on the Run page: a click reruns the whole page
+    st.button(
+        "Cancel",
+        key="lab_cancel",
+        on_click=job.cancel,
+        disabled=job.tracker.snapshot().cancelling,
+        help="stops at the next step or GUM iteration; measurements already made stay spent "
+        "(and recorded); a comparison still waiting for a slot spends nothing",
+    )
+    live()
+    st.stop()
+
 if state.disk() is not None:
     st.info(
         "The Lab compares configurations on a table in memory. The table in use is a file "
@@ -146,6 +254,13 @@ except InputError as exc:
     st.error(f"{exc} (fix it on the Privacy page)")
     st.stop()
 
+with st.expander("What the options mean"):
+    st.markdown(
+        "\n".join(f"- **{CHOICES[field][0]}**: {text}" for field, text in OPTION_HELP.items())
+        + "\n\nMeasurement options (selection, noise allocation) change what is spent. The "
+        "others are generation (Algorithm 3, lines 5-6): configurations that differ only "
+        "there share one measurement per seed, one spend for all of them."
+    )
 preset = st.selectbox("comparison", [*PRESETS, CUSTOM], key="lab_preset")
 if preset == CUSTOM:
     arms = custom_arms()
@@ -154,7 +269,15 @@ else:
     st.caption(f"Paper, {about}.")
     arms = [LabArm(name, configured(changes)) for name, changes in members]
 left, right = st.columns(2)
-seeds = left.number_input("seeds (each a fresh measurement)", 1, MAX_SEEDS, 3, key="lab_seeds")
+seeds = left.number_input(
+    "seeds (each a fresh measurement)",
+    1,
+    MAX_SEEDS,
+    3,
+    key="lab_seeds",
+    help="every seed measures the table again with fresh noise, so the spread over seeds "
+    "shows the DP noise as well as GUM's randomness",
+)
 columns = [c.name for c in state.schema().included()]
 label = right.selectbox(
     "column to predict for the SVM score (optional)",
@@ -170,12 +293,6 @@ except InputError as exc:
     st.stop()
 
 rho = plan.rho(epsilon, delta)
-
-
-def in_words(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-
-
 shared = [in_words([plan.arms[i].name for i in g]) for g in plan.groups if len(g) > 1]
 st.info(
     f"**Privacy cost: {plan.measurements} measurements of the table** ({len(plan.groups)} per "
@@ -185,52 +302,62 @@ st.info(
     "for this table, recorded in the run registry like any run."
 )
 
-if st.button("Run the comparison", key="lab_run", type="primary"):
-    dataset = state.dataset_fingerprint()
-    refusal = None
+
+def budget_left() -> tuple[str, bool]:
+    """What the table's lifetime budget says about this comparison, and whether it fits (the
+    worker checks again before it measures: another session may spend meanwhile)."""
     try:
-        registry = records.Registry()
-        registry.check(dataset, rho)
-    except BudgetExceededError:
-        refusal = records.refusal(registry.budget(dataset), rho, delta)
+        status = Registry().budget(state.dataset_fingerprint())
     except records.REGISTRY_ERRORS as exc:
-        refusal = records.unavailable(exc)
-    if refusal:
-        st.error(refusal)
-        st.stop()
-    if not worker.SLOTS.try_take():
+        return records.unavailable(exc), False
+    if status.lifetime_rho is None:
+        return (
+            f"This table has spent rho {status.spent_rho:.3g} so far (no lifetime budget set).",
+            True,
+        )
+    left = status.lifetime_rho - status.spent_rho
+    if rho <= left:
+        return (
+            f"It fits this table's lifetime budget: rho {left:.3g} of "
+            f"{status.lifetime_rho:.3g} is left.",
+            True,
+        )
+    return records.refusal(status, rho, delta), False
+
+
+note, fits = budget_left()
+(st.caption if fits else st.error)(note)
+if st.button("Run the comparison", key="lab_run", type="primary", disabled=not fits):
+    table, schema = state.table(), state.schema()
+    known = state.dataset_fingerprint()
+    started = lab_jobs.start(
+        lab_jobs.LabRequest(
+            compare=partial(run_lab, table, epsilon, delta, plan, schema=schema, label=label),
+            dataset=lambda: known,
+            name=ss["table_name"],
+            preset=preset,
+            label=label,
+            epsilon=epsilon,
+            delta=delta,
+            plan=plan,
+        )
+    )
+    if started is None:
         st.warning(
-            f"The server is running its limit of {worker.max_runs()} syntheses at once. "
-            "Nothing was measured: run the comparison again when one of them has finished."
+            f"The server is busy: it runs {worker.SLOTS.busy} syntheses, its limit for all "
+            f"users together, and {worker.SLOTS.waiting} more are waiting for a slot, as many "
+            "as it lets wait. Nothing was started and no budget was spent: try again in a while."
         )
         st.stop()
-    bar = st.progress(0.0, text="starting")
-    recorded: list[int] = []
+    ss["lab_job"] = started
+    st.rerun()
 
-    def show(progress: LabProgress) -> None:
-        bar.progress(progress.done / progress.total, text=progress.text)
-
-    def record(ledger: PrivacyLedger) -> None:
-        config = {"outcome": f"lab: {preset}", "epsilon": epsilon, "delta": delta,
-                  "configurations": [a.name for a in plan.arms], "seeds": plan.seeds}  # fmt: skip
-        with records.budget_warnings():
-            recorded.append(records.Registry().record(dataset, ss["table_name"], ledger, config))
-
-    try:
-        result = run_lab(
-            state.table(), epsilon, delta, plan, schema=state.schema(), label=label,
-            on_progress=show, on_measured=record,
-        )  # fmt: skip
-    except FailedAfterSpending as exc:
-        st.error(f"{exc}. What was spent is recorded (runs {', '.join(map(str, recorded))}).")
-        st.stop()
-    except (InputError, BudgetExceededError) as exc:
-        st.error(str(exc))
-        st.stop()
-    finally:
-        worker.SLOTS.give_back()
-    bar.empty()
-    ss["lab_result"] = (preset, label, result, tuple(recorded))
+stopped = ss.get("lab_stopped")
+if stopped is not None:
+    if stopped.kind == "cancelled":
+        st.warning(f"The last comparison was cancelled: {stopped.message}")
+    else:
+        st.error(stopped.message)
 
 if ss.get("lab_result") is not None:
     preset_run, label_run, result, run_ids = ss["lab_result"]
@@ -239,7 +366,13 @@ if ss.get("lab_result") is not None:
         f"Spent rho {result.spent_rho:.3g} in {len(result.ledgers)} measurements, recorded as "
         f"runs {', '.join(map(str, run_ids))} (History)."
     )
-    st.markdown("**How GUM converges** (DP: against the noisy marginals, no real data)")
+    for note in ss.get("lab_notes", ()):
+        st.warning(f"Lifetime budget: {note}. See the History page before running again.")
+    st.markdown(
+        "**How GUM converges**: mean L1 distance between each synthetic table's marginals and "
+        "the noisy (measured) marginals, after every iteration. DP post-processing: computed "
+        "from the measurements only, not from the real table."
+    )
     errors: dict[str, list] = {}
     for r in result.runs:
         errors.setdefault(r.arm, []).append(r.errors)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -206,8 +207,9 @@ LAB_COLOURS = ("#636EFA", "#EF553B", "#00CC96", "#AB63FA")
 
 
 def lab_convergence(errors: dict[str, list[Sequence[float]]]) -> go.Figure:
-    """Each configuration's mean L1 against its noisy marginals per iteration: a thin line per
-    seed and a thick one for the mean over seeds (runs that stopped early end early)."""
+    """Each configuration's mean L1 against its noisy marginals per iteration, on a log scale:
+    a thin line per seed and a thick one for the mean over seeds (runs that stopped early end
+    early; the mean is over the seeds still running)."""
     figure = go.Figure()
     for (name, runs), colour in zip(errors.items(), LAB_COLOURS, strict=False):
         label = html.escape(name)
@@ -225,14 +227,16 @@ def lab_convergence(errors: dict[str, list[Sequence[float]]]) -> go.Figure:
                     "<br>mean L1 %{y:.3f}<extra></extra>",
                 )
             )
+        # a run that stopped early keeps its last error (its table no longer changes), so
+        # the mean does not jump where a seed's run ends
         longest = max(len(r) for r in runs)
-        padded = np.full((len(runs), longest), np.nan)
-        for k, run in enumerate(runs):
-            padded[k, : len(run)] = run
+        if longest == 0:  # every marginal was appended: GUM had nothing to iterate on
+            continue
+        held = np.array([np.pad(r, (0, longest - len(r)), mode="edge") for r in runs if len(r)])
         figure.add_trace(
             go.Scatter(
                 x=np.arange(1, longest + 1),
-                y=np.nanmean(padded, axis=0),
+                y=held.mean(axis=0),
                 mode="lines",
                 line={"color": colour, "width": 3},
                 name=label,
@@ -245,11 +249,28 @@ def lab_convergence(errors: dict[str, list[Sequence[float]]]) -> go.Figure:
         height=380,
         margin={"l": 10, "r": 10, "t": 10, "b": 10},
         xaxis_title="iteration",
-        yaxis_title="mean L1 vs the noisy marginals",
-        yaxis={"rangemode": "tozero"},
+        # log scale: the first iterations fall by a factor of ten, and the configurations
+        # differ in the tail, which a linear axis squeezes into a line
+        yaxis={
+            "title": "mean L1 vs the noisy marginals (log scale)",
+            "type": "log",
+            **_log_ticks([e for runs in errors.values() for run in runs for e in run]),
+        },
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
     )
     return figure
+
+
+def _log_ticks(values: Sequence[float]) -> dict[str, list]:
+    """Ticks at 1, 2, 3 and 5 times the powers of ten across ``values``, written out in full
+    (plotly's own log ticks label 0.04 as a bare "4")."""
+    positive = [v for v in values if v > 0]
+    if not positive:
+        return {}
+    low, high = math.floor(math.log10(min(positive))), math.ceil(math.log10(max(positive)))
+    ticks = [m * 10.0**k for k in range(low, high + 1) for m in (1, 2, 3, 5)]
+    ticks = [t for t in ticks if min(positive) / 1.5 <= t <= max(positive) * 1.5]
+    return {"tickvals": ticks, "ticktext": [f"{t:g}" for t in ticks]}
 
 
 def lab_fidelity(summary: pd.DataFrame, metrics: Sequence[str]) -> go.Figure:
@@ -268,7 +289,7 @@ def lab_fidelity(summary: pd.DataFrame, metrics: Sequence[str]) -> go.Figure:
                 y=rows["mean"],
                 error_y={"type": "data", "array": rows["std"].fillna(0), "visible": True},
                 marker_color=[colours[n] for n in rows["configuration"]],
-                text=[f"{m:.3g}" for m in rows["mean"]],
+                text=[f"{m:#.3g}" for m in rows["mean"]],
                 textposition="inside",
                 insidetextanchor="start",  # at the bar's foot, clear of the error bar
                 hovertemplate="%{x}<br>mean %{y:.4g} ± %{error_y.array:.2g}<extra></extra>",

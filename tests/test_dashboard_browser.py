@@ -9,14 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import socket
 import statistics
-import subprocess
-import sys
 import time
-import urllib.request
 import zipfile
 from collections.abc import Iterator
 from io import StringIO
@@ -25,19 +20,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from browser_support import SHOTS, Session, streamlit_server
+from browser_support import chromium as chromium  # the fixture
 from conftest import ROOT
-from playwright.sync_api import Browser, Page, sync_playwright
 
 from privsyn_core.release.registry import Registry
-
-CHROMIUM = "/usr/bin/chromium"
-SHOTS = os.environ.get("PRIVSYN_SCREENSHOTS")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -48,99 +35,8 @@ def server_registry(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, server_registry) -> Iterator[str]:
-    port = _free_port()
-    folder = tmp_path_factory.mktemp("server")
-    log = folder / "streamlit.log"
-    env = {**os.environ, "PRIVSYN_REGISTRY": str(server_registry)}
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [
-                sys.executable, "-m", "streamlit", "run", "dashboard/app.py",
-                "--server.headless", "true", "--server.port", str(port),
-                "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-                "--server.fileWatcherType", "none",
-            ],
-            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        process.terminate()
-        raise RuntimeError(f"streamlit did not start: {log.read_text()[-2000:]}")
-    yield url
-    process.terminate()
-    process.wait(timeout=20)
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Browser]:
-    assert Path(CHROMIUM).exists(), "Debian's chromium is needed: apt-get install -y chromium"
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--no-first-run", "--disable-sync",
-            ],
-        )  # fmt: skip
-        yield browser
-        browser.close()
-
-
-class Session:
-    """One browser context (one user) with every request it makes recorded."""
-
-    def __init__(self, browser: Browser, url: str) -> None:
-        self.url = url
-        self.context = browser.new_context(
-            accept_downloads=True, viewport={"width": 1400, "height": 1000}
-        )
-        self.requests: list[str] = []
-        self.dialogs: list[str] = []
-        self.page: Page = self.context.new_page()
-        self.page.on("request", lambda request: self.requests.append(request.url))
-        self.page.on(
-            "dialog", lambda dialog: (self.dialogs.append(dialog.message), dialog.dismiss())
-        )
-        self.page.goto(url)
-        self.idle()
-
-    def idle(self, timeout: float = 120_000) -> None:
-        self.page.wait_for_timeout(300)
-        self.page.wait_for_selector(
-            "[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout
-        )
-
-    def open(self, title: str) -> None:
-        self.page.get_by_role("link", name=title).first.click()
-        self.idle()
-
-    def upload(self, name: str, data: bytes) -> None:
-        self.page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
-            {"name": name, "mimeType": "text/csv", "buffer": data}
-        )
-        self.idle()
-
-    def shot(self, name: str) -> None:
-        if SHOTS:
-            Path(SHOTS).mkdir(parents=True, exist_ok=True)
-            self.page.screenshot(path=str(Path(SHOTS) / name), full_page=False)
-
-    def assert_offline(self) -> None:
-        foreign = [
-            u for u in self.requests
-            if not u.startswith((self.url, "data:", "blob:", "about:"))
-        ]  # fmt: skip
-        assert not foreign, foreign[:5]
-
-    def close(self) -> None:
-        self.context.close()
+    with streamlit_server(tmp_path_factory.mktemp("server"), registry=server_registry) as running:
+        yield running.url
 
 
 def graph_frame(user: Session):
@@ -643,46 +539,3 @@ def test_sample_again_from_results_and_history(server, chromium):
         assert "seed7" in download.value.suggested_filename
     user.assert_offline()
     user.close()
-
-
-def pick(user: Session, label: str, option: str) -> None:
-    """Choose ``option`` in the selectbox labelled ``label``."""
-    user.page.get_by_label(label, exact=True).click()
-    user.page.get_by_role("option", name=option, exact=True).click()
-    user.idle()
-
-
-def test_a_lab_comparison_of_three_strategies_over_three_seeds(
-    server, server_registry, chromium, capsys
-):
-    """The issue's timing: 3 configurations x 3 seeds on the bundled Adult sample, default
-    settings, from the click to both charts drawn; the spend is recorded as it is shown."""
-    user = Session(chromium, server)
-    user.open("Lab")
-    pick(user, "comparison", "GUM update strategies")
-    pick(user, "column to predict for the SVM score (optional)", "income")
-    cost = user.page.locator("[data-testid='stAlert']").filter(
-        has_text="Privacy cost: 3 measurements of the table"
-    )
-    cost.wait_for()
-    assert "S3, S5 and S6 share one" in cost.inner_text()
-    before = len(Registry(server_registry).runs())
-    started = time.perf_counter()
-    user.page.get_by_role("button", name="Run the comparison").click()
-    user.page.get_by_text("How close to the real table").wait_for(timeout=900_000)
-    user.idle()
-    charts = user.page.locator("[data-testid='stPlotlyChart'] .main-svg")
-    charts.first.wait_for()
-    seconds = time.perf_counter() - started
-    assert charts.count() >= 2
-    assert user.page.get_by_text("Owner-only: these scores compare with the private table").count()
-    runs = Registry(server_registry).runs()[before:]
-    assert [r.config["outcome"] for r in runs] == ["lab: GUM update strategies"] * 3
-    user.page.get_by_text("How GUM converges", exact=True).scroll_into_view_if_needed()
-    user.shot("lab-convergence.png")
-    user.page.get_by_text("How close to the real table", exact=True).scroll_into_view_if_needed()
-    user.shot("lab-fidelity.png")
-    user.assert_offline()
-    user.close()
-    with capsys.disabled():
-        print(f"\n[browser] Lab, 3 configurations x 3 seeds on the Adult sample: {seconds:.1f} s")

@@ -15,23 +15,20 @@ ten runs take minutes (175 s once): the limits are generous, nothing is timed.
 
 from __future__ import annotations
 
-import os
 import re
-import socket
-import subprocess
-import sys
 import threading
 import time
 import tracemalloc
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
+from browser_support import SHOTS, Server, Session, streamlit_server
+from browser_support import chromium as chromium  # the fixture
 from conftest import ROOT
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser
 
 from dashboard.state import SAMPLE_NAME
 from privsyn_core import synthesize
@@ -42,8 +39,6 @@ from privsyn_core.privacy.ledger import rho_from_epsilon_delta
 from privsyn_core.release.bundle import bundle_bytes
 from privsyn_core.release.registry import Registry
 
-CHROMIUM = "/usr/bin/chromium"
-SHOTS = os.environ.get("PRIVSYN_SCREENSHOTS")
 SESSIONS = 10
 CAP = 2
 #: GUM iterations per run (the plateau stop off, so every run does the same work)
@@ -65,12 +60,6 @@ def seed_of(i: int) -> int:
 
 def config() -> PrivSynConfig:
     return PrivSynConfig(gum=GumSettings(iterations=ITERATIONS, patience=None))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def rss_bytes(pid: int, field: str = "VmRSS") -> int:
@@ -108,92 +97,22 @@ class Sampler:
         return max(rss for _, rss in self.samples)
 
 
-@dataclass
-class Server:
-    url: str
-    process: subprocess.Popen
-    registry: Path
-    log: Path
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory) -> Iterator[Server]:
-    port = _free_port()
     folder = tmp_path_factory.mktemp("soak")
-    log, registry = folder / "streamlit.log", folder / "registry.sqlite3"
-    env = {**os.environ, "PRIVSYN_REGISTRY": str(registry), "PRIVSYN_DASHBOARD_RUNS": str(CAP)}
-    env.pop("PRIVSYN_DASHBOARD_QUEUE", None)
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [
-                sys.executable, "-m", "streamlit", "run", "dashboard/app.py",
-                "--server.headless", "true", "--server.port", str(port),
-                "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-                "--server.fileWatcherType", "none",
-            ],
-            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + START_LIMIT
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        process.terminate()
-        raise RuntimeError(f"streamlit did not start: {log.read_text()[-2000:]}")
-    yield Server(url, process, registry, log)
-    process.terminate()
-    process.wait(timeout=20)
+    env = {"PRIVSYN_DASHBOARD_RUNS": str(CAP), "PRIVSYN_DASHBOARD_QUEUE": None}
+    with streamlit_server(folder, env=env, start_limit=START_LIMIT) as running:
+        yield running
 
 
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Browser]:
-    assert Path(CHROMIUM).exists(), "Debian's chromium is needed: apt-get install -y chromium"
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--no-first-run", "--disable-sync",
-            ],
-        )  # fmt: skip
-        yield browser
-        browser.close()
-
-
-class User:
+class User(Session):
     """One browser context (one person) with its own settings, every request recorded."""
 
     def __init__(self, browser: Browser, url: str, epsilon: float, seed: int) -> None:
-        self.url, self.epsilon, self.seed = url, epsilon, seed
-        self.context = browser.new_context(
-            accept_downloads=True, viewport={"width": 1400, "height": 1000}
-        )
-        self.requests: list[str] = []
-        self.page: Page = self.context.new_page()
-        self.page.on("request", lambda request: self.requests.append(request.url))
+        super().__init__(browser, url, open_now=False)
+        self.epsilon, self.seed = epsilon, seed
         self.saw_line = False
         self.run_id: int | None = None
-
-    def idle(self, timeout: float = 120_000) -> None:
-        self.page.wait_for_timeout(300)
-        self.page.wait_for_selector(
-            "[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout
-        )
-
-    def open(self, title: str) -> None:
-        self.page.get_by_role("link", name=title).first.click()
-        self.idle()
-
-    def fill(self, label: str, value: str) -> None:
-        # a number box, not its help button (labelled "Help for <label>")
-        field = self.page.get_by_label(label).and_(self.page.locator("input"))
-        field.fill(value)
-        field.press("Enter")
-        self.idle()
 
     def prepare(self) -> None:
         """The sample table, this user's epsilon and seed, ITERATIONS without the plateau stop."""
@@ -213,12 +132,6 @@ class User:
         if self.page.get_by_text("Waiting for a free slot").count():
             self.saw_line = True
         return self.page.get_by_text("Synthesised").count() > 0
-
-    def assert_offline(self) -> None:
-        foreign = [
-            u for u in self.requests if not u.startswith((self.url, "data:", "blob:", "about:"))
-        ]
-        assert not foreign, foreign[:5]
 
 
 def expected_csv(table, epsilon: float, seed: int) -> bytes:

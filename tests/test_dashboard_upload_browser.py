@@ -11,21 +11,15 @@ says is read off the page. Set PRIVSYN_SCREENSHOTS to a folder to keep the scree
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import ROOT
+from browser_support import Session, streamlit_server
+from browser_support import chromium as chromium  # the fixture
 from playwright.sync_api import expect
-from test_dashboard_browser import Session, _free_port
-from test_dashboard_browser import chromium as chromium  # the fixture
 
 from privsyn_core.generation.memory import LOAD_BYTES_PER_CELL, USABLE_SHARE, available_bytes
 
@@ -35,35 +29,10 @@ LIMIT_MB = 1
 @pytest.fixture(scope="module")
 def small_limit_server(tmp_path_factory) -> Iterator[str]:
     """The dashboard with a 1 MB upload limit and a registry of its own."""
-    port = _free_port()
     folder = tmp_path_factory.mktemp("server")
-    log = folder / "streamlit.log"
-    env = {**os.environ, "PRIVSYN_REGISTRY": str(folder / "registry.sqlite3")}
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [
-                sys.executable, "-m", "streamlit", "run", "dashboard/app.py",
-                "--server.headless", "true", "--server.port", str(port),
-                "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-                "--server.fileWatcherType", "none", "--server.maxUploadSize", str(LIMIT_MB),
-            ],
-            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        process.terminate()
-        raise RuntimeError(f"streamlit did not start: {log.read_text()[-2000:]}")
-    yield url
-    process.terminate()
-    process.wait(timeout=20)
-    assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
+    with streamlit_server(folder, "--server.maxUploadSize", str(LIMIT_MB)) as running:
+        yield running.url
+    assert "Traceback" not in running.log.read_text(), running.log.read_text()[-3000:]
 
 
 def upload(user: Session, name: str, data: bytes) -> None:

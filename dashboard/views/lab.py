@@ -12,6 +12,7 @@ never exported.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -126,11 +127,15 @@ def custom_arms() -> list[LabArm]:
         "strategy": paper_name[engine.gum.strategy],
         "decay_schedule": engine.gum.decay_schedule,
     }
-    count = st.number_input("configurations", 2, MAX_ARMS, 3, key="lab_count")
+    count = st.number_input(
+        "configurations", 2, MAX_ARMS, 3, key="lab_count", persist_state="session"
+    )
     arms = []
     for i, column in enumerate(st.columns(int(count))):
         with column:
-            name = st.text_input("name", f"config {i + 1}", key=f"lab_name_{i}")
+            name = st.text_input(
+                "name", f"config {i + 1}", key=f"lab_name_{i}", persist_state="session"
+            )
             changes = {
                 field: st.selectbox(
                     label,
@@ -139,11 +144,22 @@ def custom_arms() -> list[LabArm]:
                     format_func=shown,
                     help=OPTION_HELP[field],
                     key=f"lab_{field}_{i}",
+                    persist_state="session",
                 )
                 for field, (label, options) in CHOICES.items()
             }
             arms.append(LabArm(name, configured(changes)))
     return arms
+
+
+def plus_minus(values: pd.Series) -> str:
+    """``mean ± std`` with the mean given to the precision of the standard deviation (two
+    significant digits of it), e.g. 0.0881 ± 0.0040."""
+    mean, std = values.mean(), values.std()
+    if not math.isfinite(std) or std <= 0:
+        return f"{mean:.4g}"
+    decimals = max(0, 1 - math.floor(math.log10(std)))
+    return f"{mean:.{decimals}f} ± {std:.{decimals}f}"
 
 
 def in_words(names: list[str]) -> str:
@@ -261,7 +277,7 @@ with st.expander("What the options mean"):
         "others are generation (Algorithm 3, lines 5-6): configurations that differ only "
         "there share one measurement per seed, one spend for all of them."
     )
-preset = st.selectbox("comparison", [*PRESETS, CUSTOM], key="lab_preset")
+preset = st.selectbox("comparison", [*PRESETS, CUSTOM], key="lab_preset", persist_state="session")
 if preset == CUSTOM:
     arms = custom_arms()
 else:
@@ -275,6 +291,7 @@ seeds = left.number_input(
     MAX_SEEDS,
     3,
     key="lab_seeds",
+    persist_state="session",
     help="every seed measures the table again with fresh noise, so the spread over seeds "
     "shows the DP noise as well as GUM's randomness",
 )
@@ -285,6 +302,7 @@ label = right.selectbox(
     index=[None, *columns].index(ss["target"]) if ss.get("target") in columns else 0,
     format_func=lambda name: "none" if name is None else name,
     key="lab_label",
+    persist_state="session",
 )
 try:
     plan = plan_lab(arms, int(seeds))
@@ -362,6 +380,8 @@ if stopped is not None:
 if ss.get("lab_result") is not None:
     preset_run, label_run, result, run_ids = ss["lab_result"]
     st.subheader(f"{preset_run}: {result.plan.seeds} seeds")
+    if preset_run in PRESETS:
+        st.caption(f"Paper, {PRESETS[preset_run][0]}.")
     st.caption(
         f"Spent rho {result.spent_rho:.3g} in {len(result.ledgers)} measurements, recorded as "
         f"runs {', '.join(map(str, run_ids))} (History)."
@@ -390,18 +410,23 @@ if ss.get("lab_result") is not None:
         .agg(["mean", "std"])
         .reset_index()
     )
-    st.plotly_chart(lab_fidelity(summary, metrics), key="lab_fidelity")
+    # no mode bar: its "download plot as png" would export the owner-only scores
+    st.plotly_chart(
+        lab_fidelity(summary, metrics), key="lab_fidelity", config={"displayModeBar": False}
+    )
     table = pd.DataFrame(
         {
             "configuration": name,
-            **{m: f"{group[m].mean():.4g} ± {group[m].std():.2g}" for m in metrics},
-            "iterations": f"{group['iterations'].mean():.0f}",
+            **{m: plus_minus(group[m]) for m in metrics},
+            "GUM iterations": f"{group['iterations'].mean():.0f}",
             "seconds per run": f"{group['seconds'].mean():.1f}",
         }
         for name, group in frame.groupby("configuration", sort=False)
     )
-    st.dataframe(table, hide_index=True, key="lab_table")
+    # a static table: a data frame's toolbar would offer the owner-only scores as a CSV
+    st.table(table.set_index("configuration"))
     st.caption(
-        "Lower is better everywhere: mean ± standard deviation over seeds."
+        "Lower is better everywhere: mean ± standard deviation over seeds, the mean given to "
+        "the standard deviation's precision."
         + (f" SVM: trained on the synthetic table to predict '{label_run}'." if label_run else "")
     )

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -41,3 +44,28 @@ def _private_registry(tmp_path_factory, monkeypatch):
     """Every test gets its own run registry (outside its tmp_path), never the user's."""
     folder = tmp_path_factory.mktemp("registry")
     monkeypatch.setenv("PRIVSYN_REGISTRY", str(folder / "registry.sqlite3"))
+
+
+@contextmanager
+def only_slot_held(monkeypatch) -> Iterator[None]:
+    """The dashboard server's cap set to one run, and that slot held by another session's run
+    until the block ends (then that run ends, refused, and frees its slot)."""
+    from dashboard import worker
+    from privsyn_core.config import PrivSynConfig
+    from privsyn_core.errors import InputError
+
+    monkeypatch.setenv(worker.MAX_RUNS_VARIABLE, "1")
+    release = threading.Event()
+
+    def blocked(*, on_progress):
+        release.wait(60)
+        raise InputError("stopped by the test")
+
+    other = worker.start(
+        worker.RunRequest(blocked, lambda: "other", "other.csv", 1.0, 1e-9, PrivSynConfig(), {})
+    )
+    try:
+        yield
+    finally:
+        release.set()
+        other.thread.join(timeout=30)

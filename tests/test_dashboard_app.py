@@ -6,7 +6,6 @@ import hashlib
 import io
 import json
 import re
-import threading
 import time
 import zipfile
 
@@ -14,13 +13,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import streamlit as st
-from conftest import ROOT
+from conftest import ROOT, only_slot_held
 from streamlit.testing.v1 import AppTest
 
 from dashboard import charts, game, worker
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.schema import ColumnSchema, Kind
-from privsyn_core.errors import InputError
 from privsyn_core.privacy.ledger import BudgetExceededError, rho_from_epsilon_delta
 from privsyn_core.release.registry import Registry, file_fingerprint
 
@@ -572,17 +570,7 @@ def test_other_pages_work_during_a_run_and_show_it_in_the_sidebar():
 
 
 def test_a_run_past_the_servers_cap_waits_in_line_and_cancel_takes_it_out(monkeypatch):
-    monkeypatch.setenv(worker.MAX_RUNS_VARIABLE, "1")
-    release = threading.Event()
-
-    def blocked(*, on_progress):  # another session's run holds the only slot
-        release.wait(60)
-        raise InputError("stopped by the test")
-
-    other = worker.start(
-        worker.RunRequest(blocked, lambda: "other", "other.csv", 1.0, 1e-9, PrivSynConfig(), {})
-    )
-    try:
+    with only_slot_held(monkeypatch):
         at = go(app(), "run")
         at.button(key="run").click().run()
         job = at.session_state["job"]
@@ -609,9 +597,6 @@ def test_a_run_past_the_servers_cap_waits_in_line_and_cancel_takes_it_out(monkey
         # in line again: it starts by itself when the other run ends
         at.button(key="run").click().run()
         assert at.session_state["job"].progress.snapshot().ahead == 0
-    finally:
-        release.set()
-        other.thread.join(timeout=30)
     deadline = time.monotonic() + 120
     while at.session_state["run_state"] == "running" and time.monotonic() < deadline:
         time.sleep(0.2)

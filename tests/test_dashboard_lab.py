@@ -5,7 +5,6 @@ progress and Cancel, shared measurements recorded, charts, owner-only labelling,
 from __future__ import annotations
 
 import json
-import threading
 import time
 from dataclasses import replace
 from functools import partial
@@ -13,12 +12,11 @@ from functools import partial
 import numpy as np
 import pytest
 import streamlit as st
-from conftest import ROOT, planted_pair
+from conftest import ROOT, only_slot_held, planted_pair
 from streamlit.testing.v1 import AppTest
 
-from dashboard import lab_jobs, worker
+from dashboard import lab_jobs
 from privsyn_core.config import PrivSynConfig
-from privsyn_core.errors import InputError
 from privsyn_core.generation.gum import STRATEGY_NAMES, GumSettings
 from privsyn_core.lab import LabArm, plan_lab, run_lab
 from privsyn_core.privacy.ledger import PrivacyLedger, rho_from_epsilon_delta
@@ -152,17 +150,7 @@ def test_a_table_too_small_for_the_budget_gives_one_readable_error_and_records_t
 
 
 def test_a_comparison_past_the_servers_cap_waits_in_line_and_cancel_takes_it_out(monkeypatch):
-    monkeypatch.setenv(worker.MAX_RUNS_VARIABLE, "1")
-    release = threading.Event()
-
-    def blocked(*, on_progress):  # another session's run holds the only slot
-        release.wait(60)
-        raise InputError("stopped by the test")
-
-    other = worker.start(
-        worker.RunRequest(blocked, lambda: "other", "other.csv", 1.0, 1e-9, PrivSynConfig(), {})
-    )
-    try:
+    with only_slot_held(monkeypatch):
         at = lab_page()
         at.button(key="lab_run").click().run()
         job = at.session_state["lab_job"]
@@ -174,9 +162,6 @@ def test_a_comparison_past_the_servers_cap_waits_in_line_and_cancel_takes_it_out
         warnings = [w.value for w in at.warning]
         assert any("waited for a free slot, never started and spent nothing" in w for w in warnings)
         assert Registry().runs() == []
-    finally:
-        release.set()
-        other.thread.join(timeout=10)
 
 
 def test_a_comparison_past_the_lifetime_budget_is_refused_before_it_measures():

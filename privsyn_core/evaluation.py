@@ -24,13 +24,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import pandas as pd
 from scipy import sparse
 
+from privsyn_core.data.columns import coded_frame
 from privsyn_core.errors import InputError
+
+if TYPE_CHECKING:
+    from privsyn_core.pipeline import SynthesisResult
 
 __all__ = [
     "FidelityReport",
@@ -501,3 +505,15 @@ def fidelity_report(
     majority_error = float(np.mean(y_test != majority))
     nonprivate_svm = svm_misclassification(x_train, y_train, x_test, y_test, feature_sizes)
     return FidelityReport(l1, rq, synthetic_svm, majority_error, nonprivate_svm, label)
+
+
+def fidelity_of(table: pd.DataFrame, result: SynthesisResult, label: str | None) -> FidelityReport:
+    """Owner-only: ``result``'s synthetic table against the real one. A raw table is compared
+    in the run's own codes (its bins and categories), a pre-coded one as it is."""
+    if result.columns:
+        real = coded_frame(result.columns, table)
+        synthetic = coded_frame(result.columns, result.synthetic)
+    else:
+        real, synthetic = table, result.synthetic
+    usable = label if label is not None and label in real.columns else None
+    return fidelity_report(real, synthetic, label=usable)

@@ -28,11 +28,10 @@ import numpy as np
 import pandas as pd
 
 from privsyn_core.config import PrivSynConfig
-from privsyn_core.data.columns import coded_frame
 from privsyn_core.data.schema import Schema
 from privsyn_core.errors import FailedAfterSpending, InputError
-from privsyn_core.evaluation import FidelityReport, fidelity_report
-from privsyn_core.pipeline import SynthesisResult, generate, measure
+from privsyn_core.evaluation import FidelityReport, fidelity_of
+from privsyn_core.pipeline import generate, measure
 from privsyn_core.privacy.ledger import PrivacyLedger
 from privsyn_core.progress import GumProgress, SynthesisCancelled
 
@@ -314,15 +313,3 @@ def run_lab(
     order = {arm.name: i for i, arm in enumerate(plan.arms)}
     runs.sort(key=lambda r: (order[r.arm], r.seed))
     return LabResult(plan, tuple(runs), tuple(ledgers))
-
-
-def fidelity_of(table: pd.DataFrame, result: SynthesisResult, label: str | None) -> FidelityReport:
-    """Owner-only: ``result``'s synthetic table against the real one. A raw table is compared
-    in the run's own codes (its bins and categories), a pre-coded one as it is."""
-    if result.columns:
-        real = coded_frame(result.columns, table)
-        synthetic = coded_frame(result.columns, result.synthetic)
-    else:
-        real, synthetic = table, result.synthetic
-    usable = label if label is not None and label in real.columns else None
-    return fidelity_report(real, synthetic, label=usable)

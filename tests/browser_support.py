@@ -1,9 +1,9 @@
 """What the browser tests share: a dashboard server on a free local port, Debian's Chromium
 (driven by Playwright), and a browser session that records every request it makes.
 
-See /work/shared/notes/streamlit-facts.md: ``playwright install`` cannot download a browser
-here, so Chromium is launched from ``/usr/bin/chromium``; the server is polled on
-``/_stcore/health`` instead of slept for. A test module uses the ``chromium`` fixture by
+``playwright install`` cannot download a browser on these offline machines, so Debian's
+Chromium is launched from ``/usr/bin/chromium``; the server is polled on ``/_stcore/health``
+instead of slept for. A test module uses the ``chromium`` fixture by
 importing it (``from browser_support import chromium as chromium``) and starts its server with
 :func:`streamlit_server` in a fixture of its own (each has its own registry and options). Set
 PRIVSYN_SCREENSHOTS to a folder to keep the screenshots (assets/screenshots/ has the README's).

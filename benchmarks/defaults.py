@@ -1,6 +1,6 @@
 """Evidence for the engine's defaults: candidate settings on several tables, epsilons and seeds.
 
-Two studies, each a list of arms (a name, the measurement settings, the generation settings),
+Four studies, each a list of arms (a name, the measurement settings, the generation settings),
 run on the same tables, epsilons and seeds; arms with the same measurement settings share one
 measurement per seed (generation is post-processing), as in ``paper_lab.py``:
 
@@ -9,11 +9,14 @@ measurement per seed (generation is post-processing), as in ``paper_lab.py``:
 * ``split``: the 1-way marginals' share of the budget (0.1, the paper's; 0.2; 0.3; 0.4) and a
   smaller InDif share, on the strategy study's winner (S3 without isolated links);
 * ``target``: no prediction target against the table's label as the target with weights 2, 4,
-  8 and 16 (tables without a label are left out).
+  8 and 16 (tables without a label are left out);
+* ``combine``: Algorithm 2's rule (the paper's cliques under gamma cells; only cliques that add
+  no noise; none), each with and without the table's label as the target.
 
 In the first two studies every setting an arm does not name is the paper's (``BASE``), so they
-measure the same thing whatever the engine's defaults are; the target study starts from the
-engine's defaults, which it is there to complete. Metrics, owner-only: mean 2-way
+measure the same thing whatever the engine's defaults are; the target and combine studies
+start from the engine's defaults, which they are there to complete (each combine arm names
+its rule). Metrics, owner-only: mean 2-way
 L1, 3-way range-query error, SVM misclassification on the label. Prints mean ± std per arm, and
 per (table, epsilon) each arm's rank on L1; the last table averages the ranks, which is what a
 default must win.
@@ -70,6 +73,13 @@ STUDIES: dict[str, list[tuple[str, dict[str, Any], dict[str, Any]]]] = {
         ("no target", {}, {}),
         *[(f"target w={w}", {"target": "{label}", "target_weight": w}, {}) for w in (2, 4, 8, 16)],
     ],
+    # Algorithm 2's cliques, on the engine's defaults, with and without the table's label as
+    # the prediction target (the target weighs in on which cliques add noise)
+    "combine": [
+        (f"{rule}{suffix}", {"combine": rule, **target}, {})
+        for suffix, target in (("", {}), (" +target", {"target": "{label}"}))
+        for rule in ("paper", "no_added_noise", "off")
+    ],
 }
 METRICS = ("2way_L1", "range", "svm")
 
@@ -78,11 +88,13 @@ def run_seed(study: str, name: str, epsilon: float, seed: int) -> list[dict[str,
     table, domain, label = load(name)
     if study == "target" and label is None:
         return []
-    base = PrivSynConfig() if study == "target" else BASE
+    base = PrivSynConfig() if study in ("target", "combine") else BASE
     where = {"domain": domain} if isinstance(domain, dict) else {"schema": domain}
     measured: dict[str, Any] = {}
     rows = []
     for arm, measure_changes, gum_changes in STUDIES[study]:
+        if label is None and "{label}" in measure_changes.values():
+            continue
         changes = {k: label if v == "{label}" else v for k, v in measure_changes.items()}
         config = replace(base, gum=replace(base.gum, **gum_changes), **changes)
         key = repr(sorted(changes.items()))

@@ -61,7 +61,7 @@ PAPER_GUM = {"strategy": "S5", "decay_schedule": "step", "alpha0": 1.0, "decay":
              "decay_every": 20}  # fmt: skip
 PAPER = {"selection": "densemarg", "noise": "weighted_gaussian", "consistency": True,
          "synthesis": "gum", "connect_isolated": True, "one_way_share": 0.1,
-         "indif_share": 0.1}  # fmt: skip
+         "indif_share": 0.1, "combine": "paper"}  # fmt: skip
 
 #: (comparison, arm, measurement key, generation changes) ; the paper's winner first
 ARMS: list[tuple[str, str, str, dict[str, Any]]] = [

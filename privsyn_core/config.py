@@ -8,6 +8,7 @@ from typing import Literal
 from privsyn_core.errors import InputError
 from privsyn_core.generation.gum import GumSettings
 from privsyn_core.privacy.ledger import Conversion
+from privsyn_core.selection.combine import COMBINE_RULES, CombineRule
 from privsyn_core.selection.target import TargetEmphasis
 
 #: how marginals are chosen (the paper lab; see :class:`PrivSynConfig`)
@@ -81,6 +82,15 @@ class PrivSynConfig:
     #: 0.0882 vs 0.0910)
     connect_isolated: bool = False
     gamma: int = 5000
+    #: which cliques Algorithm 2 merges (:mod:`privsyn_core.selection.combine`): "paper",
+    #: any under ``gamma`` cells; "no_added_noise", only those that do not raise Algorithm
+    #: 1's noise error; "off", none: the selected pairs are measured as they are. "off" by
+    #: evidence: in ``benchmarks/defaults.py --study combine`` (four tables, epsilons 0.2, 1,
+    #: 2, 3 seeds) it has the best mean rank on 2-way L1 (1.67 of 6 arms, "paper" 4.17),
+    #: range queries (1.5 vs 4.5) and, with a prediction target, the SVM (2.11 vs 3.11).
+    #: A merged clique takes the budget of the pairs it replaces and spreads it over many
+    #: more cells (NLTCS at epsilon 1: L1 0.0065 vs 0.0168 with the paper's rule).
+    combine: CombineRule = "off"
     consistency_rounds: int = 30
     append_attributes: bool = True
     separate_and_join: bool = True
@@ -133,6 +143,7 @@ class PrivSynConfig:
         if self.gamma < 1 or self.consistency_rounds < 1:
             raise InputError("gamma and consistency_rounds must be >= 1")
         _check_choice("selection", self.selection, SELECTION_METHODS)
+        _check_choice("combine", self.combine, COMBINE_RULES)
         _check_choice("noise", self.noise, NOISE_ALLOCATIONS)
         _check_choice("synthesis", self.synthesis, SYNTHESIS_METHODS)
         if not isinstance(self.consistency, bool):

@@ -568,7 +568,14 @@ def _measure_counts(
 
     report.start(Stage.COMBINE)
     if config.selection == "densemarg":
-        chosen = combine_marginals(selection.pairs, sizes, noisy_indif, config.gamma)
+        chosen = combine_marginals(
+            selection.pairs,
+            sizes,
+            noisy_indif,
+            config.gamma,
+            rule=config.combine,
+            emphasis=config.emphasis,
+        )
     elif config.selection == "privbayes":
         chosen = network_marginals(nodes, engine.attributes) if d > 1 else ()
     elif config.selection == "all_pairs":

@@ -6,7 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from privsyn_core import PrivSynConfig
+from privsyn_core.errors import InputError
 from privsyn_core.selection.combine import combine_marginals
+from privsyn_core.selection.target import TargetEmphasis
 
 
 def indif(names, value=1.0):
@@ -87,3 +90,58 @@ def test_dense_random_graphs_match_the_obvious_algorithm(seed):
     out = combine_marginals(pairs, sizes, scores, gamma=200)
     assert out == reference_combine(pairs, sizes, scores, 200)
     assert any(len(m) > 3 for m in out)  # the graphs are dense enough to merge big cliques
+
+
+# --- which cliques are worth it (rule) --------------------------------------------------------
+
+
+@pytest.mark.parametrize(("size", "merged"), [(5, True), (6, False)])
+def test_no_added_noise_merges_a_triangle_only_below_the_break_even_domain(size, merged):
+    """Three attributes of k values: the clique costs (k^3)^(2/3) = k^2 and its three pairs
+    3 (k^2)^(2/3), so it merges while k^(2/3) <= 3, i.e. k <= 5.196."""
+    names = ["a", "b", "c"]
+    pairs = [("a", "b"), ("b", "c"), ("a", "c")]
+    out = combine_marginals(pairs, dict.fromkeys(names, size), indif(names), rule="no_added_noise")
+    assert out == ((("a", "b", "c"),) if merged else tuple(pairs))
+    # the paper's rule merges both: 125 and 216 cells are under gamma
+    assert combine_marginals(pairs, dict.fromkeys(names, size), indif(names)) == (("a", "b", "c"),)
+
+
+def test_no_added_noise_weighs_a_targets_cells():
+    """a, b of 6 values and a binary target t: unweighted the clique (72 cells) costs
+    72^(2/3) = 17.3 < 36^(2/3) + 2 * 12^(2/3) = 21.4 and merges; with weight 8 on every
+    marginal holding t, (8 * 72)^(2/3) = 69.2 > 36^(2/3) + 2 * 96^(2/3) = 52.8 and the
+    pairs stay (merging would move (a, b)'s cells into the costly, weighted clique)."""
+    names = ["a", "b", "t"]
+    sizes = {"a": 6, "b": 6, "t": 2}
+    pairs = [("a", "b"), ("a", "t"), ("b", "t")]
+    plain = combine_marginals(pairs, sizes, indif(names), rule="no_added_noise")
+    assert plain == (("a", "b", "t"),)
+    weighted = combine_marginals(
+        pairs, sizes, indif(names), rule="no_added_noise", emphasis=TargetEmphasis("t", 8.0)
+    )
+    assert weighted == tuple(pairs)
+
+
+def noise_cost(marginals, sizes):
+    """Algorithm 1's noise error of a set, up to its constant: (sum_j c_j^(2/3))^(3/2)."""
+    return sum(math.prod(sizes[a] for a in m) ** (2 / 3) for m in marginals) ** 1.5
+
+
+def test_no_added_noise_never_raises_the_noise_error_and_off_keeps_the_pairs():
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        names = [f"v{i:02d}" for i in range(10)]
+        sizes = {n: int(rng.choice([2, 3, 4, 8, 20])) for n in names}
+        pairs = [p for p in combinations(names, 2) if rng.random() < 0.6]
+        scores = indif(names)
+        assert combine_marginals(pairs, sizes, scores, rule="off") == tuple(pairs)
+        out = combine_marginals(pairs, sizes, scores, rule="no_added_noise")
+        assert noise_cost(out, sizes) <= noise_cost(pairs, sizes) + 1e-9
+        covered = {frozenset(p) for m in out for p in combinations(m, 2)}
+        assert covered >= {frozenset(p) for p in pairs}  # every selected pair still measured
+
+
+def test_an_unknown_rule_is_refused_by_the_config():
+    with pytest.raises(InputError, match="combine"):
+        PrivSynConfig(combine="cliques")

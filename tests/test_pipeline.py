@@ -198,18 +198,33 @@ def test_adult_at_epsilon_one_beats_independent_columns(adult):
     assert report.range_query_error < baseline.range_query_error
 
 
-def test_nltcs_binary_cliques_are_combined_and_beat_independence(nltcs):
-    """16 binary, strongly dependent attributes: Algorithm 2 merges cliques into k-way tables."""
+def test_nltcs_pairs_beat_the_papers_cliques_and_independence(nltcs):
+    """16 binary, strongly dependent attributes. The paper's Algorithm 2 merges cliques into
+    k-way tables under gamma cells; the default measures the selected pairs and is better
+    (``benchmarks/defaults.py --study combine``: 2-way L1 0.0065 vs 0.0168 at epsilon 1)."""
     table, domain = nltcs
-    result = synthesize(
-        table, 1.0, 1 / len(table) ** 2, domain=domain, rng=np.random.default_rng(1)
-    )
-    assert any(len(m.attributes) >= 4 for m in result.marginals)
-    assert all(m.cells <= 5000 for m in result.marginals)
     rng = np.random.default_rng(0)
     independent = table.apply(lambda c: rng.permutation(c.to_numpy()))
-    ours = fidelity_report(table, result.synthetic).two_way_l1
-    assert ours < 0.5 * fidelity_report(table, independent).two_way_l1
+    baseline = fidelity_report(table, independent).two_way_l1
+    errors = {}
+    for rule in ("paper", "off"):
+        result = synthesize(
+            table,
+            1.0,
+            1 / len(table) ** 2,
+            domain=domain,
+            config=PrivSynConfig(combine=rule),
+            rng=np.random.default_rng(1),
+        )
+        widths = {len(m.attributes) for m in result.marginals}
+        if rule == "paper":
+            assert max(widths) >= 4
+            assert all(m.cells <= 5000 for m in result.marginals)
+        else:
+            assert widths == {2}
+        errors[rule] = fidelity_report(table, result.synthetic).two_way_l1
+    assert errors["paper"] < 0.5 * baseline
+    assert errors["off"] < 0.75 * errors["paper"]
 
 
 def test_progress_messages_do_not_reveal_the_true_row_count():

@@ -8,6 +8,7 @@ from privsyn_core.generation.gum import (
     GumSettings,
     GumTarget,
     _fine_index,
+    _removal_rate,
     l1_error,
     plan_update,
     record_major,
@@ -22,6 +23,22 @@ def correlated_target(k: int, strength: float) -> np.ndarray:
     joint = np.full((k, k), (1 - strength) / (k * k))
     joint[np.arange(k), np.arange(k)] += strength / k
     return joint.ravel()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_removal_rate_removes_exactly_what_is_wanted(seed):
+    """beta solves sum(min(excess, beta s)) == wanted, including tied breakpoints, a cell
+    whose whole frequency is excess, and ``wanted`` at either end of its range."""
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(1, 40))
+    s = rng.dirichlet(np.ones(k))
+    excess = s * rng.uniform(0.01, 1.0, k)
+    excess[: k // 3] = s[: k // 3] * 0.5  # tied breakpoints
+    excess[-1] = s[-1]
+    for wanted in (0.0, excess.sum() * rng.random(), excess.sum()):
+        beta = _removal_rate(s, excess, wanted)
+        assert 0.0 <= beta <= 1.0
+        assert np.minimum(excess, beta * s).sum() == pytest.approx(wanted, abs=1e-12)
 
 
 def test_gum_brings_a_planted_pair_correlation_through():

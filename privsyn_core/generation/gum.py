@@ -303,15 +303,23 @@ def _thresholds_u32(probability: np.ndarray) -> np.ndarray:
 
 
 def _removal_rate(s: np.ndarray, excess: np.ndarray, wanted: float) -> float:
-    """beta such that sum(min(excess, beta s)) == wanted (bisection, monotone in beta)."""
-    lo, hi = 0.0, 1.0
-    for _ in range(40):  # 2^-40: far below one record in any table
-        mid = 0.5 * (lo + hi)
-        if np.minimum(excess, mid * s).sum() < wanted:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    """beta such that sum(min(excess, beta s)) == wanted, for over-filled cells (s > 0).
+
+    The sum is piecewise linear in beta with a breakpoint at each cell's ``excess / s``: below
+    it the cell gives ``beta s``, above it its whole excess. Sorting the breakpoints gives the
+    sum at each of them, and the segment holding ``wanted`` gives beta exactly, in one sort
+    instead of a bisection's dozens of passes (GUM solves this once per marginal per
+    iteration). ``wanted`` is at most ``excess.sum()``, the sum at the last breakpoint.
+    """
+    ratio = excess / s
+    order = np.argsort(ratio, kind="stable")
+    ratio, excess, s = ratio[order], excess[order], s[order]
+    capped_before = np.cumsum(excess) - excess
+    uncapped_from = np.cumsum(s[::-1])[::-1]
+    at_breakpoints = capped_before + ratio * uncapped_from
+    k = min(int(np.searchsorted(at_breakpoints, wanted)), ratio.size - 1)
+    beta = (wanted - capped_before[k]) / uncapped_from[k]
+    return float(min(max(beta, 0.0), 1.0))
 
 
 def _fine_index(records: np.ndarray, target: GumTarget) -> tuple[np.ndarray, np.ndarray | None]:

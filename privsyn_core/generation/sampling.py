@@ -18,6 +18,8 @@ def quota_counts(weights: np.ndarray, total: int) -> np.ndarray:
     zero is spread uniformly. Works row-wise on 2-D input with ``total`` broadcast per row.
     """
     w = np.clip(np.asarray(weights, dtype=float), 0.0, None)
+    if w.ndim == 1 and np.ndim(total) == 0:
+        return _quota_counts_1d(w, int(total))
     squeeze = w.ndim == 1
     w = np.atleast_2d(w)
     totals = np.broadcast_to(np.asarray(total, dtype=np.int64), (w.shape[0],))
@@ -32,6 +34,20 @@ def quota_counts(weights: np.ndarray, total: int) -> np.ndarray:
     np.put_along_axis(ranks, order, np.arange(w.shape[1])[None, :].repeat(w.shape[0], 0), axis=1)
     counts += ranks < short[:, None]
     return counts[0] if squeeze else counts
+
+
+def _quota_counts_1d(w: np.ndarray, total: int) -> np.ndarray:
+    """:func:`quota_counts` for one row, without the 2-D bookkeeping (GUM calls it once per
+    marginal per iteration); the same counts, ties broken the same way."""
+    weight = w.sum()
+    if weight <= 0:
+        w, weight = np.ones_like(w), float(w.size)
+    ideal = w / weight * total
+    counts = np.floor(ideal).astype(np.int64)
+    short = total - int(counts.sum())
+    if short > 0:
+        counts[np.argsort(counts - ideal, kind="stable")[:short]] += 1
+    return counts
 
 
 def shuffled_column(weights: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:

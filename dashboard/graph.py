@@ -210,7 +210,8 @@ def graph_page(graph: nx.Graph, marginals: tuple[SelectedMarginal, ...]) -> Grap
         )
     network.set_options(json.dumps(_OPTIONS))
     page = _CDN_TAG.sub("", network.generate_html(notebook=False))
-    page = page.replace("<body>", "<body>" + _legend(), 1)
+    origins = {edge_origin(a, b, marginals) for a, b in graph.edges}
+    page = page.replace("<body>", "<body>" + _legend(origins), 1)
     page = page.replace("</body>", _SCRIPT + "</body>", 1)
     return GraphPage(html=page, height=canvas + 90)
 
@@ -226,16 +227,20 @@ def graph_html(graph: nx.Graph, marginals: tuple[SelectedMarginal, ...]) -> str:
     return graph_page(graph, marginals).html
 
 
-def _legend() -> str:
+def _legend(origins: set[str]) -> str:
+    """The key to the edge colours the drawing uses (a colour it does not use would send
+    people looking for it), then what widths and dots mean."""
     swatches = "".join(
         f'<span style="margin-right:18px;white-space:nowrap">'
         f'<span style="display:inline-block;width:26px;height:5px;background:{ORIGIN_COLOURS[o]};'
         f'vertical-align:middle;margin-right:6px"></span>{text}</span>'
         for o, text in ORIGIN_LEGEND.items()
+        if o in origins
     )
+    key = f"{swatches}<br>" if swatches else ""
     return (
         '<div id="legend" style="font:14px sans-serif;color:#333;padding:4px 2px 6px">'
-        f"{swatches}<br>Edge width: noisy InDif of the pair. Dot size: number of values. "
+        f"{key}Edge width: noisy InDif of the pair. Dot size: number of values. "
         "Grey dots: measured alone. Click an attribute to see only its marginals; "
         "click the background to reset.</div>"
     )

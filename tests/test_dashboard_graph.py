@@ -102,7 +102,9 @@ def test_sizes_widths_and_colours_carry_the_dp_quantities():
 
 
 def test_legend_explains_every_colour_and_the_page_stays_offline():
-    graph, marginals = described(3, [(0, 1, 1.0, "selected")])
+    graph, marginals = described(
+        4, [(0, 1, 10.0, "selected"), (1, 2, 5000.0, "isolated"), (2, 3, 800.0, "combined")]
+    )
     page = graph_page(graph, marginals).html
     legend = re.search(r'<div id="legend".*?</div>', page, re.S).group(0)
     for colour in ORIGIN_COLOURS.values():
@@ -110,6 +112,16 @@ def test_legend_explains_every_colour_and_the_page_stays_offline():
     for words in ("selected pair", "combined clique", "isolated link", "noisy InDif"):
         assert words in legend
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
+
+
+def test_the_legend_names_only_the_colours_the_drawing_uses():
+    """Pairs alone (the default: no cliques, no isolated links) get one swatch, not three."""
+    graph, marginals = described(3, [(0, 1, 1.0, "selected"), (1, 2, 2.0, "selected")])
+    legend = re.search(r'<div id="legend".*?</div>', graph_page(graph, marginals).html, re.S)
+    assert ORIGIN_COLOURS["selected"] in legend.group(0)
+    for origin in ("combined", "isolated"):
+        assert ORIGIN_COLOURS[origin] not in legend.group(0)
+    assert "combined clique" not in legend.group(0) and "noisy InDif" in legend.group(0)
 
 
 def test_hostile_names_are_escaped_in_tooltips_and_inert_in_labels():

@@ -66,6 +66,14 @@ def test_the_cost_is_stated_before_anything_runs():
     assert Registry().runs() == []
 
 
+def test_the_raw_domain_shortcut_of_runs_is_not_taken_and_the_page_says_so():
+    at = lab_page()
+    assert not any("raw-domain shortcut" in c.value for c in at.caption)
+    at.session_state["raw_domains"] = True
+    at.run()
+    assert any("raw-domain shortcut" in c.value for c in at.caption)
+
+
 def test_a_comparison_runs_records_its_measurements_and_draws_both_charts():
     at = lab_page()
     at.number_input(key="lab_seeds").set_value(2).run()

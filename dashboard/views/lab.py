@@ -64,6 +64,15 @@ PRESETS: dict[str, tuple[str, list[tuple[str, dict[str, Any]]]]] = {
             ("none", {"decay_schedule": "none"}),
         ],
     ),
+    "Combining marginals (Algorithm 2)": (
+        "appendix G: measure the selected pairs as they are (our default), merge only "
+        "cliques that add no noise, or merge every clique under 5,000 cells (the paper's)",
+        [
+            ("pairs", {"combine": "off"}),
+            ("no added noise", {"combine": "no_added_noise"}),
+            ("paper's cliques", {"combine": "paper"}),
+        ],
+    ),
     "Consistency on or off": (
         "section 4.3: reconcile the noisy marginals before GUM, or not",
         [("consistent", {}), ("not consistent", {"consistency": False})],
@@ -74,6 +83,7 @@ GUM_FIELDS = ("strategy", "decay_schedule")
 #: the custom editor's choices: field -> (label, options)
 CHOICES: dict[str, tuple[str, tuple[Any, ...]]] = {
     "selection": ("selection", ("densemarg", "privbayes", "all_pairs")),
+    "combine": ("merge pairs (Algorithm 2)", ("off", "no_added_noise", "paper")),
     "noise": ("noise allocation", ("weighted_gaussian", "equal_gaussian", "equal_laplace")),
     "consistency": ("consistency", (True, False)),
     "synthesis": ("synthesis", ("gum", "mcf")),
@@ -83,9 +93,13 @@ CHOICES: dict[str, tuple[str, tuple[Any, ...]]] = {
 #: what each option is, in a sentence, with the paper's section (Zhang et al. 2021)
 OPTION_HELP: dict[str, str] = {
     "selection": "Which marginals are measured (sections 4.1-4.2, compared in 6.3). "
-    "densemarg: the paper's Algorithm 1 picks pairs by their noisy InDif dependency, then "
-    "Algorithm 2 combines them into larger marginals. privbayes: a PrivBayes network whose "
+    "densemarg: the paper's Algorithm 1 picks pairs by their noisy InDif dependency (and "
+    "Algorithm 2 may merge them, next choice). privbayes: a PrivBayes network whose "
     "parents are chosen on InDif scores. all_pairs: every 2-way marginal, none chosen.",
+    "combine": "Whether DenseMarg's pairs are merged into larger marginals (Algorithm 2, "
+    "appendix G). off (our default): the pairs are measured as they are. no added noise: a "
+    "clique is merged only if it does not raise the noise error of the pairs it replaces. "
+    "paper: every clique under 5,000 cells is merged. Only applies to densemarg.",
     "noise": "How the marginals' budget is split among them (section 4.2, Equation 1; compared "
     "in 6.4). weighted Gaussian: a marginal with more cells gets more (rho ~ cells^(2/3)). "
     "equal Gaussian: the same share each. equal Laplace: the same share each, as Laplace noise.",
@@ -123,7 +137,10 @@ def custom_arms() -> list[LabArm]:
     engine = current_config()
     paper_name = {long: short for short, long in STRATEGY_NAMES.items()}
     default = {
-        **{f: getattr(engine, f) for f in ("selection", "noise", "consistency", "synthesis")},
+        **{
+            f: getattr(engine, f)
+            for f in ("selection", "combine", "noise", "consistency", "synthesis")
+        },
         "strategy": paper_name[engine.gum.strategy],
         "decay_schedule": engine.gum.decay_schedule,
     }
@@ -319,6 +336,12 @@ st.info(
     f"{rho:.3g}, that is (epsilon {epsilon_from_rho(rho, delta):.3g}, delta {delta:g})-DP "
     "for this table, recorded in the run registry like any run."
 )
+if ss.get("raw_domains"):
+    st.caption(
+        "The Lab keeps every comparison end-to-end DP: it decides open domains privately, as "
+        "declared on the Data page, and does not use the raw-domain shortcut you chose there "
+        "for runs."
+    )
 
 
 def budget_left() -> tuple[str, bool]:

@@ -23,9 +23,9 @@ not raise Algorithm 1's noise error: ``(w_C c_C)^(2/3)`` may not exceed the summ
 merge, which is what the paper's appendix G combines for; large cliques of large attributes
 no longer do. "off" measures the selected pairs as they are, and is the engine's default: on
 four tables and three epsilons it beats both others on 2-way L1 and range queries (the
-evidence is in :class:`~privsyn_core.config.PrivSynConfig`), because GUM reproduces a
-clique's higher-order structure only where the noise leaves some, and at these budgets the
-noise leaves little. The paper's rule stays for the paper lab and for comparison.
+evidence is in :class:`~privsyn_core.config.PrivSynConfig`). Our reading: at these budgets a
+clique's higher-order cells are mostly noise, so what it adds is worth less than the precision
+its pairs lose. The paper's rule stays for the paper lab and for comparison.
 """
 
 from __future__ import annotations

@@ -16,10 +16,9 @@ measurement per seed (generation is post-processing), as in ``paper_lab.py``:
 In the first two studies every setting an arm does not name is the paper's (``BASE``), so they
 measure the same thing whatever the engine's defaults are; the target and combine studies
 start from the engine's defaults, which they are there to complete (each combine arm names
-its rule). Metrics, owner-only: mean 2-way
-L1, 3-way range-query error, SVM misclassification on the label. Prints mean ± std per arm, and
-per (table, epsilon) each arm's rank on L1; the last table averages the ranks, which is what a
-default must win.
+its rule). Metrics, owner-only: mean 2-way L1, 3-way range-query error, SVM misclassification
+on the label. Prints mean ± std per arm, and per (table, epsilon) each arm's rank on L1; the
+last table averages the ranks, which is what a default must win.
 
 Run: ``python benchmarks/defaults.py --study strategy [--tables ...] [--epsilons 0.2 1 2]
 [--seeds 3] [--json out.json]``; ``--summarise out.json ...`` prints saved runs.

@@ -70,8 +70,13 @@ def test_the_raw_domain_shortcut_of_runs_is_not_taken_and_the_page_says_so():
     at = lab_page()
     assert not any("raw-domain shortcut" in c.value for c in at.caption)
     at.session_state["raw_domains"] = True
-    at.run()
+    at.number_input(key="lab_seeds").set_value(1).run()
     assert any("raw-domain shortcut" in c.value for c in at.caption)
+    at.button(key="lab_run").click().run()
+    until_done(at)
+    assert not at.error, [e.value for e in at.error]
+    result = at.session_state["lab_result"][2]
+    assert result.ledgers and all(not ledger.not_private for ledger in result.ledgers)
 
 
 def test_a_comparison_runs_records_its_measurements_and_draws_both_charts():

@@ -1,6 +1,6 @@
 """Evidence for the engine's defaults: candidate settings on several tables, epsilons and seeds.
 
-Four studies, each a list of arms (a name, the measurement settings, the generation settings),
+Five studies, each a list of arms (a name, the measurement settings, the generation settings),
 run on the same tables, epsilons and seeds; arms with the same measurement settings share one
 measurement per seed (generation is post-processing), as in ``paper_lab.py``:
 
@@ -11,10 +11,11 @@ measurement per seed (generation is post-processing), as in ``paper_lab.py``:
 * ``target``: no prediction target against the table's label as the target with weights 2, 4,
   8 and 16 (tables without a label are left out);
 * ``combine``: Algorithm 2's rule (the paper's cliques under gamma cells; only cliques that add
-  no noise; none), each with and without the table's label as the target.
+  no noise; none), each with and without the table's label as the target;
+* ``indif``: the InDif share (0.1, the paper's; 0.05), with and without the target.
 
 In the first two studies every setting an arm does not name is the paper's (``BASE``), so they
-measure the same thing whatever the engine's defaults are; the target and combine studies
+measure the same thing whatever the engine's defaults are; the last three studies
 start from the engine's defaults, which they are there to complete (each combine arm names
 its rule). Metrics, owner-only: mean 2-way L1, 3-way range-query error, SVM misclassification
 on the label. Prints mean ± std per arm, and per (table, epsilon) each arm's rank on L1; the
@@ -79,6 +80,13 @@ STUDIES: dict[str, list[tuple[str, dict[str, Any], dict[str, Any]]]] = {
         for suffix, target in (("", {}), (" +target", {"target": "{label}"}))
         for rule in ("paper", "no_added_noise", "off")
     ],
+    # the InDif share, on the engine's defaults (pairs measured as they are), with and
+    # without the table's label as the prediction target
+    "indif": [
+        (f"InDif {share:.2f}{suffix}", {"indif_share": share, **target}, {})
+        for suffix, target in (("", {}), (" +target", {"target": "{label}"}))
+        for share in (0.1, 0.05)
+    ],
 }
 METRICS = ("2way_L1", "range", "svm")
 
@@ -87,7 +95,7 @@ def run_seed(study: str, name: str, epsilon: float, seed: int) -> list[dict[str,
     table, domain, label = load(name)
     if study == "target" and label is None:
         return []
-    base = PrivSynConfig() if study in ("target", "combine") else BASE
+    base = PrivSynConfig() if study in ("target", "combine", "indif") else BASE
     where = {"domain": domain} if isinstance(domain, dict) else {"schema": domain}
     measured: dict[str, Any] = {}
     rows = []

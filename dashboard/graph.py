@@ -5,6 +5,11 @@ Readability choices, each because the previous force-directed page failed a read
 * Positions are computed here, once, with networkx (one layout per connected component, the
   components packed on shelves) and the browser's physics is off, so the picture is the same
   on every visit and never wobbles.
+* A component too big for one circle (a wide table at a large budget selects hundreds of
+  pairs, most of them between nearly independent attributes) is split into groups of
+  attributes that depend strongly on each other (Louvain communities weighted by the pairs'
+  noisy InDif, a fixed seed). Each group is a small circle of its own, and the edges between
+  groups are drawn faint, so the structure reads before the tangle does.
 * Labels have a fixed font size and vis-network's label draw threshold is lowered, and a small
   script raises the font if the fitted zoom would still draw a label under ``MIN_LABEL_PX``:
   every attribute name is legible at first view, also at 100 attributes.
@@ -41,6 +46,7 @@ NODE_SIZE_RANGE = (8.0, 22.0)
 CIRCLE_AT_MOST = 24
 MIN_GAP_PX = 60.0
 CROWDED_EDGES = 150
+BETWEEN_GROUPS_ALPHA = 0.07
 EDGE_WIDTH_RANGE = (1.5, 9.0)
 
 ORIGIN_COLOURS = {
@@ -74,12 +80,110 @@ def edge_origin(a: str, b: str, marginals: tuple[SelectedMarginal, ...]) -> str:
     return "selected"
 
 
+def dependency_groups(graph: nx.Graph) -> dict[str, int]:
+    """Each attribute's group: its connected component, split into communities when the
+    component has more than ``CIRCLE_AT_MOST`` attributes.
+
+    Communities maximise modularity with the pairs' noisy InDif as weights (clipped at 0: a
+    negative score is noise), so attributes that depend on each other share a group and one
+    that depends on nothing in particular stays alone. Deterministic (seed 0): the same
+    graph always draws the same picture. Public: the InDif scores are DP measurements.
+    """
+    weighted = nx.Graph()
+    weighted.add_nodes_from(graph.nodes)
+    weighted.add_weighted_edges_from(
+        (a, b, max(float(d.get("indif", 0.0)), 0.0) + 1e-9) for a, b, d in graph.edges(data=True)
+    )
+    order = {node: i for i, node in enumerate(graph.nodes)}
+    groups: dict[str, int] = {}
+    for component in sorted(nx.connected_components(graph), key=lambda c: min(map(order.get, c))):
+        if len(component) > CIRCLE_AT_MOST:
+            parts = _loose_members_alone(
+                weighted,
+                nx.community.louvain_communities(
+                    weighted.subgraph(component), weight="weight", seed=0
+                ),
+            )
+        else:
+            parts = [component]
+        for part in sorted(parts, key=lambda p: min(map(order.get, p))):
+            number = len(set(groups.values()))
+            groups.update({node: number for node in part})
+    return groups
+
+
+def _loose_members_alone(weighted: nx.Graph, parts: list[set[str]]) -> list[set[str]]:
+    """Take out of each community the attributes whose mean tie to the other members is under
+    half the mean tie among those others, each to a group of its own.
+
+    Louvain puts every attribute in some community, also one whose pairs are all noise: it
+    lands wherever the noise happened to be highest, and a circle would claim a dependency
+    that is not there. Comparing with the group's own ties (absent pairs count as 0) makes
+    the rule independent of the table's width and of the budget's scale.
+    """
+    kept: list[set[str]] = []
+    for part in parts:
+        loose = set()
+        if len(part) > 2:
+            for node in part:
+                others = sorted(part - {node}, key=str)
+                own = sum(_tie(weighted, node, m) for m in others) / len(others)
+                among = [
+                    _tie(weighted, a, b) for i, a in enumerate(others) for b in others[i + 1 :]
+                ]
+                if own < sum(among) / len(among) / 2:
+                    loose.add(node)
+        if part - loose:
+            kept.append(part - loose)
+        kept.extend({node} for node in loose)
+    return kept
+
+
+def _tie(graph: nx.Graph, a: str, b: str) -> float:
+    return float(graph.edges[a, b]["weight"]) if graph.has_edge(a, b) else 0.0
+
+
+def _grouped_layout(graph: nx.Graph, groups: dict[str, int]) -> dict[str, tuple[float, float]]:
+    """A big component as its dependency groups: each group a small circle (members in the
+    table's column order), the groups packed on shelves biggest first, attributes that are a
+    group of their own in a grid after them."""
+    members: dict[int, list[str]] = {}
+    for node in graph.nodes:
+        members.setdefault(groups[node], []).append(node)
+    circles = sorted((m for m in members.values() if len(m) > 1), key=lambda m: -len(m))
+    alone = [m[0] for m in members.values() if len(m) == 1]
+    positions: dict[str, tuple[float, float]] = {}
+    gap = 130.0  # a label hangs below its dot and reaches past it sideways
+    x = y = row_height = 0.0
+    for number, group in enumerate(circles):
+        radius = max(55.0, 110.0 * len(group) / (2 * math.pi))
+        # turned a little more each circle: equal circles in a column would line their dots
+        # up, and a faint line between two groups would seem to run through a third
+        turn = 0.45 * number
+        if x > 0 and x + 2 * radius > LAYOUT_WIDTH:
+            x, y, row_height = 0.0, y + row_height + gap, 0.0
+        for i, node in enumerate(group):
+            angle = 2 * math.pi * i / len(group) - math.pi / 2 + turn
+            positions[node] = (
+                x + radius * (1 + math.cos(angle)),
+                y + radius * (1 + math.sin(angle)),
+            )
+        x += 2 * radius + gap
+        row_height = max(row_height, 2 * radius)
+    if alone:
+        y = y + row_height + gap if circles else 0.0
+        per_row = max(1, int(LAYOUT_WIDTH // 150) + 1)
+        for i, node in enumerate(alone):
+            positions[node] = ((i % per_row) * 150.0, y + (i // per_row) * 90.0)
+    return positions
+
+
 def _component_layout(graph: nx.Graph) -> dict[str, tuple[float, float]]:
     """Positions of one component in pixels, centred on 0, with room for labels.
 
     Dense components (Adult's is) read best on a circle, where no edge hides a node; sparse
-    ones, and any component too big for a circle of readable size, as a Kamada-Kawai layout,
-    which keeps edge lengths even and spreads the labels over an area. Deterministic: no random seed
+    ones as a Kamada-Kawai layout, which keeps edge lengths even and spreads the labels over
+    an area (bigger components go to :func:`_grouped_layout`). Deterministic: no random seed
     reaches these layouts, so the same graph draws the same picture.
     """
     nodes = list(graph.nodes)  # the table's column order, which the reader knows
@@ -122,11 +226,14 @@ def _spread(points: np.ndarray, gap: float, rounds: int = 50) -> np.ndarray:
     return points
 
 
-def layout(graph: nx.Graph) -> dict[str, tuple[float, float]]:
+def layout(graph: nx.Graph, groups: dict[str, int] | None = None) -> dict[str, tuple[float, float]]:
     """Fixed positions: components laid out alone, then packed in rows, biggest first.
 
-    Attributes with no edge (measured alone) go last, in a compact grid of their own.
+    A component of more than ``CIRCLE_AT_MOST`` attributes is drawn as its dependency groups
+    (``groups``, from :func:`dependency_groups` when not given). Attributes with no edge
+    (measured alone) go last, in a compact grid of their own.
     """
+    groups = groups if groups is not None else dependency_groups(graph)
     components = sorted(
         (graph.subgraph(c) for c in nx.connected_components(graph) if len(c) > 1),
         key=lambda g: (-len(g), sorted(map(str, g.nodes))),
@@ -134,7 +241,11 @@ def layout(graph: nx.Graph) -> dict[str, tuple[float, float]]:
     lone = sorted((n for n in graph.nodes if graph.degree[n] == 0), key=str)
     boxes = []
     for component in components:
-        pos = _component_layout(component)
+        pos = (
+            _grouped_layout(component, groups)
+            if len(component) > CIRCLE_AT_MOST
+            else _component_layout(component)
+        )
         xs, ys = [p[0] for p in pos.values()], [p[1] for p in pos.values()]
         boxes.append((pos, min(xs), max(xs), min(ys), max(ys)))
     positions: dict[str, tuple[float, float]] = {}
@@ -165,7 +276,8 @@ def _scale(value: float, low: float, high: float, lo: float, hi: float) -> float
 def graph_page(graph: nx.Graph, marginals: tuple[SelectedMarginal, ...]) -> GraphPage:
     from pyvis.network import Network  # imports IPython: load only when drawing
 
-    positions = layout(graph)
+    groups = dependency_groups(graph)
+    positions = layout(graph, groups)
     ys = [p[1] for p in positions.values()] or [0.0]
     # tall enough that the fit is about 1:1; the page scrolls instead of the labels shrinking
     canvas = int(min(3200, max(420, (max(ys) - min(ys)) + 160)))
@@ -205,31 +317,33 @@ def graph_page(graph: nx.Graph, marginals: tuple[SelectedMarginal, ...]) -> Grap
             title="{} - {}: noisy InDif {:.0f}\n{}".format(
                 html.escape(str(a)), html.escape(str(b)), indif, "\n".join(lines)
             ),
-            color=_translucent(ORIGIN_COLOURS[origin], crowded),
+            color=_translucent(ORIGIN_COLOURS[origin], crowded, between=groups[a] != groups[b]),
             origin=origin,
         )
     network.set_options(json.dumps(_OPTIONS))
     page = _CDN_TAG.sub("", network.generate_html(notebook=False))
     origins = {edge_origin(a, b, marginals) for a, b in graph.edges}
-    page = page.replace("<body>", "<body>" + _legend(origins), 1)
+    grouped = any(len(c) > CIRCLE_AT_MOST for c in nx.connected_components(graph))
+    page = page.replace("<body>", "<body>" + _legend(origins, grouped), 1)
     page = page.replace("</body>", _SCRIPT + "</body>", 1)
     return GraphPage(html=page, height=canvas + 90)
 
 
-def _translucent(colour: str, crowded: bool) -> str:
+def _translucent(colour: str, crowded: bool, *, between: bool = False) -> str:
+    """Opaque in a sparse drawing; in a crowded one translucent, and faint between groups."""
     if not crowded:
         return colour
     r, g, b = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
-    return f"rgba({r},{g},{b},0.3)"
+    return f"rgba({r},{g},{b},{BETWEEN_GROUPS_ALPHA if between else 0.3})"
 
 
 def graph_html(graph: nx.Graph, marginals: tuple[SelectedMarginal, ...]) -> str:
     return graph_page(graph, marginals).html
 
 
-def _legend(origins: set[str]) -> str:
+def _legend(origins: set[str], grouped: bool = False) -> str:
     """The key to the edge colours the drawing uses (a colour it does not use would send
-    people looking for it), then what widths and dots mean."""
+    people looking for it), then what widths, dots and (in a big drawing) circles mean."""
     swatches = "".join(
         f'<span style="margin-right:18px;white-space:nowrap">'
         f'<span style="display:inline-block;width:26px;height:5px;background:{ORIGIN_COLOURS[o]};'
@@ -238,9 +352,16 @@ def _legend(origins: set[str]) -> str:
         if o in origins
     )
     key = f"{swatches}<br>" if swatches else ""
+    groups = (
+        "Each small circle is a group of attributes that depend strongly on each other; "
+        "faint lines join groups, and the attributes in the rows below the circles belong "
+        "to none. "
+        if grouped
+        else ""
+    )
     return (
         '<div id="legend" style="font:14px sans-serif;color:#333;padding:4px 2px 6px">'
-        f"{key}Edge width: noisy InDif of the pair. Dot size: number of values. "
+        f"{key}{groups}Edge width: noisy InDif of the pair. Dot size: number of values. "
         "Grey dots: measured alone. Click an attribute to see only its marginals; "
         "click the background to reset.</div>"
     )

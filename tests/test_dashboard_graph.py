@@ -13,9 +13,11 @@ import numpy as np
 import pytest
 
 from dashboard.graph import (
+    CIRCLE_AT_MOST,
     EDGE_WIDTH_RANGE,
     NODE_SIZE_RANGE,
     ORIGIN_COLOURS,
+    dependency_groups,
     graph_page,
     layout,
 )
@@ -148,3 +150,60 @@ def test_a_hundred_attributes_get_a_tall_page_not_tiny_labels():
     crowded = described(30, [(i, j, 1.0, "selected") for i in range(30) for j in range(i)])
     _, edges, _ = data_sets(graph_page(*crowded).html)
     assert all(e["color"].startswith("rgba(") and e["color"].endswith(",0.3)") for e in edges)
+
+
+def planted_groups(seed: int = 5):
+    """Ten groups of four that depend strongly within (InDif ~ 8,000), ten independent
+    attributes, and every other pair selected with noise-sized InDif (~ 0 +- 1,000): the
+    shape of a wide table at a large budget."""
+    rng = np.random.default_rng(seed)
+    names = [f"g{g}_{m}" for g in range(10) for m in "abcd"] + [f"free_{i}" for i in range(10)]
+    edges = []
+    for i in range(len(names)):
+        for j in range(i + 1, len(names)):
+            same = names[i][:2] == names[j][:2] and names[i].startswith("g")
+            if same:
+                edges.append((i, j, float(rng.normal(8000, 800)), "selected"))
+            elif rng.random() < 0.5:
+                edges.append((i, j, float(rng.normal(0, 1000)), "selected"))
+    return described(len(names), edges, names=names)
+
+
+def test_a_big_component_is_drawn_as_its_dependency_groups():
+    graph, marginals = planted_groups()
+    groups = dependency_groups(graph)
+    planted = {name[:2] for name in graph.nodes if name.startswith("g")}
+    for prefix in planted:  # each planted group is one drawn group, and nothing else is in it
+        members = {groups[n] for n in graph.nodes if n.startswith(prefix)}
+        assert len(members) == 1, prefix
+        (number,) = members
+        assert {n for n, g in groups.items() if g == number} == {
+            n for n in graph.nodes if n.startswith(prefix)
+        }
+    lone = [n for n in graph.nodes if n.startswith("free")]
+    assert len({groups[n] for n in lone}) == len(lone), "independent attributes stand alone"
+
+    positions = layout(graph, groups)
+    xy = {n: np.array(p) for n, p in positions.items()}
+    within = [np.linalg.norm(xy[a] - xy[b]) for a, b in graph.edges if groups[a] == groups[b]]
+    between = [np.linalg.norm(xy[a] - xy[b]) for a, b in graph.edges if groups[a] != groups[b]]
+    assert max(within) < np.median(between) / 2
+
+    page = graph_page(graph, marginals).html
+    _, edges, _ = data_sets(page)
+    ids = {n: f"n{i}" for i, n in enumerate(graph.nodes)}
+    group_of = {ids[n]: g for n, g in groups.items()}
+    for edge in edges:
+        alpha = float(edge["color"].rsplit(",", 1)[1].rstrip(")"))
+        assert alpha == (0.3 if group_of[edge["from"]] == group_of[edge["to"]] else 0.07)
+    assert "group of attributes that depend strongly" in page
+
+
+def test_components_small_enough_for_a_circle_stay_one_group():
+    graph, _ = hundred_attributes()
+    groups = dependency_groups(graph)
+    components = list(nx.connected_components(graph))
+    assert any(len(c) > CIRCLE_AT_MOST for c in components)
+    for component in components:
+        if len(component) <= CIRCLE_AT_MOST:
+            assert len({groups[n] for n in component}) == 1

@@ -125,7 +125,8 @@ def score(
         "2way_L1": report.two_way_l1,
         "range": report.range_query_error,
         "gum_L1": result.history[-1].mean_error if result.history else math.nan,
-        "svm": report.svm_misclassification if report.svm_misclassification else math.nan,
+        # a perfect 0.0 is a score, not a missing one
+        "svm": math.nan if report.svm_misclassification is None else report.svm_misclassification,
     }
 
 

@@ -7,8 +7,8 @@ current frequencies ``s``:
 
 * under-filled cells with ``s > 0`` gain ``min(a - s, alpha s) N`` records, empty cells
   (``s = 0 < a``) gain ``alpha a N``;
-* over-filled cells lose ``min(s - a, beta s) N`` records, ``beta`` found by bisection so
-  removals equal additions and ``N`` stays fixed.
+* over-filled cells lose ``min(s - a, beta s) N`` records, ``beta`` solved exactly (the paper
+  and the authors' code use a bisection) so removals equal additions and ``N`` stays fixed.
 
 Removed rows are rewritten: either **duplicated** from a random row of the target cell (keeps
 the row's other attributes coherent) or **replaced** (only the marginal's attributes change;

@@ -45,6 +45,7 @@ from privsyn_core.measuring.one_way import (
     group_low_counts,
     grouped_one_way,
     measure_one_way,
+    row_counts_without_each,
 )
 from privsyn_core.measuring.privbayes import select_network
 from privsyn_core.measuring.reading import FrameTable, RawTable
@@ -511,15 +512,18 @@ def _measure_counts(
         if preparation is not None
         else [None] * len(one_way)
     )
+    rows = row_counts_without_each(one_way)
     groupings = tuple(
-        group_low_counts(m, config.threshold_sigmas * m.sigma, solitary=code)
+        group_low_counts(m, config.threshold_sigmas * m.sigma, solitary=code, rows=r)
         if config.filter_low_counts
         else ValueGrouping.identity(m.attributes[0], m.cells)
-        for m, code in zip(one_way, missing_codes, strict=True)
+        for m, code, r in zip(one_way, missing_codes, rows, strict=True)
     )
     engine_counter = RecodedCounter(counter, groupings)
     engine = engine_counter.domain
-    grouped = tuple(grouped_one_way(m, g) for m, g in zip(one_way, groupings, strict=True))
+    grouped = tuple(
+        grouped_one_way(m, g, r) for m, g, r in zip(one_way, groupings, rows, strict=True)
+    )
     merged = sum(g.declared_size - g.size for g in groupings)
     report.finish(f"{merged} low-count values combined or dropped")
 

@@ -96,6 +96,7 @@ def dependency_groups(graph: nx.Graph) -> dict[str, int]:
     )
     order = {node: i for i, node in enumerate(graph.nodes)}
     groups: dict[str, int] = {}
+    next_group = 0
     for component in sorted(nx.connected_components(graph), key=lambda c: min(map(order.get, c))):
         if len(component) > CIRCLE_AT_MOST:
             parts = _loose_members_alone(
@@ -107,8 +108,8 @@ def dependency_groups(graph: nx.Graph) -> dict[str, int]:
         else:
             parts = [component]
         for part in sorted(parts, key=lambda p: min(map(order.get, p))):
-            number = len(set(groups.values()))
-            groups.update({node: number for node in part})
+            groups.update(dict.fromkeys(part, next_group))
+            next_group += 1
     return groups
 
 
@@ -123,24 +124,18 @@ def _loose_members_alone(weighted: nx.Graph, parts: list[set[str]]) -> list[set[
     """
     kept: list[set[str]] = []
     for part in parts:
-        loose = set()
-        if len(part) > 2:
-            for node in part:
-                others = sorted(part - {node}, key=str)
-                own = sum(_tie(weighted, node, m) for m in others) / len(others)
-                among = [
-                    _tie(weighted, a, b) for i, a in enumerate(others) for b in others[i + 1 :]
-                ]
-                if own < sum(among) / len(among) / 2:
-                    loose.add(node)
+        members = sorted(part, key=str)
+        k = len(members)
+        loose: set[str] = set()
+        if k > 2:
+            ties = nx.to_numpy_array(weighted, nodelist=members, weight="weight")
+            own = ties.sum(axis=1)  # each member's ties to the others
+            among = (ties.sum() / 2 - own) / ((k - 1) * (k - 2) / 2)  # mean tie of the others
+            loose = {m for m, o, a in zip(members, own / (k - 1), among, strict=True) if o < a / 2}
         if part - loose:
             kept.append(part - loose)
-        kept.extend({node} for node in loose)
+        kept.extend({node} for node in sorted(loose, key=str))
     return kept
-
-
-def _tie(graph: nx.Graph, a: str, b: str) -> float:
-    return float(graph.edges[a, b]["weight"]) if graph.has_edge(a, b) else 0.0
 
 
 def _grouped_layout(graph: nx.Graph, groups: dict[str, int]) -> dict[str, tuple[float, float]]:

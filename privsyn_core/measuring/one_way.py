@@ -1,7 +1,7 @@
 """Noisy 1-way marginals and the filtering and combining of low-count values (paper 5.3).
 
-The first tenth of the budget (rho_1 = 0.1 rho, Algorithm 3 line 1) buys every attribute's
-1-way marginal at rho_1 / d each. The same noisy counts then serve three purposes, so the
+A share of the budget (rho_1 = ``one_way_share`` rho: 0.3 by evidence, the paper's Algorithm 3
+line 1 says 0.1) buys every attribute's 1-way marginal at rho_1 / d each. The same noisy counts then serve three purposes, so the
 table is measured once and charged once:
 
 1. **Filter and combine.** Values whose noisy count is below ``theta = 3 sigma`` are grouped.
@@ -105,7 +105,7 @@ def row_counts_without_each(one_way: Sequence[NoisyMarginal]) -> tuple[RowCount 
     estimates: list[RowCount | None] = []
     for i in range(len(one_way)):
         weight = sum(precisions) - precisions[i]
-        if len(one_way) < 2 or weight <= 0:
+        if weight <= 0:
             estimates.append(None)
             continue
         mean = (

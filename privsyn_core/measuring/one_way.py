@@ -1,8 +1,8 @@
 """Noisy 1-way marginals and the filtering and combining of low-count values (paper 5.3).
 
 A share of the budget (rho_1 = ``one_way_share`` rho: 0.3 by evidence, the paper's Algorithm 3
-line 1 says 0.1) buys every attribute's 1-way marginal at rho_1 / d each. The same noisy counts then serve three purposes, so the
-table is measured once and charged once:
+line 1 says 0.1) buys every attribute's 1-way marginal at rho_1 / d each. The same noisy
+counts then serve three purposes, so the table is measured once and charged once:
 
 1. **Filter and combine.** Values whose noisy count is below ``theta = 3 sigma`` are grouped.
    If the group's noisy total reaches ``theta`` it becomes one new value standing for all of

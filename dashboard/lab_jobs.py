@@ -9,11 +9,12 @@ first-out line as runs (``worker.SLOTS``); cancelled there, it never starts and 
 recorded.
 
 The worker keeps the books, so they are kept even if the tab is closed: the comparison's whole
-privacy cost is checked against the table's lifetime budget before the first measurement and
-what is left of it again before every further one (another session may have spent meanwhile),
-and every measurement is recorded in the run registry as soon as it is spent, a cancelled or
-failed one with what it had spent. A measurement the registry cannot record stops the
-comparison: nothing is spent off the record beyond it.
+privacy cost is reserved in the run registry before the first measurement (checked against
+the table's lifetime budget together with what other runs hold, so no session can spend it
+meanwhile), every measurement is recorded against that reservation as soon as it is spent, a
+cancelled or failed one with what it had spent, and the rest is given back when it ends
+(``dashboard.records``, the registry's one way of keeping books). A measurement the registry
+cannot record stops the comparison and keeps the reservation: nothing is spent off the record.
 """
 
 from __future__ import annotations
@@ -26,8 +27,7 @@ from typing import Any, Literal
 
 from privsyn_core.errors import FailedAfterSpending, InputError
 from privsyn_core.lab import LabCancelled, LabPlan, LabProgress, LabResult
-from privsyn_core.privacy.ledger import BudgetExceededError, PrivacyLedger
-from privsyn_core.release.registry import Registry
+from privsyn_core.privacy.ledger import PrivacyLedger
 
 from . import records
 from .worker import SLOTS
@@ -195,50 +195,18 @@ def start(request: LabRequest) -> LabJob | None:
 
 
 class _Books:
-    """The comparison's side of the registry: the budget checks and the records."""
+    """The comparison's side of the registry: its reservation and the records against it."""
 
-    def __init__(self, request: LabRequest, dataset: str, tracker: LabTracker) -> None:
-        self.request, self.dataset, self.tracker = request, dataset, tracker
-        self.total = request.plan.rho(request.epsilon, request.delta)
+    def __init__(self, request: LabRequest, held: records.Held, tracker: LabTracker) -> None:
+        self.request, self.held, self.tracker = request, held, tracker
         self.run_ids: list[int] = []
         self.spent = 0.0
-        self.notes: list[str] = []
         #: why the comparison had to stop for the books (None: it did not)
         self.problem: str | None = None
-        self._checked: set[int] = set()
-
-    def refusal(self, rho: float) -> str | None:
-        """Why the comparison's ``rho`` may not be spent on the table (None: it may)."""
-        try:
-            registry = Registry()
-            registry.check(self.dataset, rho)
-        except BudgetExceededError:
-            return records.refusal(registry.budget(self.dataset), rho, self.request.delta)
-        except records.REGISTRY_ERRORS as exc:
-            return records.unavailable(exc)
-        return None
-
-    def still_fits(self) -> str | None:
-        """Why what is left of the comparison's cost may no longer be spent (another run on
-        the table spent meanwhile, or the registry broke), None if it still fits."""
-        left = max(0.0, self.total - self.spent)
-        try:
-            Registry().check(self.dataset, left)
-        except (BudgetExceededError, *records.REGISTRY_ERRORS) as exc:
-            return (
-                f"The comparison stopped before its next measurement: the rest of it (rho "
-                f"{left:.4g}) no longer fits ({exc})."
-            )
-        return None
 
     def on_progress(self, progress: LabProgress) -> bool:
-        """The engine's callback: note it; before each measurement after the first, check
-        what is left of the comparison's cost against the budget; False stops it."""
+        """The engine's callback: note it; False stops the comparison."""
         self.tracker.note(progress)
-        if progress.measuring and progress.done not in self._checked and self.problem is None:
-            self._checked.add(progress.done)
-            if self.spent > 0:  # the first was checked, whole, before anything started
-                self.problem = self.still_fits()
         return self.problem is None and not self.tracker.cancelled
 
     def on_measured(self, ledger: PrivacyLedger) -> None:
@@ -248,19 +216,25 @@ class _Books:
         if self.tracker.cancelled or self.problem is not None:
             settings["outcome"] += " (stopped)"
         try:
-            with records.budget_warnings() as notes:
-                self.run_ids.append(
-                    Registry().record(self.dataset, self.request.name, ledger, settings)
-                )
-            self.notes.extend(notes)
-        except (BudgetExceededError, *records.REGISTRY_ERRORS) as exc:
+            self.run_ids.append(self.held.reservation.spend(ledger, settings))
+        except records.REGISTRY_ERRORS as exc:
             self.problem = (
                 f"A measurement of rho {ledger.spent_rho:.4g} could not be recorded in the "
-                f"run registry ({exc}), so the comparison stopped there."
+                f"run registry ({exc}), so the comparison stopped there; its whole "
+                "reservation stays counted against the table's budget."
             )
+
+    def close(self) -> None:
+        """Give back what the comparison did not spend, once every spend is on the record."""
+        if self.problem is None:
+            try:
+                self.held.reservation.release()
+            except records.REGISTRY_ERRORS as exc:
+                self.problem = f"The run registry could not be written ({exc})."
 
     def stopped(self, kind: Literal["cancelled", "failed"], why: str) -> LabStopped:
         """The outcome of a comparison that did not finish, with where its spend is."""
+        self.close()
         if self.run_ids:
             where = (
                 f"What was spent (rho {self.spent:.4g}) is recorded as "
@@ -278,12 +252,15 @@ def _compare(request: LabRequest, tracker: LabTracker) -> LabOutcome:
         dataset = request.dataset()
     except (OSError, InputError) as exc:
         return LabStopped("refused", f"The table could not be read: {exc}")
-    books = _Books(request, dataset, tracker)
-    refused = books.refusal(books.total)
-    if refused:
-        return LabStopped("refused", refused)
     if tracker.cancelled:
         return LabStopped("cancelled", "it stopped before measuring anything and spent nothing.")
+    total = request.plan.rho(request.epsilon, request.delta)
+    held = records.reserve(
+        dataset, request.name, total, request.delta, request.settings()["outcome"]
+    )
+    if isinstance(held, str):
+        return LabStopped("refused", held)
+    books = _Books(request, held, tracker)
     started = time.perf_counter()
     try:
         result = request.compare(on_progress=books.on_progress, on_measured=books.on_measured)
@@ -293,8 +270,11 @@ def _compare(request: LabRequest, tracker: LabTracker) -> LabOutcome:
         return books.stopped("cancelled", "no results are shown.")
     except FailedAfterSpending as exc:
         return books.stopped("failed", f"The comparison failed after spending: {exc}.")
-    except (InputError, BudgetExceededError) as exc:
+    except InputError as exc:
         return books.stopped("failed", f"The comparison could not run: {exc}.")
+    books.close()
     if books.problem is not None:  # the last record failed after the last step
         return books.stopped("failed", books.problem)
-    return LabDone(result, tuple(books.run_ids), time.perf_counter() - started, tuple(books.notes))
+    return LabDone(
+        result, tuple(books.run_ids), time.perf_counter() - started, held.budget_warnings
+    )

@@ -1,5 +1,12 @@
-"""The dashboard's side of the run registry: open it with a readable error, check a run
-against the table's lifetime budget before it starts, record it with its bundle when done.
+"""The dashboard's side of the run registry: open it with a readable error, reserve a run's
+cost against the table's lifetime budget before it measures anything, record what it spent
+(with its bundle when done) against that reservation, and give back the rest.
+
+This is the registry's one way of keeping books (``privsyn_core.release.registry``: reserve,
+then measure) with the dashboard's messages: the worker's runs and the Lab's comparisons both
+keep theirs here. A reservation is given back only once what was spent is recorded; a spend
+the registry cannot record keeps the whole reservation, so the books never show less than
+was spent.
 
 One ``Registry`` per call: it holds only a path and opens a fresh SQLite connection for each
 operation, so browser sessions (threads) never share a connection. Nothing here is cached: a
@@ -20,14 +27,15 @@ import streamlit as st
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.errors import FailedAfterSpending
 from privsyn_core.pipeline import SynthesisResult
-from privsyn_core.privacy.ledger import (
-    BudgetExceededError,
-    PrivacyLedger,
-    epsilon_from_rho,
-    rho_from_epsilon_delta,
-)
+from privsyn_core.privacy.ledger import BudgetExceededError, PrivacyLedger, epsilon_from_rho
 from privsyn_core.privacy.noise import RELEASE
-from privsyn_core.release.registry import BudgetStatus, BudgetWarning, Registry, default_path
+from privsyn_core.release.registry import (
+    BudgetStatus,
+    BudgetWarning,
+    Registry,
+    Reservation,
+    default_path,
+)
 
 #: what opening or using the registry file raises (unwritable folder, not a database, locked)
 REGISTRY_ERRORS = (OSError, sqlite3.Error)
@@ -65,9 +73,15 @@ def refusal(status: BudgetStatus, rho: float, delta: float) -> str:
         if left > 0
         else ""
     )
+    held = (
+        f" (rho {status.reserved_rho:.4g} of it is held by runs in progress, or by runs that "
+        "stopped before recording what they spent)"
+        if status.reserved_rho > 0
+        else ""
+    )
     return (
         "**Run refused: it would exceed this table's lifetime privacy budget.** "
-        f"The table has spent rho {status.spent_rho:.4g} of its lifetime budget rho "
+        f"The table has spent rho {status.committed_rho:.4g}{held} of its lifetime budget rho "
         f"{status.lifetime_rho:.4g}; this run would cost up to rho {rho:.4g}. Nothing was "
         "measured and no budget was spent.\n\n"
         "What to do: re-download an earlier release on the History page (free), "
@@ -76,20 +90,30 @@ def refusal(status: BudgetStatus, rho: float, delta: float) -> str:
     )
 
 
-def check(dataset: str, epsilon: float, delta: float) -> str | None:
-    """None if a run at (epsilon, delta) may start on ``dataset``, else why not."""
-    rho = rho_from_epsilon_delta(epsilon, delta)
+@dataclass(frozen=True)
+class Held:
+    """A run's cost, reserved before it measures anything, and the lifetime-budget warnings
+    reserving it raised (for the page: a Python warning would only reach the server log)."""
+
+    reservation: Reservation
+    budget_warnings: tuple[str, ...]
+
+
+def reserve(dataset: str, name: str, rho: float, delta: float, purpose: str) -> Held | str:
+    """Hold ``rho`` of ``dataset``'s budget for a run about to measure, or say why not (the
+    lifetime budget, counting what other runs hold, or a registry that cannot be used)."""
     try:
         registry = Registry()
-    except REGISTRY_ERRORS as exc:
-        return unavailable(exc)
-    try:
-        registry.check(dataset, rho)
+        with budget_warnings() as notes:
+            reservation = registry.reserve(dataset, name, rho, purpose)
     except BudgetExceededError:
-        return refusal(registry.budget(dataset), rho, delta)
+        try:
+            return refusal(registry.budget(dataset), rho, delta)
+        except REGISTRY_ERRORS as exc:
+            return unavailable(exc)
     except REGISTRY_ERRORS as exc:
         return unavailable(exc)
-    return None
+    return Held(reservation, tuple(notes))
 
 
 @dataclass(frozen=True)
@@ -100,18 +124,14 @@ class Recorded:
 
 
 def record(
-    dataset: str,
-    name: str,
-    result: SynthesisResult,
-    config: PrivSynConfig,
-    settings: dict[str, Any],
+    held: Held, result: SynthesisResult, config: PrivSynConfig, settings: dict[str, Any]
 ) -> Recorded:
-    """Store a finished run and its bundle, keeping the registry's lifetime-budget warnings
-    for the page (a Python warning would only reach the server log). Raises
-    BudgetExceededError when the registry refuses it, or one of ``REGISTRY_ERRORS``."""
-    with budget_warnings() as notes:
-        run_id, bundle = Registry().record_result(dataset, name, result, config, settings)
-    return Recorded(run_id, bundle, tuple(notes))
+    """Record a finished run and its bundle against its reservation, then give back what it
+    did not spend. Raises one of ``REGISTRY_ERRORS`` when the registry cannot take it (the
+    reservation then stays whole)."""
+    run_id, bundle = held.reservation.record_result(result, config, settings)
+    held.reservation.release()
+    return Recorded(run_id, bundle, held.budget_warnings)
 
 
 @contextmanager
@@ -130,48 +150,45 @@ def budget_warnings() -> Iterator[list[str]]:
 
 
 def record_failure(
-    dataset: str, name: str, error: FailedAfterSpending, settings: dict[str, Any]
+    reservation: Reservation, error: FailedAfterSpending, settings: dict[str, Any]
 ) -> str:
     """Record what a run spent before it failed (its message was computed from DP
     measurements, so the spend is real), as the CLI does; return what the page says."""
     failed = f"The run failed after spending part of its budget: {error}."
     try:
-        with budget_warnings() as notes:
-            run_id = Registry().record(
-                dataset, name, error.ledger, {**settings, "outcome": f"failed: {error}"}
-            )
-    except (BudgetExceededError, *REGISTRY_ERRORS) as exc:
-        return f"{failed} That spend could not be recorded in the run registry: {exc}."
-    return (
-        f"{failed} Nothing was released; the spend is recorded as run {run_id} (History page)."
-        + "".join(f" Lifetime budget: {note}." for note in notes)
-    )
+        run_id = reservation.spend(error.ledger, {**settings, "outcome": f"failed: {error}"})
+        reservation.release()
+    except REGISTRY_ERRORS as exc:
+        return (
+            f"{failed} That spend could not be recorded in the run registry ({exc}), so the "
+            "run's whole reservation stays counted against the table's budget."
+        )
+    return f"{failed} Nothing was released; the spend is recorded as run {run_id} (History page)."
 
 
 def record_interrupted(
-    dataset: str, name: str, spent: PrivacyLedger | None, settings: dict[str, Any]
+    reservation: Reservation, spent: PrivacyLedger | None, settings: dict[str, Any]
 ) -> int | None:
-    """Record what an interrupted (cancelled) run had spent; the run id, or None when nothing
-    was spent or the registry cannot take it (an interruption is under way: never raise)."""
-    if spent is None or spent.spent_rho <= 0:
-        return None
+    """Record what an interrupted (cancelled) run had spent and give back the rest; the run
+    id, or None when nothing was spent or the registry cannot take it (then the whole
+    reservation stays counted; an interruption is under way: never raise)."""
     try:
-        with budget_warnings():
-            return Registry().record(dataset, name, spent, {**settings, "outcome": "cancelled"})
-    except (BudgetExceededError, *REGISTRY_ERRORS):
+        run_id = None
+        if spent is not None and spent.spent_rho > 0:
+            run_id = reservation.spend(spent, {**settings, "outcome": "cancelled"})
+        reservation.release()
+    except REGISTRY_ERRORS:
         return None
+    return run_id
 
 
 def not_recorded(exc: BaseException) -> str:
     """Why a finished run's result is thrown away instead of shown."""
-    if isinstance(exc, BudgetExceededError):
-        reason = f"the registry refused it: {exc}"
-    else:
-        reason = f"the registry at {default_path()} could not be written: {exc}"
     return (
-        f"The run finished but was not recorded ({reason}). A run that is not on the record "
-        "is never offered for release, so its result was discarded: nothing was released. "
-        "The measurements it made have used privacy budget."
+        f"The run finished but was not recorded (the registry at {default_path()} could not "
+        f"be written: {exc}). A run that is not on the record is never offered for release, "
+        "so its result was discarded: nothing was released. Its whole reservation stays "
+        "counted against the table's budget, since its measurements have used privacy budget."
     )
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from privsyn_core.release.registry import RunRecord
+from privsyn_core.release.registry import HeldBudget, RunRecord
 
 #: ledger steps in the order the pipeline spends them
 STEP_ORDER = ("domain", "one_way", "indif", "marginal")
@@ -72,6 +72,32 @@ def runs_frame(runs: Sequence[RunRecord]) -> pd.DataFrame:
             "outcome",
         ],
     )  # fmt: skip
+
+
+def held_state(held: HeldBudget) -> str:
+    """Whether a reservation's run is still going, or died and left it counted in full."""
+    alive = held.process_alive()
+    if alive is None:
+        return f"held by process {held.pid} on {held.host} (another machine)"
+    if alive:
+        return f"in progress (process {held.pid})"
+    return "stopped without recording its spend: counted in full"
+
+
+def held_frame(held: Sequence[HeldBudget]) -> pd.DataFrame:
+    """One row per reservation not given back, newest first."""
+    return pd.DataFrame(
+        [
+            {
+                "since": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(h.created)),
+                "rho held": h.rho,
+                "by": h.purpose,
+                "state": held_state(h),
+            }
+            for h in reversed(held)
+        ],
+        columns=["since", "rho held", "by", "state"],
+    )
 
 
 def settings_frame(a: RunRecord, b: RunRecord) -> pd.DataFrame:

@@ -7,9 +7,11 @@ thread never calls Streamlit: everything it learns goes into the progress object
 page's own script moves the outcome into ``st.session_state``.
 
 The worker does all of a run's bookkeeping itself, so it happens even if the browser tab is
-closed mid-run: the budget check against the registry before anything is measured, the record
-of a finished run with its bundle, and the record of what a failed or cancelled run had spent
-(the same records the dashboard made before it had a worker, and the CLI makes).
+closed mid-run: the run's cost reserved in the registry before anything is measured (checked
+against the lifetime budget together with what other runs hold), the record of a finished run
+with its bundle, and the record of what a failed or cancelled run had spent, each against
+that reservation (``dashboard.records``, the registry's one way of keeping books, as the CLI
+and the Lab keep theirs).
 
 Cancel sets an event that the engine's progress callback checks: the callback returns False at
 the next stage boundary or GUM iteration, and the engine raises ``SynthesisCancelled`` carrying
@@ -38,7 +40,7 @@ from privsyn_core.config import PrivSynConfig
 from privsyn_core.errors import FailedAfterSpending, InputError
 from privsyn_core.generation.gum import GumIterationRecord
 from privsyn_core.pipeline import SynthesisResult
-from privsyn_core.privacy.ledger import BudgetExceededError, PrivacyLedger
+from privsyn_core.privacy.ledger import PrivacyLedger, rho_from_epsilon_delta
 from privsyn_core.progress import (
     STAGE_TITLES,
     GumProgress,
@@ -384,31 +386,40 @@ def start(request: RunRequest) -> Job | None:
 
 
 def _run(request: RunRequest, progress: RunProgress) -> Outcome:
-    """The run and its records; every path ends in an outcome (see the module docstring)."""
+    """The run and its records; every path ends in an outcome (see the module docstring).
+
+    Reserve, then measure: the run's whole cost is held in the registry before the engine
+    starts, so a run that another session's run would push past the lifetime budget is
+    refused here. The reservation is given back only once what was spent is recorded; on an
+    unexpected error it stays, since what was measured is then unknown."""
     try:
         dataset = request.dataset()
     except (OSError, InputError) as exc:
         return Failed(f"The table could not be read: {exc}", refused=True)
     progress.note_dataset(dataset)
-    refused = records.check(dataset, request.epsilon, request.delta)
-    if refused:
-        return Failed(refused, refused=True)
     if progress.cancelled:
         return Cancelled(None)
+    rho = rho_from_epsilon_delta(request.epsilon, request.delta)
+    purpose = f"dashboard run, epsilon {request.epsilon:g}, delta {request.delta:g}"
+    held = records.reserve(dataset, request.name, rho, request.delta, purpose)
+    if isinstance(held, str):
+        return Failed(held, refused=True)
+    reservation = held.reservation
     started = time.perf_counter()
     try:
         result = request.synthesize(on_progress=progress.on_progress)
     except SynthesisCancelled as exc:
         spent = exc.ledger if exc.ledger.spent_rho > 0 else progress.spent
-        run_id = records.record_interrupted(dataset, request.name, spent, request.settings)
+        run_id = records.record_interrupted(reservation, spent, request.settings)
         return Cancelled(run_id, STAGE_TITLES[exc.stage], spent.spent_rho if spent else 0.0)
     except FailedAfterSpending as exc:
-        return Failed(records.record_failure(dataset, request.name, exc, request.settings))
-    except (InputError, BudgetExceededError) as exc:
+        return Failed(records.record_failure(reservation, exc, request.settings))
+    except InputError as exc:  # refused before measuring anything (the engine's checks)
+        reservation.release()
         return Failed(f"The run could not start or finish: {exc}")
     seconds = time.perf_counter() - started
     try:
-        recorded = records.record(dataset, request.name, result, request.config, request.settings)
-    except (BudgetExceededError, *records.REGISTRY_ERRORS) as exc:
+        recorded = records.record(held, result, request.config, request.settings)
+    except records.REGISTRY_ERRORS as exc:
         return Failed(records.not_recorded(exc))
     return Done(result, recorded, seconds)

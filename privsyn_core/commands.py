@@ -14,6 +14,9 @@ import os
 import sys
 import tempfile
 import time
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -43,7 +46,13 @@ from privsyn_core.progress import (
     StageStarted,
 )
 from privsyn_core.release.bundle import bundle_bytes, load_model
-from privsyn_core.release.registry import Registry, RunRecord, file_fingerprint
+from privsyn_core.release.registry import (
+    BudgetWarning,
+    Registry,
+    Reservation,
+    RunRecord,
+    file_fingerprint,
+)
 
 
 def _read(path: str, args: argparse.Namespace, *, infer_types: bool = False) -> pd.DataFrame:
@@ -78,8 +87,13 @@ def _read_domain(path: str | None) -> dict[str, object] | None:
     return domain
 
 
-def _check_output(path: str) -> Path:
-    """Fail before any work (and any budget spent) if the output cannot be written."""
+def _check_output(path: str, inputs: dict[str, str | Path | None] | None = None) -> Path:
+    """Fail before any work (and any budget spent) if the output cannot be written, or if
+    writing it would replace something the command reads: ``inputs`` maps what each input
+    is ("the input table", "the run registry", ...) to its path. Outputs are written to a
+    new file and moved into place, so an output that is an input, by any name (a symbolic
+    or a hard link), would replace it, and one that is a device or a pipe would be replaced
+    by a plain file."""
     target = Path(path)
     if target.is_dir():
         raise UsageError(
@@ -89,7 +103,49 @@ def _check_output(path: str) -> Path:
         raise UsageError(f"cannot write {path}: folder {target.parent} does not exist")
     if not os.access(target.parent, os.W_OK):
         raise UsageError(f"cannot write {path}: no permission to write in {target.parent}")
+    if target.exists() and not target.is_file():
+        raise UsageError(
+            f"cannot write {path}: it is not a regular file (a device, a pipe or a socket), "
+            "and the output would replace it; give the name of a file"
+        )
+    for what, source in (inputs or {}).items():
+        if source is not None and _same_file(target, Path(source)):
+            raise UsageError(
+                f"cannot write {path}: it is {what} ({source}), which this command reads and "
+                "the output would replace; give another file name"
+            )
     return target
+
+
+def _check_outputs(
+    outputs: dict[str, str | None], inputs: dict[str, str | Path | None]
+) -> dict[str, Path | None]:
+    """:func:`_check_output` for each of a command's outputs (option -> path, None: not
+    asked for), and no two of them the same file."""
+    checked: dict[str, Path | None] = {}
+    for option, path in outputs.items():
+        if path is None:
+            checked[option] = None
+            continue
+        for other, target in checked.items():
+            if target is not None and _same_file(Path(path), target):
+                raise UsageError(
+                    f"cannot write {path} for both {other} and {option}: give each output "
+                    "its own file"
+                )
+        checked[option] = _check_output(path, inputs)
+    return checked
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file: the same path once links are followed, or
+    one file under two names (a hard link)."""
+    try:
+        if a.resolve() == b.resolve():
+            return True
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except (OSError, RuntimeError):  # a link loop: it names no file
+        return False
 
 
 def _write_atomically(frame: pd.DataFrame, target: Path) -> None:
@@ -148,9 +204,16 @@ class _ProgressBar:
 def _synthesize(args: argparse.Namespace) -> int:
     if args.iterations is None:
         args.iterations = GumSettings().iterations
-    target = _check_output(args.output)
-    ledger_target = _check_output(args.ledger) if args.ledger else None
-    bundle_target = _check_output(args.bundle) if args.bundle else None
+    registry = None if args.no_registry else Registry()
+    inputs = {
+        "the input table": args.input,
+        "the domain file": args.domain,
+        "the schema": args.schema,
+        "the run registry": None if registry is None else registry.path,
+    }
+    targets = _check_outputs(
+        {"-o": args.output, "--ledger": args.ledger, "--bundle": args.bundle}, inputs
+    )
     if args.bundle and args.raw_domains:
         raise UsageError("--bundle holds only DP artifacts and cannot go with --raw-domains")
     if args.domain and args.schema:
@@ -174,13 +237,10 @@ def _synthesize(args: argparse.Namespace) -> int:
     # the same file has the same fingerprint on every engine (its bytes), so its budget is
     # counted once whichever engine reads it
     dataset = file_fingerprint(args.input)
-    registry = None if args.no_registry else Registry()
     gum = GumSettings(iterations=args.iterations)
     config = PrivSynConfig(gum=gum, target=args.target)
     # no seed: release mode (secure, exact noise); a seed: debug mode, marked not for release
     rng = None if args.seed is None else np.random.default_rng(args.seed)
-    if registry is not None:
-        registry.check(dataset, rho_from_epsilon_delta(args.epsilon, args.delta))
     settings = {
         "epsilon": args.epsilon,
         "delta": args.delta,
@@ -190,41 +250,28 @@ def _synthesize(args: argparse.Namespace) -> int:
         "raw_domains": args.raw_domains,
         "target": args.target,
     }
-    bar = _ProgressBar(args.iterations, enabled=not args.quiet)
-    started = time.perf_counter()
-    try:
-        result = run(
-            args.epsilon,
-            args.delta,
-            n_records=args.rows,
-            config=config,
-            rng=rng,
-            on_progress=bar,
-        )
-    except FailedAfterSpending as error:
-        if registry is None:
-            raise
-        failed = {**settings, "outcome": f"failed: {error}"}
-        run_id = registry.record(dataset, Path(args.input).name, error.ledger, failed)
-        raise InputError(f"{error}; the spend is recorded as run {run_id}") from None
-    except KeyboardInterrupt:
-        if registry is not None and bar.spent is not None and bar.spent.spent_rho > 0:
-            stopped = {**settings, "outcome": "interrupted"}
-            run_id = registry.record(dataset, Path(args.input).name, bar.spent, stopped)
-            print(f"privsyn: the budget spent so far is recorded as run {run_id}", file=sys.stderr)
-        raise
-    finally:
-        bar.close()
-    _write_atomically(result.synthetic, target)
-    run_id, bundle = None, None
-    if registry is not None:
-        run_id, bundle = registry.record_result(
-            dataset, Path(args.input).name, result, config, settings
-        )
-    if args.bundle:
-        _write_bytes_atomically(bundle or bundle_bytes(result, config), bundle_target)
-    if args.ledger:
-        _write_text_atomically(json.dumps(result.ledger.to_json(), indent=2) + "\n", ledger_target)
+    reservation = None
+    if registry is not None:  # reserve, then measure: refused here, nothing is measured
+        purpose = f"privsyn synthesize, epsilon {args.epsilon:g}, delta {args.delta:g}"
+        with _budget_warnings_as_lines():
+            reservation = registry.reserve(
+                dataset,
+                Path(args.input).name,
+                rho_from_epsilon_delta(args.epsilon, args.delta),
+                purpose,
+            )
+    with reservation or nullcontext():
+        result, started = _measured(run, args, config, rng, settings, reservation)
+        run_id, bundle = None, None
+        if reservation is not None:  # on the books before anything is written
+            run_id, bundle = reservation.record_result(result, config, settings)
+            reservation.release()
+        _write_atomically(result.synthetic, targets["-o"])
+        if args.bundle:
+            _write_bytes_atomically(bundle or bundle_bytes(result, config), targets["--bundle"])
+        if args.ledger:
+            ledger_json = json.dumps(result.ledger.to_json(), indent=2) + "\n"
+            _write_text_atomically(ledger_json, targets["--ledger"])
     if not args.quiet:
         ledger = result.ledger
         print(
@@ -235,7 +282,7 @@ def _synthesize(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         if registry is not None:
-            total = registry.budget(dataset).spent_rho
+            total = registry.budget(dataset).committed_rho
             print(
                 f"recorded as run {run_id} in {registry.path}; this dataset has spent rho "
                 f"{total:.5g} over all its runs",
@@ -255,10 +302,65 @@ def _synthesize(args: argparse.Namespace) -> int:
     return 0
 
 
+def _measured(
+    run: Callable[..., SynthesisResult],
+    args: argparse.Namespace,
+    config: PrivSynConfig,
+    rng: np.random.Generator | None,
+    settings: dict[str, Any],
+    reservation: Reservation | None,
+) -> tuple[SynthesisResult, float]:
+    """The synthesis and when it started. A run that fails after spending, or is
+    interrupted, records what it spent against its reservation and gives back the rest."""
+    bar = _ProgressBar(args.iterations, enabled=not args.quiet)
+    started = time.perf_counter()
+    try:
+        return run(
+            args.epsilon,
+            args.delta,
+            n_records=args.rows,
+            config=config,
+            rng=rng,
+            on_progress=bar,
+        ), started
+    except FailedAfterSpending as error:
+        if reservation is None:
+            raise
+        run_id = reservation.spend(error.ledger, {**settings, "outcome": f"failed: {error}"})
+        reservation.release()
+        raise InputError(f"{error}; the spend is recorded as run {run_id}") from None
+    except KeyboardInterrupt:
+        # Ctrl-C: what the last finished stage had spent is what anything shown came from
+        if reservation is not None:
+            if bar.spent is not None and bar.spent.spent_rho > 0:
+                run_id = reservation.spend(bar.spent, {**settings, "outcome": "interrupted"})
+                print(
+                    f"privsyn: the budget spent so far is recorded as run {run_id}",
+                    file=sys.stderr,
+                )
+            reservation.release()
+        raise
+    finally:
+        bar.close()
+
+
+@contextmanager
+def _budget_warnings_as_lines() -> Iterator[None]:
+    """The registry's lifetime-budget warnings, each as one ``privsyn: warning:`` line."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", BudgetWarning)
+        yield
+    for item in caught:
+        if issubclass(item.category, BudgetWarning):
+            print(f"privsyn: warning: {item.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(item.message, item.category, item.filename, item.lineno)
+
+
 def _generate(args: argparse.Namespace) -> int:
     """Sample from the fitted model in a release bundle: the bundle is the only input (no
     table, no registry), so nothing is measured and nothing is spent."""
-    target = _check_output(args.output)
+    target = _check_output(args.output, {"the bundle": args.bundle})
     model = load_model(args.bundle)
     changes: dict[str, Any] = {}
     if args.iterations is not None:
@@ -357,11 +459,12 @@ def _write_text_atomically(text: str, target: Path) -> None:
 
 
 def _schema_infer(args: argparse.Namespace) -> int:
+    target = _check_output(args.output, {"the input table": args.input}) if args.output else None
     table = _read(args.input, args)
     text = infer_schema(table).dumps() + "\n"
     print(f"privsyn: note: {DRAFT_WARNING}", file=sys.stderr)
-    if args.output:
-        _write_text_atomically(text, _check_output(args.output))
+    if target is not None:
+        _write_text_atomically(text, target)
         print(f"wrote the draft schema to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
@@ -372,7 +475,8 @@ def _runs_list(args: argparse.Namespace) -> int:
     registry = Registry()
     dataset = file_fingerprint(args.table) if args.table else None
     runs = registry.runs(dataset)
-    if not runs:
+    held = registry.held(dataset)
+    if not runs and not held:
         print(f"no runs recorded in {registry.path}")
         return 0
     print(f"{'id':>4}  {'created':<19}  {'epsilon':>8}  {'rho':>10}  {'noise':<8}  dataset")
@@ -382,6 +486,16 @@ def _runs_list(args: argparse.Namespace) -> int:
         print(
             f"{run.id:>4}  {created:<19}  {epsilon:>8}  {run.rho:>10.4g}  "
             f"{run.randomness.split()[0]:<8}  {run.fingerprint[:12]}"
+        )
+    for reservation in held:  # reserved before measuring, never recorded: counted in full
+        created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(reservation.created))
+        alive = reservation.process_alive()
+        state = "in progress" if alive else "held: its run stopped before recording its spend"
+        if alive is None:
+            state = f"held by process {reservation.pid} on {reservation.host}"
+        print(
+            f"{'-':>4}  {created:<19}  {'-':>8}  {reservation.rho:>10.4g}  {'-':<8}  "
+            f"{reservation.fingerprint[:12]}  {state} ({reservation.purpose})"
         )
     return 0
 
@@ -408,7 +522,7 @@ def _runs_export(args: argparse.Namespace) -> int:
             f"run {run.id} has no release bundle: it read domains off the raw data "
             "(--raw-domains), so it was never a DP release"
         )
-    target = _check_output(args.output)
+    target = _check_output(args.output, {"the run registry": registry.path})
     _write_bytes_atomically(registry.bundle(run.id), target)
     print(f"wrote the release bundle of run {run.id} to {args.output}", file=sys.stderr)
     return 0

@@ -6,6 +6,7 @@ import hashlib
 import io
 import json
 import re
+import sqlite3
 import time
 import zipfile
 
@@ -19,8 +20,8 @@ from streamlit.testing.v1 import AppTest
 from dashboard import charts, game, worker
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.schema import ColumnSchema, Kind
-from privsyn_core.privacy.ledger import BudgetExceededError, rho_from_epsilon_delta
-from privsyn_core.release.registry import Registry, file_fingerprint
+from privsyn_core.privacy.ledger import rho_from_epsilon_delta
+from privsyn_core.release.registry import Registry, Reservation, file_fingerprint
 
 APP = str(ROOT / "dashboard" / "app.py")
 
@@ -432,17 +433,23 @@ def test_history_shows_the_current_tables_runs_unless_asked_for_all():
     assert list(runs["table"]) == ["small.csv", "UCI Adult sample (bundled adult.csv)"]
 
 
-def test_a_result_the_registry_refuses_to_record_is_discarded(monkeypatch):
-    def refuse(*args, **kwargs):
-        raise BudgetExceededError("another run on this table was recorded first")
+def test_a_result_the_registry_cannot_record_is_discarded_and_its_reservation_kept(monkeypatch):
+    def broken(*args, **kwargs):
+        raise sqlite3.OperationalError("disk I/O error")
 
-    monkeypatch.setattr(Registry, "record_result", refuse)
+    monkeypatch.setattr(Reservation, "record_result", broken)
     at = run_once(app())
     assert at.session_state["finished"] is None
     assert at.session_state["run_state"] == "failed"
     message = at.error[0].value
-    assert "not recorded" in message and "another run" in message and "discarded" in message
+    assert "not recorded" in message and "disk I/O error" in message and "discarded" in message
     assert not Registry().runs()
+    # what the run measured is not on the record, so its whole reservation stays counted
+    (held,) = Registry().held()
+    assert at.session_state["epsilon"] == 1.0
+    assert held.rho == pytest.approx(
+        rho_from_epsilon_delta(1.0, float(at.session_state["delta_text"]))
+    )
 
 
 def test_a_run_that_fails_after_spending_records_its_spend():

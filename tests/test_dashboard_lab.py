@@ -19,7 +19,7 @@ from dashboard import lab_jobs
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.generation.gum import STRATEGY_NAMES, GumSettings
 from privsyn_core.lab import LabArm, plan_lab, run_lab
-from privsyn_core.privacy.ledger import PrivacyLedger, rho_from_epsilon_delta
+from privsyn_core.privacy.ledger import BudgetExceededError, PrivacyLedger, rho_from_epsilon_delta
 from privsyn_core.release.registry import Registry, file_fingerprint
 
 APP = str(ROOT / "dashboard" / "app.py")
@@ -215,28 +215,36 @@ def test_the_worker_records_every_measurement_and_the_total_is_measurements_time
     assert request.plan.rho(1.0, 1e-9) == pytest.approx(3 * per_measurement)
 
 
-def test_the_worker_refuses_a_comparison_the_budget_cannot_take_and_stops_one_it_no_longer_fits():
+def test_the_worker_refuses_a_comparison_the_budget_cannot_take_and_holds_what_it_reserved():
     table = planted_pair(2000, flip=0.1, rng=np.random.default_rng(1))
     per_measurement = PrivacyLedger.from_epsilon_delta(1.0, 1e-9).budget_rho
     Registry().set_lifetime_budget("small", "planted", 1.5 * per_measurement)
     outcome = finished(lab_jobs.start(quick_request(table, "small")))
     assert isinstance(outcome, lab_jobs.LabStopped) and outcome.kind == "refused"
     assert "Run refused" in outcome.message and Registry().runs() == []
-    # another session spends between this comparison's measurements: it stops before the next
+    assert Registry().held() == []  # a refused comparison holds nothing
+    # another session tries to reserve between this comparison's measurements: the
+    # comparison's reservation holds its whole cost, so the other run is the one refused
     Registry().set_lifetime_budget("shared", "planted", 2.5 * per_measurement)
     request = quick_request(table, "shared")
+    others: list[str] = []
 
-    def spend_meanwhile(*, on_progress, on_measured):
+    def reserve_meanwhile(*, on_progress, on_measured):
         def measured(ledger):
             on_measured(ledger)
-            Registry().record("shared", "other", ledger, {"outcome": "another session"})
+            assert Registry().budget("shared").committed_rho == pytest.approx(2 * per_measurement)
+            try:
+                Registry().reserve("shared", "other", per_measurement, "another session")
+            except BudgetExceededError as exc:
+                others.append(str(exc))
 
         return request.compare(on_progress=on_progress, on_measured=measured)
 
-    outcome = finished(lab_jobs.start(replace(request, compare=spend_meanwhile)))
-    assert isinstance(outcome, lab_jobs.LabStopped) and outcome.kind == "failed"
-    assert "stopped before its next measurement" in outcome.message
-    assert Registry().budget("shared").spent_rho <= 2.5 * per_measurement
+    outcome = finished(lab_jobs.start(replace(request, compare=reserve_meanwhile)))
+    assert isinstance(outcome, lab_jobs.LabDone), outcome
+    assert len(others) == 2 and "lifetime budget" in others[0] and "held by runs" in others[0]
+    assert Registry().budget("shared").spent_rho == pytest.approx(2 * per_measurement)
+    assert Registry().held() == []  # the comparison gave back what it did not spend (nothing)
 
 
 def test_custom_configurations_that_differ_after_measuring_share_a_measurement():

@@ -17,8 +17,10 @@ machine; the registry is each test's own (``conftest._private_registry``).
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
+import os
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -195,6 +197,60 @@ def missing_output_folder(folder: Path) -> list[str]:
     return argv
 
 
+def output_at(where: Callable[[Path, list[str]], str]) -> Callable[[Path], list[str]]:
+    """``privsyn synthesize`` on the good table with ``-o`` where ``where(folder, argv)``
+    says (it may make a link or a pipe there first)."""
+
+    def build(folder: Path) -> list[str]:
+        argv = on_good_table("--domain", str(write_domain(folder)))(folder)
+        argv[argv.index("-o") + 1] = where(folder, argv)
+        return argv
+
+    return build
+
+
+def write_domain(folder: Path) -> Path:
+    path = folder / "domain.json"
+    path.write_text(json.dumps({"colour": COLOURS, "size": ["0", "1", "2", "3"]}))
+    return path
+
+
+def linked_to_input(kind: str) -> Callable[[Path, list[str]], str]:
+    def where(folder: Path, argv: list[str]) -> str:
+        link = folder / "out" / "link.csv"
+        (os.symlink if kind == "symbolic" else os.link)(argv[1], link)
+        return str(link)
+
+    return where
+
+
+def a_pipe(folder: Path, argv: list[str]) -> str:
+    os.mkfifo(folder / "out" / "pipe")
+    return str(folder / "out" / "pipe")
+
+
+def a_link_to_a_device(folder: Path, argv: list[str]) -> str:
+    """A link to /dev/null, not /dev/null itself: a regression must not replace the system's."""
+    (folder / "out" / "null").symlink_to("/dev/null")
+    return str(folder / "out" / "null")
+
+
+def ledger_on_the_output(folder: Path) -> list[str]:
+    argv = on_good_table()(folder)
+    return [*argv, "--ledger", argv[argv.index("-o") + 1]]
+
+
+def bundle_as_its_own_output(folder: Path) -> list[str]:
+    argv = generate()(folder)
+    argv[argv.index("-o") + 1] = argv[1]
+    return argv
+
+
+def schema_over_its_table(folder: Path) -> list[str]:
+    path = write_csv(folder, good_table())
+    return ["schema", "infer", str(path), "-o", str(path)]
+
+
 def bad_domain_json(folder: Path) -> list[str]:
     domain = folder / "domain.json"
     domain.write_text('{"colour": 3,')
@@ -321,6 +377,49 @@ REFUSED = [
     Refused("missing file", missing_file, ("nowhere.csv", "no such file")),
     Refused("a folder", a_folder, ("it is a folder", "table file")),
     Refused("output folder missing", missing_output_folder, ("folder", "does not exist")),
+    # outputs never replace inputs or each other (issue 21): each of these replaced a file
+    Refused(
+        "output is the input table",
+        output_at(lambda folder, argv: argv[1]),
+        ("is the input table", "give another file name"),
+    ),
+    Refused(
+        "output is the domain file",
+        output_at(lambda folder, argv: argv[argv.index("--domain") + 1]),
+        ("is the domain file", "give another file name"),
+    ),
+    Refused(
+        "output is a symbolic link to the input",
+        output_at(linked_to_input("symbolic")),
+        ("is the input table",),
+    ),
+    Refused(
+        "output is a hard link to the input",
+        output_at(linked_to_input("hard")),
+        ("is the input table",),
+    ),
+    Refused(
+        "output is the run registry",
+        output_at(lambda folder, argv: os.environ["PRIVSYN_REGISTRY"]),
+        ("is the run registry",),
+    ),
+    Refused("output is a pipe", output_at(a_pipe), ("not a regular file", "the name of a file")),
+    Refused(
+        "output is a link to a device",
+        output_at(a_link_to_a_device),
+        ("not a regular file", "the name of a file"),
+    ),
+    Refused(
+        "ledger written over the table output",
+        ledger_on_the_output,
+        ("for both -o and --ledger", "its own file"),
+    ),
+    Refused(
+        "generate writes over its bundle",
+        bundle_as_its_own_output,
+        ("is the bundle", "give another file name"),
+    ),
+    Refused("schema infer writes over its table", schema_over_its_table, ("is the input table",)),
     Refused("empty file", on_bytes(b""), ("is empty", "give a table with a header row")),
     Refused("header only", on_csv_text("colour,size\n"), ("header but no rows", "nothing")),
     Refused("NUL bytes in the head", on_bytes(b"a,b\n1,\x002\n"), ("NUL", "CSV or a Parquet")),
@@ -514,8 +613,15 @@ ACCEPTED = [
 # --------------------------------------------------------------------------------------------
 
 
-def files_under(folder: Path) -> set[str]:
-    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+def files_under(folder: Path) -> dict[str, str]:
+    """Every path under ``folder`` with its regular file's content hash, so that a refused
+    case that replaced a file (an input named as the output) shows as a change too."""
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        if p.is_file()
+        else ""
+        for p in folder.rglob("*")
+    }
 
 
 def registry_spend() -> list[float]:

@@ -8,7 +8,13 @@ import warnings
 import pandas as pd
 import pytest
 
-from privsyn_core.privacy.ledger import BudgetExceededError, Measurement, PrivacyLedger
+from privsyn_core.privacy.ledger import (
+    BudgetExceededError,
+    Measurement,
+    PrivacyLedger,
+    rho_from_epsilon_delta,
+)
+from privsyn_core.progress import Stage, StageFinished
 from privsyn_core.release.registry import (
     BudgetWarning,
     Registry,
@@ -215,3 +221,230 @@ def test_a_cli_run_interrupted_during_gum_records_what_it_had_spent(tmp_path, ca
     assert run.config["outcome"] == "interrupted" and not run.has_bundle
     # every measurement precedes GUM: the whole budget was spent
     assert run.rho == pytest.approx(run.ledger["budget_rho"])
+
+
+# --------------------------------------------------------------------------------------------
+# reserve, then measure: the lifetime budget holds under races and kills (issue 21)
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_reservation_holds_budget_until_its_spend_is_recorded_and_the_rest_given_back(tmp_path):
+    registry = Registry(tmp_path / "r.sqlite3")
+    registry.set_lifetime_budget("fp", "t.csv", 1.0)
+    reservation = registry.reserve("fp", "t.csv", 0.6, "privsyn synthesize, epsilon 1")
+    assert registry.budget("fp").committed_rho == pytest.approx(0.6)
+    assert registry.budget("fp").spent_rho == 0.0 and registry.runs() == []
+    (held,) = registry.held("fp")
+    assert held.rho == pytest.approx(0.6) and held.process_alive() is True
+    with pytest.raises(BudgetExceededError, match="held by runs in progress"):
+        registry.reserve("fp", "t.csv", 0.5, "a second run")
+    run_id = reservation.spend(spent_ledger(0.4), {"outcome": "finished"})
+    # moved from held to spent in one transaction: the total did not dip
+    assert registry.budget("fp").committed_rho == pytest.approx(0.6)
+    assert registry.held("fp")[0].rho == pytest.approx(0.2)
+    reservation.release()
+    assert registry.held() == [] and [r.id for r in registry.runs()] == [run_id]
+    assert registry.budget("fp").committed_rho == pytest.approx(0.4)
+    with pytest.warns(BudgetWarning, match="committed rho 1 of its lifetime budget 1"):
+        registry.reserve("fp", "t.csv", 0.6, "now it fits").release()
+
+
+def test_a_reservation_as_a_block_keeps_its_budget_unless_nothing_was_measured(tmp_path):
+    from privsyn_core.errors import FailedAfterSpending, InputError
+
+    registry = Registry(tmp_path / "r.sqlite3")
+    with registry.reserve("fp", "t.csv", 0.5, "clean"):
+        pass
+    with pytest.raises(InputError), registry.reserve("fp", "t.csv", 0.5, "refused early"):
+        raise InputError("a bad domain, found before measuring")
+    assert registry.held() == []
+    with pytest.raises(FailedAfterSpending), registry.reserve("fp", "t.csv", 0.5, "failed late"):
+        raise FailedAfterSpending("no column left", spent_ledger(0.1))
+    with pytest.raises(ZeroDivisionError), registry.reserve("fp", "t.csv", 0.25, "a bug"):
+        raise ZeroDivisionError
+    # what those two measured is unknown to the registry: both reservations stay whole
+    assert sorted(h.rho for h in registry.held()) == [0.25, 0.5]
+
+
+def test_a_dead_processs_reservation_stays_counted_and_says_so(tmp_path):
+    path = str(tmp_path / "r.sqlite3")
+    Registry(path).set_lifetime_budget("fp", "t.csv", 1.0)
+    child = multiprocessing.get_context("fork").Process(target=_reserve_and_die, args=(path,))
+    child.start()
+    child.join(timeout=60)
+    assert child.exitcode == -signal.SIGKILL
+    registry = Registry(path)
+    (held,) = registry.held("fp")
+    assert held.rho == pytest.approx(0.7) and held.process_alive() is False
+    assert registry.budget("fp").remaining_rho == pytest.approx(0.3)
+    with pytest.raises(BudgetExceededError):
+        registry.reserve("fp", "t.csv", 0.5, "after the crash")
+
+
+def _reserve_and_die(path: str) -> None:
+    Registry(path).reserve("fp", "t.csv", 0.7, "killed mid-run")
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _race_to_reserve(path: str, go, rho: float, released) -> None:
+    """One of many processes started together: reserve, measure (a spend), release."""
+    go.wait(30)
+    try:
+        reservation = Registry(path).reserve("fp", "t.csv", rho, "race")
+    except BudgetExceededError:
+        os._exit(0)
+    time.sleep(0.01)  # the measurement
+    reservation.spend(spent_ledger(rho), {})
+    with released.get_lock():
+        released.value += rho  # the table is written only now, after the books
+    reservation.release()
+    os._exit(0)
+
+
+def test_processes_racing_for_one_lifetime_budget_never_release_more_than_it(tmp_path):
+    context = multiprocessing.get_context("fork")
+    rho, lifetime, tries, processes = 0.1, 0.25, 25, 6
+    for attempt in range(tries):
+        path = str(tmp_path / f"r{attempt}.sqlite3")
+        Registry(path).set_lifetime_budget("fp", "t.csv", lifetime)
+        go, released = context.Event(), context.Value("d", 0.0)
+        racers = [
+            context.Process(target=_race_to_reserve, args=(path, go, rho, released))
+            for _ in range(processes)
+        ]
+        for racer in racers:
+            racer.start()
+        go.set()
+        for racer in racers:
+            racer.join(timeout=60)
+        assert [r.exitcode for r in racers] == [0] * processes
+        registry = Registry(path)
+        assert released.value == pytest.approx(2 * rho)  # two fit; the other four are refused
+        assert registry.budget("fp").committed_rho == pytest.approx(released.value)
+        assert registry.budget("fp").committed_rho <= lifetime
+
+
+def _synthesize_in_race(argv: list[str], go) -> None:
+    import contextlib
+    import io
+
+    from privsyn_core.cli import main
+
+    go.wait(30)
+    with contextlib.redirect_stderr(io.StringIO()):
+        status = main(argv)
+    os._exit(status)
+
+
+def _penguins_argv(tmp_path, output: str, *extra: str) -> list[str]:
+    from conftest import ROOT
+
+    source = ROOT / "tests" / "data" / "penguins.csv"
+    return [
+        "synthesize", str(source), "-o", str(tmp_path / output), "--epsilon", "4",
+        "--iterations", "2", "--seed", "0", "-q", *extra,
+    ]  # fmt: skip
+
+
+def test_cli_runs_started_together_never_release_more_than_the_lifetime_budget(
+    tmp_path, monkeypatch
+):
+    """The issue's case: runs started at the same moment against a lifetime budget that
+    holds 1.5 of them. Before reservations, both tables were written in 8 of 10 tries."""
+    from conftest import ROOT
+
+    dataset = file_fingerprint(ROOT / "tests" / "data" / "penguins.csv")
+    one_run = rho_from_epsilon_delta(4.0, 1e-9)
+    context = multiprocessing.get_context("fork")
+    tries, processes = 4, 3
+    for attempt in range(tries):
+        monkeypatch.setenv("PRIVSYN_REGISTRY", str(tmp_path / f"r{attempt}.sqlite3"))
+        registry = Registry()
+        registry.set_lifetime_budget(dataset, "penguins.csv", 1.5 * one_run)
+        go = context.Event()
+        outputs = [f"o{attempt}-{k}.csv" for k in range(processes)]
+        racers = [
+            context.Process(target=_synthesize_in_race, args=(_penguins_argv(tmp_path, o), go))
+            for o in outputs
+        ]
+        for racer in racers:
+            racer.start()
+        go.set()
+        for racer in racers:
+            racer.join(timeout=120)
+        written = [o for o in outputs if (tmp_path / o).exists()]
+        assert sorted(r.exitcode for r in racers) == [0] + [2] * (processes - 1)
+        assert len(written) == 1
+        (run,) = registry.runs(dataset)
+        assert registry.held() == []
+        assert registry.budget(dataset).committed_rho == pytest.approx(run.rho)
+        assert run.rho <= 1.5 * one_run
+
+
+#: where a CLI run is killed: after reserving, after each stage, after its books, after its
+#: table is written
+KILL_POINTS = ["reserved", *(stage.value for stage in Stage), "recorded", "written"]
+
+
+def _killed_at(point: str, argv: list[str]) -> None:
+    import contextlib
+    import io
+
+    from privsyn_core import commands
+    from privsyn_core.cli import main
+    from privsyn_core.release import registry as registry_module
+
+    def die() -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def after(function, condition=lambda *a: True):
+        def wrapped(*args, **kwargs):
+            value = function(*args, **kwargs)
+            if condition(*args):
+                die()
+            return value
+
+        return wrapped
+
+    if point == "reserved":
+        registry_module.Registry.reserve = after(registry_module.Registry.reserve)
+    elif point == "recorded":
+        registry_module.Reservation.record_result = after(registry_module.Reservation.record_result)
+    elif point == "written":
+        commands._write_atomically = after(commands._write_atomically)
+    else:
+        commands._ProgressBar.__call__ = after(
+            commands._ProgressBar.__call__,
+            lambda bar, event: isinstance(event, StageFinished) and event.stage.value == point,
+        )
+    with contextlib.redirect_stderr(io.StringIO()):
+        main(argv)
+    os._exit(0)  # not killed: the point was never reached
+
+
+@pytest.mark.parametrize("point", KILL_POINTS)
+def test_a_cli_run_killed_at_any_point_leaves_at_least_its_spend_on_the_books(
+    point, tmp_path, monkeypatch
+):
+    from conftest import ROOT
+
+    dataset = file_fingerprint(ROOT / "tests" / "data" / "penguins.csv")
+    budget = rho_from_epsilon_delta(4.0, 1e-9)
+    child = multiprocessing.get_context("fork").Process(
+        target=_killed_at, args=(point, _penguins_argv(tmp_path, "out.csv"))
+    )
+    child.start()
+    child.join(timeout=120)
+    assert child.exitcode == -signal.SIGKILL, f"the run never reached {point!r}"
+    registry = Registry()
+    committed = registry.budget(dataset).committed_rho
+    runs, held = registry.runs(dataset), registry.held(dataset)
+    released = (tmp_path / "out.csv").exists()
+    assert released == (point == "written")
+    if point in ("recorded", "written"):  # on the books as a run, before any table exists
+        (run,) = runs
+        assert run.has_bundle and committed >= run.rho > 0
+    else:  # still the whole reservation, whatever the stages before had measured
+        assert runs == [] and len(held) == 1
+        assert committed == pytest.approx(budget)
+    assert committed <= budget * (1 + 1e-12)

@@ -41,6 +41,7 @@ show_all = st.toggle("Show runs on every dataset", key="history_all")
 try:
     listed = registry.runs(None if show_all else dataset)
     status = registry.budget(dataset)
+    held = registry.held(dataset)
 except records.REGISTRY_ERRORS as exc:
     records.stop_with(records.unavailable(exc))
 try:
@@ -75,9 +76,14 @@ def show_runs(listed: list[RunRecord]) -> None:
 def show_budget(status: BudgetStatus, mine: list[RunRecord]) -> None:
     st.subheader("Lifetime budget of this table")
     state.dp_badge()
-    spent, lifetime = status.spent_rho, status.lifetime_rho
+    spent, lifetime = status.committed_rho, status.lifetime_rho
     left, middle, right = st.columns(3)
-    left.metric("rho spent, all runs", f"{spent:.4g}", help=f"over {len(mine)} recorded runs")
+    left.metric(
+        "rho spent, all runs",
+        f"{spent:.4g}",
+        help=f"over {len(mine)} recorded runs"
+        + (f", and rho {status.reserved_rho:.4g} held (below)" if status.reserved_rho else ""),
+    )
     middle.metric("lifetime budget (rho)", "none" if lifetime is None else f"{lifetime:.4g}")
     right.metric(
         "rho left", "unlimited" if lifetime is None else f"{max(0.0, lifetime - spent):.4g}"
@@ -87,6 +93,20 @@ def show_budget(status: BudgetStatus, mine: list[RunRecord]) -> None:
     else:
         share = spent / lifetime if lifetime > 0 else 1.0
         st.progress(min(1.0, share), text=f"{share:.0%} of the lifetime budget spent")
+    if held:
+        st.warning(
+            f"rho {status.reserved_rho:.4g} of it is held by runs that reserved their cost "
+            "before measuring and have not recorded what they spent: runs in progress, or "
+            "runs whose process stopped first (a crash, a kill). A stopped run's reservation "
+            "stays counted in full, since nobody can tell what it measured or released."
+        )
+        st.dataframe(
+            runs.held_frame(held),
+            key="history_held",
+            hide_index=True,
+            width="stretch",
+            column_config={"rho held": st.column_config.NumberColumn(format="%.4g")},
+        )
     thresholds = sum(r.ledger.get("spent_delta") or 0.0 for r in mine)
     if delta is not None and spent > 0 and thresholds < delta:
         # the thresholded releases' delta adds up outside zCDP: convert rho at the rest
@@ -143,7 +163,7 @@ def budget_controls(status: BudgetStatus) -> None:
         "Lifetime budget cleared." if value is None else f"Lifetime budget set to rho {value:.4g}."
     ) + (
         " It is already spent: further runs on this table will be refused."
-        if value is not None and status.spent_rho >= value
+        if value is not None and status.committed_rho >= value
         else ""
     )
     st.rerun()

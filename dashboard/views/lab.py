@@ -346,17 +346,17 @@ if ss.get("raw_domains"):
 
 def budget_left() -> tuple[str, bool]:
     """What the table's lifetime budget says about this comparison, and whether it fits (the
-    worker checks again before it measures: another session may spend meanwhile)."""
+    worker's reservation is the check that holds: another session may spend meanwhile)."""
     try:
         status = Registry().budget(state.dataset_fingerprint())
     except records.REGISTRY_ERRORS as exc:
         return records.unavailable(exc), False
     if status.lifetime_rho is None:
         return (
-            f"This table has spent rho {status.spent_rho:.3g} so far (no lifetime budget set).",
+            f"This table has spent rho {status.committed_rho:.3g} so far (no lifetime budget set).",
             True,
         )
-    left = status.lifetime_rho - status.spent_rho
+    left = status.remaining_rho
     if rho <= left:
         return (
             f"It fits this table's lifetime budget: rho {left:.3g} of "

@@ -7,6 +7,16 @@ configuration, ledger and release bundle, and per dataset fingerprint the cumula
 spent across runs, with an optional lifetime budget that warns near its end and refuses past
 it.
 
+**Reserve, then measure.** A run's whole cost is reserved (:meth:`Registry.reserve`) in one
+transaction that checks the lifetime budget against everything spent *and* everything held by
+other runs, before the run measures anything. Its spend is then recorded against the
+reservation (:meth:`Reservation.spend`) before any output is written, and what it did not
+spend is given back (:meth:`Reservation.release`) only once it has ended. So two runs that
+start together cannot both pass a budget that holds one, and a process killed at any point
+leaves at least what it released on the books: a reservation that is never given back stays
+counted, with the process that held it (:class:`HeldBudget`). Every front end (the CLI, the
+dashboard's runs and its Lab) keeps its books this one way.
+
 Writes are single transactions (``BEGIN IMMEDIATE``, WAL journal): a process killed midway
 leaves no half-written run, and concurrent writers queue instead of corrupting the file.
 The fingerprint is a hash of the private table; it stays on this machine.
@@ -17,8 +27,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import sqlite3
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,6 +41,7 @@ import pandas as pd
 
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.values import canonical_text
+from privsyn_core.errors import InputError
 from privsyn_core.privacy.ledger import BudgetExceededError, PrivacyLedger
 from privsyn_core.release.bundle import bundle_bytes
 
@@ -58,7 +71,23 @@ CREATE TABLE IF NOT EXISTS runs (
     bundle BLOB
 );
 CREATE INDEX IF NOT EXISTS runs_by_dataset ON runs(fingerprint);
+CREATE TABLE IF NOT EXISTS reservations (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    fingerprint TEXT NOT NULL REFERENCES datasets(fingerprint),
+    created REAL NOT NULL,
+    rho REAL NOT NULL,
+    purpose TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL
+);
 """
+
+#: the budget a dataset has committed: what its runs spent plus what running (or dead) runs hold
+_COMMITTED = (
+    "SELECT COALESCE((SELECT SUM(rho) FROM runs WHERE fingerprint = :fp), 0), "
+    "COALESCE((SELECT SUM(rho) FROM reservations WHERE fingerprint = :fp), 0), "
+    "(SELECT lifetime_rho FROM datasets WHERE fingerprint = :fp)"
+)
 
 
 def default_path() -> Path:
@@ -116,12 +145,48 @@ class RunRecord:
 
 @dataclass(frozen=True)
 class BudgetStatus:
+    #: what the dataset's recorded runs spent
     spent_rho: float
     lifetime_rho: float | None
+    #: what runs in progress hold, and runs that died before recording their spend
+    reserved_rho: float = 0.0
+
+    @property
+    def committed_rho(self) -> float:
+        """Spent plus held: what the lifetime budget is checked against."""
+        return self.spent_rho + self.reserved_rho
 
     @property
     def remaining_rho(self) -> float | None:
-        return None if self.lifetime_rho is None else self.lifetime_rho - self.spent_rho
+        return None if self.lifetime_rho is None else self.lifetime_rho - self.committed_rho
+
+
+@dataclass(frozen=True)
+class HeldBudget:
+    """Budget a run reserved and has not given back: it is still running, or its process
+    died before it could record what it spent (then the whole of it stays counted, since
+    nobody can tell what it measured or released)."""
+
+    id: int
+    fingerprint: str
+    created: float
+    rho: float
+    #: which front end reserved it and with which public settings
+    purpose: str
+    host: str
+    pid: int
+
+    def process_alive(self) -> bool | None:
+        """Whether the process that holds it still runs (None: it ran on another machine)."""
+        if self.host != socket.gethostname():
+            return None
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # another user's process
+            return True
+        return True
 
 
 class BudgetWarning(UserWarning):
@@ -160,13 +225,7 @@ class Registry:
 
     def budget(self, fingerprint: str) -> BudgetStatus:
         with self._connection() as db:
-            spent = db.execute(
-                "SELECT COALESCE(SUM(rho), 0) FROM runs WHERE fingerprint = ?", (fingerprint,)
-            ).fetchone()[0]
-            row = db.execute(
-                "SELECT lifetime_rho FROM datasets WHERE fingerprint = ?", (fingerprint,)
-            ).fetchone()
-        return BudgetStatus(float(spent), None if row is None else row[0])
+            return _status(db, fingerprint)
 
     def set_lifetime_budget(self, fingerprint: str, name: str, rho: float | None) -> None:
         with self._transaction() as db:
@@ -176,15 +235,49 @@ class Registry:
             )
 
     def check(self, fingerprint: str, rho: float) -> BudgetStatus:
-        """Refuse (BudgetExceededError) a run of ``rho`` that would pass the lifetime budget."""
+        """Refuse (BudgetExceededError) a run of ``rho`` that would pass the lifetime budget
+        now. Advice only: another run may reserve in between; :meth:`reserve` is the check
+        that holds."""
         status = self.budget(fingerprint)
-        if status.lifetime_rho is not None and status.spent_rho + rho > status.lifetime_rho:
-            raise BudgetExceededError(
-                f"this dataset has spent rho {status.spent_rho:.4g} of its lifetime budget "
-                f"{status.lifetime_rho:.4g}; a run of rho {rho:.4g} would exceed it. Re-download "
-                f"an earlier release instead, or raise the lifetime budget deliberately"
-            )
+        _refuse_past_lifetime(status, rho)
         return status
+
+    def reserve(self, fingerprint: str, name: str, rho: float, purpose: str) -> Reservation:
+        """Hold ``rho`` of the dataset's budget for a run that is about to measure: checked
+        against the lifetime budget and recorded in one transaction, so concurrent runs
+        queue here and the second one past the budget is refused before it measures
+        anything (BudgetExceededError). ``purpose`` is shown while it is held (public
+        settings only). Warns (BudgetWarning) past ``WARN_SHARE`` of the lifetime budget."""
+        with self._transaction() as db:
+            self._ensure_dataset(db, fingerprint, name)
+            status = _status(db, fingerprint)
+            _refuse_past_lifetime(status, rho)
+            cursor = db.execute(
+                "INSERT INTO reservations (fingerprint, created, rho, purpose, host, pid) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (fingerprint, time.time(), rho, purpose, socket.gethostname(), os.getpid()),
+            )
+            held = int(cursor.lastrowid)
+        lifetime = status.lifetime_rho
+        if lifetime is not None and status.committed_rho + rho > WARN_SHARE * lifetime:
+            warnings.warn(
+                f"this dataset has now committed rho {status.committed_rho + rho:.4g} of its "
+                f"lifetime budget {lifetime:.4g}",
+                BudgetWarning,
+                stacklevel=2,
+            )
+        return Reservation(self, held, fingerprint, name, rho)
+
+    def held(self, fingerprint: str | None = None) -> list[HeldBudget]:
+        """Reservations not given back: runs in progress, and runs whose process died."""
+        query = "SELECT id, fingerprint, created, rho, purpose, host, pid FROM reservations"
+        arguments: tuple = ()
+        if fingerprint is not None:
+            query += " WHERE fingerprint = ?"
+            arguments = (fingerprint,)
+        with self._connection() as db:
+            rows = db.execute(query + " ORDER BY id", arguments).fetchall()
+        return [HeldBudget(*row) for row in rows]
 
     def record(
         self,
@@ -194,43 +287,20 @@ class Registry:
         config: dict,
         bundle: bytes | None = None,
     ) -> int:
-        """Store a finished run atomically and return its id (checks the lifetime budget
-        inside the same transaction, so two concurrent runs cannot both slip past it)."""
-        import warnings
-
+        """Store a spend made outside any reservation (a run that measured before it was
+        checked) atomically and return its id; refused (BudgetExceededError) past the
+        lifetime budget. Front ends reserve first (:meth:`reserve`) instead."""
         rho = ledger.spent_rho
         with self._transaction() as db:
             self._ensure_dataset(db, fingerprint, name)
-            spent, lifetime = db.execute(
-                "SELECT COALESCE((SELECT SUM(rho) FROM runs WHERE fingerprint = ?), 0), "
-                "lifetime_rho FROM datasets WHERE fingerprint = ?",
-                (fingerprint, fingerprint),
-            ).fetchone()
-            if lifetime is not None and spent + rho > lifetime * (1 + 1e-12):
-                raise BudgetExceededError(
-                    f"recording this run (rho {rho:.4g}) would bring the dataset past its "
-                    f"lifetime budget {lifetime:.4g} (already spent {spent:.4g})"
-                )
-            cursor = db.execute(
-                "INSERT INTO runs (fingerprint, created, epsilon, delta, rho, randomness, "
-                "config, ledger, bundle) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    fingerprint,
-                    time.time(),
-                    ledger.epsilon,
-                    ledger.delta,
-                    rho,
-                    ledger.randomness,
-                    json.dumps(config, sort_keys=True, default=str),
-                    json.dumps(ledger.to_json()),
-                    bundle,
-                ),
-            )
-            run_id = int(cursor.lastrowid)
-        if lifetime is not None and spent + rho > WARN_SHARE * lifetime:
+            status = _status(db, fingerprint)
+            _refuse_past_lifetime(status, rho)
+            run_id = _insert_run(db, fingerprint, ledger, config, bundle)
+        lifetime = status.lifetime_rho
+        if lifetime is not None and status.committed_rho + rho > WARN_SHARE * lifetime:
             warnings.warn(
-                f"this dataset has now spent rho {spent + rho:.4g} of its lifetime budget "
-                f"{lifetime:.4g}",
+                f"this dataset has now spent rho {status.committed_rho + rho:.4g} of its "
+                f"lifetime budget {lifetime:.4g}",
                 BudgetWarning,
                 stacklevel=2,
             )
@@ -259,20 +329,6 @@ class Registry:
             raise KeyError(f"no run {run_id} in {self.path}")
         return matches[0]
 
-    def record_result(
-        self,
-        fingerprint: str,
-        name: str,
-        result: SynthesisResult,
-        config: PrivSynConfig,
-        settings: dict,
-    ) -> tuple[int, bytes | None]:
-        """Record a finished synthesis with its release bundle, so the release can be
-        downloaded again later without spending anything. Runs that are not end-to-end DP
-        (domains read off the raw data) get no bundle. Returns the run id and the bundle."""
-        bundle = bundle_bytes(result, config) if result.end_to_end_dp else None
-        return self.record(fingerprint, name, result.ledger, settings, bundle), bundle
-
     def bundle(self, run_id: int) -> bytes | None:
         with self._connection() as db:
             row = db.execute("SELECT bundle FROM runs WHERE id = ?", (run_id,)).fetchone()
@@ -286,3 +342,111 @@ class Registry:
             "INSERT OR IGNORE INTO datasets (fingerprint, name, first_seen) VALUES (?, ?, ?)",
             (fingerprint, name, time.time()),
         )
+
+
+class Reservation:
+    """Budget one run holds (:meth:`Registry.reserve`): its spends are recorded against it,
+    and what it did not spend is given back when it ends. A process that dies never gives
+    it back, so the registry's total stays at least what the run released.
+
+    As a context manager it gives back the rest when the block ends normally or with an
+    input error raised before anything was measured; any other exception (a failure after
+    spending, an interruption, a bug) keeps the reservation unless the caller recorded what
+    was spent and gave the rest back itself, since what the run measured and showed before
+    it stopped is otherwise unknown.
+    """
+
+    def __init__(
+        self, registry: Registry, held: int, fingerprint: str, name: str, rho: float
+    ) -> None:
+        self.registry, self.id = registry, held
+        self.fingerprint, self.name, self.rho = fingerprint, name, rho
+        self.spent_rho = 0.0
+        self.run_ids: list[int] = []
+        self.open = True
+
+    def spend(self, ledger: PrivacyLedger, config: dict, bundle: bytes | None = None) -> int:
+        """Record what a measurement spent, moving it from the reservation to a run row in
+        one transaction (the total never dips), and return the run's id. A spend larger
+        than what is still held is recorded all the same: a spend is a fact."""
+        if not self.open:
+            raise RuntimeError(f"reservation {self.id} was already given back")
+        rho = ledger.spent_rho
+        with self.registry._transaction() as db:
+            run_id = _insert_run(db, self.fingerprint, ledger, config, bundle)
+            db.execute("UPDATE reservations SET rho = MAX(0, rho - ?) WHERE id = ?", (rho, self.id))
+        self.spent_rho += rho
+        self.run_ids.append(run_id)
+        return run_id
+
+    def record_result(
+        self, result: SynthesisResult, config: PrivSynConfig, settings: dict
+    ) -> tuple[int, bytes | None]:
+        """:meth:`spend` for a finished synthesis, with its release bundle, so the release can
+        be downloaded again later without spending anything. Runs that are not end-to-end DP
+        (domains read off the raw data) get no bundle. Returns the run id and the bundle."""
+        bundle = bundle_bytes(result, config) if result.end_to_end_dp else None
+        return self.spend(result.ledger, settings, bundle), bundle
+
+    def release(self) -> None:
+        """Give back what was not spent: the run has ended and will measure nothing more."""
+        if self.open:
+            with self.registry._transaction() as db:
+                db.execute("DELETE FROM reservations WHERE id = ?", (self.id,))
+            self.open = False
+
+    def __enter__(self) -> Reservation:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, *_: object
+    ) -> None:
+        if kind is None or (isinstance(error, InputError) and not error.spent):
+            self.release()
+
+
+def _status(db: sqlite3.Connection, fingerprint: str) -> BudgetStatus:
+    spent, held, lifetime = db.execute(_COMMITTED, {"fp": fingerprint}).fetchone()
+    return BudgetStatus(float(spent), lifetime, float(held))
+
+
+def _refuse_past_lifetime(status: BudgetStatus, rho: float) -> None:
+    lifetime = status.lifetime_rho
+    if lifetime is None or status.committed_rho + rho <= lifetime * (1 + 1e-12):
+        return
+    held = (
+        f" (of which rho {status.reserved_rho:.4g} is held by runs in progress, or by runs "
+        "that died before recording their spend)"
+        if status.reserved_rho > 0
+        else ""
+    )
+    raise BudgetExceededError(
+        f"this dataset has spent rho {status.committed_rho:.4g} of its lifetime budget "
+        f"{lifetime:.4g}{held}; a run of rho {rho:.4g} would exceed it. Re-download an "
+        "earlier release instead, or raise the lifetime budget deliberately"
+    )
+
+
+def _insert_run(
+    db: sqlite3.Connection,
+    fingerprint: str,
+    ledger: PrivacyLedger,
+    config: dict,
+    bundle: bytes | None,
+) -> int:
+    cursor = db.execute(
+        "INSERT INTO runs (fingerprint, created, epsilon, delta, rho, randomness, config, "
+        "ledger, bundle) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            fingerprint,
+            time.time(),
+            ledger.epsilon,
+            ledger.delta,
+            ledger.spent_rho,
+            ledger.randomness,
+            json.dumps(config, sort_keys=True, default=str),
+            json.dumps(ledger.to_json()),
+            bundle,
+        ),
+    )
+    return int(cursor.lastrowid)

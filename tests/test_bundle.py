@@ -1,17 +1,33 @@
 import hashlib
 import io
 import json
+import re
 import sqlite3
 import zipfile
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from privsyn_core import synthesize
+from privsyn_core import FittedModel, GumSettings, PrivSyn, PrivSynConfig, synthesize
 from privsyn_core.cli import main
 from privsyn_core.errors import InputError
-from privsyn_core.release.bundle import bundle_bytes
+from privsyn_core.privacy.ledger import (
+    epsilon_from_rho,
+    noise_rho,
+    recomputed,
+    rho_from_epsilon_delta,
+)
+from privsyn_core.release.bundle import (
+    BundleError,
+    bundle_bytes,
+    ledger_from_json,
+    load_model,
+    model_bytes,
+)
 from privsyn_core.release.registry import Registry
 
 SECRET = "Zebediah-Quux-4417"
@@ -101,3 +117,229 @@ def test_excluded_columns_are_named_without_their_reasons(planted):
     excluded = [c for c in released if "excluded" in c]
     assert excluded == [{"name": "id", "excluded": True}]
     assert "distinct" not in json.dumps(released)
+
+
+# --- a bundle's price is recomputed from its noise, and a price that disagrees is refused ---
+
+EDITED = "the bundle was edited after it was written"
+FIX = "'privsyn runs export'"
+FAST = PrivSynConfig(gum=GumSettings(iterations=5, patience=None))
+
+
+@pytest.fixture(scope="module")
+def small_model() -> FittedModel:
+    """Epsilon 1 on a small raw table (debug seed): every step records a measurement
+    (structure, categories, range, 1-way, InDif, marginals)."""
+    rng = np.random.default_rng(3)
+    n = 1500
+    table = pd.DataFrame(
+        {
+            "city": rng.choice(["north", "south", "east"], n),
+            "age": rng.integers(18, 80, n),
+            "income": rng.normal(50_000, 10_000, n).round(2),
+        }
+    )
+    return PrivSyn(1.0, 1e-9, config=FAST).fit(table, rng=np.random.default_rng(0))
+
+
+def rehashed(data: bytes, name: str, edit: Callable[[Any], Any]) -> bytes:
+    """``data`` (a bundle) with the JSON file ``name`` edited and its SHA-256 in the manifest
+    updated, as anyone can: the checksums still hold."""
+    files = files_of(data)
+    value = json.loads(files[name])
+    files[name] = json.dumps(edit(value) or value).encode()
+    manifest = json.loads(files["manifest.json"])
+    manifest["files"][name] = hashlib.sha256(files[name]).hexdigest()
+    files["manifest.json"] = json.dumps(manifest).encode()
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for n, content in files.items():
+            archive.writestr(n, content)
+    return out.getvalue()
+
+
+def first(entries: list[dict], step: str) -> dict:
+    return next(e for e in entries if e["step"] == step)
+
+
+def consistent_reprice(ledger: dict) -> dict:
+    """The ledger with its first marginal measured at twice the sigma (a quarter of the rho),
+    every total and conversion rewritten to match: only marginals.json still disagrees."""
+    parsed = ledger_from_json(ledger)
+    entries = list(parsed.entries)
+    k = next(i for i, e in enumerate(entries) if e.step == "marginal")
+    entries[k] = replace(entries[k], sigma=2 * entries[k].sigma, rho=entries[k].rho / 4)
+    return replace(parsed, entries=tuple(entries)).to_json()
+
+
+def budget_below_spend(ledger: dict) -> None:
+    ledger["budget_rho"] = ledger["spent_rho"] / 2
+    ledger["epsilon"] = epsilon_from_rho(ledger["budget_rho"], 1e-9 - ledger["reserved_delta"])
+
+
+TAMPERED = [
+    ("ledger epsilon", "ledger.json", lambda d: d.update(epsilon=0.01), "says epsilon 0.01"),
+    (
+        "ledger spent epsilon",
+        "ledger.json",
+        lambda d: d.update(spent_epsilon=0.01),
+        "says epsilon spent 0.01",
+    ),
+    (
+        "ledger rho of one entry",
+        "ledger.json",
+        lambda d: first(d["measurements"], "marginal").update(rho=1e-6),
+        "charges rho 1e-06 for the marginal measurement",
+    ),
+    (
+        "ledger sigma only",
+        "ledger.json",
+        lambda d: first(d["measurements"], "indif").update(sigma=1e6),
+        "but its noise (sigma 1e+06",
+    ),
+    (
+        "ledger re-priced, marginals not",
+        "ledger.json",
+        consistent_reprice,
+        "that no measurement in its ledger paid for",
+    ),
+    (
+        "marginals sigma only",
+        "marginals.json",
+        lambda d: d[-1].update(sigma=d[-1]["sigma"] * 2),
+        "marginals.json says rho",
+    ),
+    (
+        "marginals sigma and rho",
+        "marginals.json",
+        lambda d: d[0].update(sigma=d[0]["sigma"] * 2, rho=d[0]["rho"] / 4),
+        "that no measurement in its ledger paid for",
+    ),
+    (
+        "marginal left out",
+        "marginals.json",
+        lambda d: d[:-1],
+        "noisy marginals and its model is fitted to",
+    ),
+    ("budget below spend", "ledger.json", budget_below_spend, "more than that"),
+    (
+        "NaN rho",
+        "ledger.json",
+        lambda d: first(d["measurements"], "structure").update(rho=float("nan")),
+        "not a positive number",
+    ),
+    (
+        "negative sigma",
+        "ledger.json",
+        lambda d: first(d["measurements"], "one_way").update(sigma=-1.0),
+        "not a positive number",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "file", "edit", "says"), TAMPERED, ids=[case[0] for case in TAMPERED]
+)
+def test_a_bundle_whose_price_was_edited_and_rehashed_is_refused(
+    name, file, edit, says, small_model, tmp_path
+):
+    path = tmp_path / "r.zip"
+    path.write_bytes(rehashed(model_bytes(small_model), file, edit))
+    with pytest.raises(BundleError) as refused:
+        load_model(path)
+    message = str(refused.value)
+    assert "\n" not in message
+    assert message.startswith(f"{path}: its "), message
+    assert says in message and EDITED in message and FIX in message, message
+    if name == "ledger epsilon":  # names what the noise means
+        assert "mean epsilon 1 (rho" in message, message
+
+
+def test_a_bundle_without_its_marginals_cannot_have_its_price_checked(small_model, tmp_path):
+    files = files_of(model_bytes(small_model))
+    del files["marginals.json"]
+    manifest = json.loads(files["manifest.json"])
+    del manifest["files"]["marginals.json"]
+    files["manifest.json"] = json.dumps(manifest).encode()
+    path = tmp_path / "r.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        for n, content in files.items():
+            archive.writestr(n, content)
+    with pytest.raises(BundleError, match=r"holds no marginals\.json.*price cannot be checked"):
+        load_model(path)
+
+
+def test_an_untouched_bundle_prints_the_price_its_noise_means(small_model, tmp_path, capsys):
+    reported = small_model.ledger.spent_epsilon()
+    assert reported == pytest.approx(1.0)
+    path = tmp_path / "r.zip"
+    path.write_bytes(model_bytes(small_model))
+    loaded = load_model(path).ledger
+    assert loaded == recomputed(small_model.ledger)
+    assert loaded.epsilon == pytest.approx(reported, rel=1e-9)
+    assert loaded.spent_rho == pytest.approx(small_model.ledger.spent_rho, rel=1e-9)
+    assert [e.rho for e in loaded.entries] == pytest.approx(
+        [e.rho for e in small_model.ledger.entries], rel=1e-9
+    )
+    out = tmp_path / "more.csv"
+    assert main(["generate", str(path), "-o", str(out), "--rows", "50", "--seed", "0"]) == 0
+    assert re.search(r"the release cost epsilon=1\b", capsys.readouterr().err)
+
+
+def test_a_stated_budget_above_the_spend_prints_the_spend(small_model, tmp_path, capsys):
+    """A ledger may state a budget larger than its measurements spent (that claims no less
+    than the noise means); the price printed is what was spent, not the budget."""
+
+    def larger_budget(ledger: dict) -> None:
+        delta = ledger["delta"] - ledger["reserved_delta"]
+        ledger.update(epsilon=2.0, budget_rho=rho_from_epsilon_delta(2.0, delta))
+        ledger["conversions"]["rho_from_epsilon_delta"].update(
+            epsilon=2.0, rho=ledger["budget_rho"]
+        )
+
+    path = tmp_path / "r.zip"
+    path.write_bytes(rehashed(model_bytes(small_model), "ledger.json", larger_budget))
+    assert load_model(path).ledger.epsilon == pytest.approx(1.0, rel=1e-9)
+    out = tmp_path / "more.csv"
+    assert main(["generate", str(path), "-o", str(out), "--rows", "50", "--seed", "0"]) == 0
+    assert re.search(r"the release cost epsilon=1\b", capsys.readouterr().err)
+
+
+@pytest.mark.parametrize(
+    ("config", "seeded"),
+    [
+        (FAST, True),
+        (replace(FAST, selection="privbayes"), True),
+        (replace(FAST, noise="equal_laplace"), True),
+        (replace(FAST, selection="all_pairs", consistency=False), True),
+        (FAST, False),
+        (replace(FAST, selection="privbayes", noise="equal_laplace"), False),
+    ],
+    ids=[
+        "densemarg",
+        "privbayes",
+        "equal laplace",
+        "all pairs, no consistency",
+        "release noise",
+        "release noise, privbayes, laplace",
+    ],
+)
+def test_every_mechanism_the_pipeline_records_is_priced_as_it_was_charged(config, seeded):
+    """:func:`noise_rho` reads each producer's calibration backwards: a producer whose rule
+    changes fails here, not in a user's bundle."""
+    rng = np.random.default_rng(5)
+    n = 3000
+    table = pd.DataFrame(
+        {
+            "a": rng.choice(["x", "y"], n),
+            "b": rng.integers(0, 9, n),
+            "c": rng.normal(50, 10, n).round(1),
+        }
+    )
+    model = PrivSyn(1.0, 1e-9, config=config).fit(table, rng=rng if seeded else None)
+    selecting = {"densemarg": {"indif"}, "privbayes": {"privbayes"}}.get(config.selection, set())
+    steps = {e.step for e in model.ledger.entries}
+    assert {"structure", "domain", "one_way", "marginal", *selecting} <= steps, steps
+    for entry in model.ledger.entries:
+        assert noise_rho(entry) == pytest.approx(entry.rho, rel=1e-12), entry
+    assert load_model(model_bytes(model)).ledger == recomputed(model.ledger)

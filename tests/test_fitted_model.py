@@ -19,6 +19,7 @@ import pytest
 from privsyn_core import FittedModel, GumSettings, PrivSyn, PrivSynConfig, synthesize
 from privsyn_core.errors import InputError
 from privsyn_core.generation.fitted import SamplingSettings
+from privsyn_core.privacy.ledger import recomputed
 from privsyn_core.release.bundle import BundleError, load_model, model_bytes
 
 FAST = PrivSynConfig(gum=GumSettings(iterations=20, patience=None))
@@ -129,7 +130,7 @@ def test_a_model_saved_to_a_bundle_samples_the_same_tables(which, request, tmp_p
     path = tmp_path / "release.zip"
     model.save(path, synthetic=model.sample(100, seed=0))
     loaded = PrivSyn.load(path)
-    assert loaded.ledger == model.ledger and loaded.engine == model.engine
+    assert loaded.ledger == recomputed(model.ledger) and loaded.engine == model.engine
     assert loaded.columns == model.columns and loaded.default_rows == model.default_rows
     for seed in (0, 1):
         pd.testing.assert_frame_equal(loaded.sample(400, seed=seed), model.sample(400, seed=seed))

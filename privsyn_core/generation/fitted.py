@@ -110,7 +110,9 @@ def code_dtype(largest: int) -> np.dtype:
 class FittedModel:
     """DP measurements, made consistent, and what decodes them (see the module docstring)."""
 
-    #: what the measurements cost; sampling never adds to it
+    #: what the measurements cost; sampling never adds to it. A model loaded from a release
+    #: bundle carries figures recomputed from its noise scales, never the file's own
+    #: (:func:`~privsyn_core.privacy.ledger.verified`)
     ledger: PrivacyLedger
     #: the engine's attributes and numbers of codes (after grouping low-count values)
     engine: Domain

@@ -7,6 +7,12 @@ composition (Proposition C.1). The user states ``(epsilon, delta)``; we convert 
 total ``rho`` and every measurement is charged to a :class:`PrivacyLedger` that refuses to
 overspend.
 
+A ledger read back from a file (a release bundle's ``ledger.json``) is only a claim: anyone can
+edit it. :func:`verified` prices every measurement again from its noise scale
+(:func:`noise_rho`), checks each figure the record states against that price, and returns the
+ledger with the recomputed figures only, so what a front end prints for a loaded release is
+what its noise means, not what its file says.
+
 Two conversions are offered:
 
 * ``"tight"`` (default): the bound of Canonne, Kamath and Steinke (2020, Proposition 12 of
@@ -19,10 +25,10 @@ Two conversions are offered:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from statistics import NormalDist
-from typing import Literal
+from typing import Any, Literal
 
 from privsyn_core.errors import InputError
 
@@ -34,6 +40,11 @@ _ROUNDOFF = 1e-9
 
 class BudgetExceededError(RuntimeError):
     """A measurement would push the ledger past its budget."""
+
+
+class LedgerMismatchError(InputError):
+    """A ledger whose stated figures its own noise scales contradict; the message says which
+    figure, what it says and what the noise means."""
 
 
 #: The largest delta accepted. (epsilon, delta)-DP allows a mechanism to publish a record
@@ -141,6 +152,13 @@ def gaussian_sigma(rho: float, sensitivity: float = 1.0) -> float:
     return sensitivity / math.sqrt(2.0 * rho)
 
 
+def gaussian_rho(sigma: float, sensitivity: float = 1.0) -> float:
+    """The zCDP cost ``Delta^2 / (2 sigma^2)`` of Gaussian noise of standard deviation
+    ``sigma`` on a query of L2 sensitivity ``Delta`` (Prop. C.3): :func:`gaussian_sigma`
+    read backwards, to price noise already added."""
+    return sensitivity * sensitivity / (2.0 * sigma * sigma)
+
+
 def pure_epsilon(rho: float) -> float:
     """The epsilon of an epsilon-DP mechanism that costs exactly ``rho`` in zCDP.
 
@@ -197,6 +215,54 @@ class Measurement:
     #: the approximate-DP part of the cost (thresholded releases of unknown values); it is
     #: paid from the share of delta the ledger reserved, not from the conversion's delta
     delta: float = 0.0
+
+
+#: how each mechanism's ``sigma`` prices a measurement, by the first words of its description
+_FAMILIES = (
+    ("gaussian", "gaussian"),
+    ("discrete gaussian", "gaussian"),
+    ("laplace", "laplace"),
+    ("discrete laplace", "laplace"),
+    ("exponential", "exponential"),
+)
+
+
+def noise_rho(measurement: Measurement) -> float:
+    """The rho a measurement's noise buys, from its mechanism, sensitivity, sigma and number
+    of queries alone: the calibrations above, read backwards.
+
+    * Gaussian (continuous or discrete, CKS 2020 Theorem 14): ``k Delta^2 / (2 sigma^2)``
+      (Prop. C.3, composed k times by Prop. C.1). A histogram (a marginal, a column's value
+      classes or categories) is one query of L2 sensitivity ``Delta`` however many cells it
+      has, since one record moves one cell: k = 1. The private range
+      (:func:`~privsyn_core.measuring.private_domain.range_from_histogram`, whose description
+      names its "log grid") is two such histograms: k = 2. InDif's scores (paper Theorem
+      4.2) are ``n_queries`` queries of sensitivity 4 each that one record can all move:
+      k = ``n_queries``.
+    * Laplace: ``sigma = sqrt(2) b`` with ``b = Delta / sqrt(2 rho)`` (:func:`laplace_scale`),
+      so ``rho = Delta^2 / sigma^2``.
+    * Exponential: ``sigma`` is the Gumbel scale ``Delta / sqrt(2 rho)``
+      (:func:`exponential_scale`), one choice per entry however many candidates it had.
+
+    An unknown mechanism is a :class:`LedgerMismatchError`: it cannot be priced.
+    ``tests/test_bundle.py`` prices every producer's entries with it, so a calibration that
+    changes without this rule fails there, not in a user's bundle."""
+    description = measurement.mechanism.lower()
+    family = next((f for name, f in _FAMILIES if description.startswith(name)), None)
+    if family is None:
+        raise LedgerMismatchError(
+            f"its ledger names a mechanism this version cannot price: {measurement.mechanism!r}"
+        )
+    base = gaussian_rho(measurement.sigma, measurement.sensitivity)
+    if family == "laplace":
+        return 2.0 * base
+    if family == "exponential":
+        return base
+    if measurement.step == "indif":
+        return measurement.n_queries * base
+    if "log grid" in description:  # the private range's two histograms, by its description
+        return 2.0 * base
+    return base
 
 
 @dataclass(frozen=True)
@@ -337,3 +403,150 @@ class PrivacyLedger:
                 for e in self.entries
             ],
         }
+
+
+def recomputed(ledger: PrivacyLedger) -> PrivacyLedger:
+    """``ledger`` with every figure priced again from the noise it records: each entry's rho
+    by :func:`noise_rho`, the budget set to what they spent together (a release read back
+    spends nothing more), and epsilon that total at the ledger's delta less its reserve: the
+    smallest epsilon the measurements' noise guarantees, which is what a release cost."""
+    entries = tuple(replace(e, rho=noise_rho(e)) for e in ledger.entries)
+    spent = math.fsum(e.rho for e in entries)
+    epsilon = (
+        None
+        if ledger.delta is None
+        else epsilon_from_rho(spent, ledger.delta - ledger.reserved_delta, ledger.conversion)
+    )
+    return replace(ledger, budget_rho=spent, epsilon=epsilon, entries=entries)
+
+
+def verified(ledger: PrivacyLedger, stated: Mapping[str, Any] | None = None) -> PrivacyLedger:
+    """:func:`recomputed` ``ledger``, once every figure it states agrees with that price.
+
+    ``stated`` is the record it was read from (:meth:`PrivacyLedger.to_json`): its totals and
+    conversions are figures a reader sees too, so they are checked as well. Agreement is up
+    to float round-off (relative 1e-9). Checked: every figure is a positive finite number
+    (deltas non-negative), each entry's rho is what its noise buys, the entries fit the
+    budget (rho and reserved delta), the stated epsilon is the budget's at the ledger's delta,
+    and the stated totals are the entries'. The first that disagrees is a
+    :class:`LedgerMismatchError` saying what the ledger says and what its noise means.
+
+    The delta of thresholded releases (private categories) is only checked to fit the
+    reserve: its threshold is recorded in words, not precisely enough to recompute it."""
+    _check_figures(ledger)
+    priced = recomputed(ledger)
+    for said, entry in zip(ledger.entries, priced.entries, strict=True):
+        if not agrees(said.rho, entry.rho):
+            raise LedgerMismatchError(
+                f"its ledger charges rho {said.rho:.6g} for the {said.step} measurement on "
+                f"{list(said.attributes)}, but its noise (sigma {said.sigma:.6g}, sensitivity "
+                f"{said.sensitivity:g}, {said.n_queries} queries) means rho {entry.rho:.6g}"
+            )
+    spent = priced.spent_rho
+    means = f"its measurements (the sigma of each) mean {_price(priced)}"
+    if spent > ledger.budget_rho * (1 + _ROUNDOFF):
+        raise LedgerMismatchError(
+            f"its ledger's budget is rho {ledger.budget_rho:.6g}, but {means}, more than that"
+        )
+    if ledger.spent_delta > ledger.reserved_delta * (1 + _ROUNDOFF):
+        raise LedgerMismatchError(
+            f"its ledger reserves delta {ledger.reserved_delta:.3g} for thresholding, but its "
+            f"measurements spent delta {ledger.spent_delta:.3g} on it"
+        )
+    if ledger.epsilon is not None and ledger.delta is not None:
+        budget = rho_from_epsilon_delta(
+            ledger.epsilon, ledger.delta - ledger.reserved_delta, ledger.conversion
+        )
+        if not agrees(budget, ledger.budget_rho):
+            raise LedgerMismatchError(f"its ledger says epsilon {ledger.epsilon:.4g}, but {means}")
+    for name, said, recomputed_value in _totals(ledger, priced, stated or {}):
+        if said is None and recomputed_value is None:
+            continue
+        if said is None or recomputed_value is None or not agrees(said, recomputed_value):
+            shown = "none" if said is None else f"{said:.4g}"
+            actual = (
+                f"its measurements' deltas add up to {ledger.spent_delta:.4g}"
+                if name.startswith("delta")
+                else means
+            )
+            raise LedgerMismatchError(f"its ledger says {name} {shown}, but {actual}")
+    return priced
+
+
+def _price(ledger: PrivacyLedger) -> str:
+    """A ledger's cost as printed: epsilon (at its delta) when it has one, and rho."""
+    rho = f"rho {ledger.spent_rho:.4g}"
+    return rho if ledger.epsilon is None else f"epsilon {ledger.epsilon:.4g} ({rho})"
+
+
+def agrees(said: float, recomputed_value: float) -> bool:
+    """Whether a stated figure is the recomputed one up to float round-off (relative 1e-9):
+    conversions and JSON round trips move the last digits, an edit moves more."""
+    return math.isclose(said, recomputed_value, rel_tol=_ROUNDOFF, abs_tol=0.0)
+
+
+def _check_figures(ledger: PrivacyLedger) -> None:
+    """Every figure a positive finite number (deltas may be 0), before any is compared: a NaN
+    agrees with nothing and a negative rho would lower the total."""
+    positive = [("budget rho", ledger.budget_rho)]
+    if ledger.epsilon is not None:
+        positive.append(("epsilon", ledger.epsilon))
+    if ledger.delta is not None:
+        positive.append(("delta", ledger.delta))
+    for e in ledger.entries:
+        where = f"of the {e.step} measurement on {list(e.attributes)}"
+        positive += [
+            (f"sigma {where}", e.sigma),
+            (f"sensitivity {where}", e.sensitivity),
+            (f"rho {where}", e.rho),
+            (f"number of queries {where}", e.n_queries),
+        ]
+    for name, value in positive:
+        if not (math.isfinite(value) and value > 0):
+            raise LedgerMismatchError(f"its ledger's {name} is {value!r}, not a positive number")
+    deltas = [("reserved delta", ledger.reserved_delta)]
+    deltas += [(f"delta of the {e.step} measurement", e.delta) for e in ledger.entries]
+    for name, value in deltas:
+        if not (math.isfinite(value) and value >= 0):
+            raise LedgerMismatchError(f"its ledger's {name} is {value!r}, not a number >= 0")
+    if ledger.delta is not None and not (
+        ledger.delta <= MAX_DELTA and ledger.reserved_delta < ledger.delta
+    ):
+        raise LedgerMismatchError(
+            f"its ledger's delta {ledger.delta!r} (of which {ledger.reserved_delta!r} reserved) "
+            f"is no privacy guarantee: delta must be at most {MAX_DELTA:g} and exceed the reserve"
+        )
+    if ledger.conversion not in ("tight", "proposition"):
+        raise LedgerMismatchError(f"its ledger names an unknown conversion {ledger.conversion!r}")
+
+
+def _totals(
+    ledger: PrivacyLedger, priced: PrivacyLedger, stated: Mapping[str, Any]
+) -> list[tuple[str, float | None, float | None]]:
+    """The totals and conversions a :meth:`PrivacyLedger.to_json` record states (name, the
+    record's figure, the figure recomputed); a figure the record lacks is not compared."""
+    conversions = _record(stated.get("conversions"))
+    spend = _record(conversions.get("epsilon_from_rho"))
+    budget = _record(conversions.get("rho_from_epsilon_delta"))
+    expected = [
+        ("rho spent", stated, "spent_rho", priced.spent_rho),
+        ("epsilon spent", stated, "spent_epsilon", priced.epsilon),
+        ("delta spent on thresholding", stated, "spent_delta", ledger.spent_delta),
+        ("rho spent", spend, "rho", priced.spent_rho),
+        ("epsilon", spend, "epsilon", priced.epsilon),
+        ("epsilon", budget, "epsilon", ledger.epsilon),
+        ("budget rho", budget, "rho", ledger.budget_rho),
+    ]
+    return [
+        (name, None if record[key] is None else float(record[key]), value)
+        for name, record, key, value in expected
+        if key in record
+    ]
+
+
+def _record(value: object) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"a ledger record holds {type(value).__name__} where a record belongs")
+    return value

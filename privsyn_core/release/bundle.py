@@ -11,7 +11,9 @@ Contents (format ``privsyn-release``, version 2):
                    marginals (engine codes), each with rho and sigma
 ``schema.json``    the schema as released: every category, bound and bin edge with its
                    provenance (declared or DP estimate)
-``ledger.json``    the privacy ledger (every measurement, totals, conversions)
+``ledger.json``    the privacy ledger (every measurement, totals, conversions); when loaded,
+                   its figures must be what the noise scales of its measurements and of
+                   ``marginals.json`` mean (:func:`load_model`)
 ``config.json``    the run's configuration; ``versions.json`` package versions
 ``model.json``     the fitted model (format ``privsyn-model``, version 1): the engine's
                    domain; per column its codec (``category``, ``binned`` or ``codes``, with
@@ -33,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import os
 import platform
 import tempfile
@@ -56,7 +59,14 @@ from privsyn_core.generation.gum import GumSettings
 from privsyn_core.marginals import MarginalTable
 from privsyn_core.measuring.measurement import NoisyMarginal
 from privsyn_core.measuring.one_way import ValueGrouping
-from privsyn_core.privacy.ledger import Measurement, PrivacyLedger
+from privsyn_core.privacy.ledger import (
+    LedgerMismatchError,
+    Measurement,
+    PrivacyLedger,
+    agrees,
+    gaussian_rho,
+    verified,
+)
 
 if TYPE_CHECKING:
     from privsyn_core.pipeline import SynthesisResult
@@ -339,9 +349,17 @@ def load_model(source: str | Path | bytes) -> FittedModel:
     such as the registry's stored copy).
 
     Checked before use: a zip file, PrivSyn's manifest, a bundle version that holds a model,
-    every file's SHA-256, and the model's internal consistency (one grouping, target and
-    decoder per column, table shapes that match the domain, finite non-negative counts). Any
-    failure is a :class:`BundleError` naming the file and what to do."""
+    every file's SHA-256, the model's internal consistency (one grouping, target and
+    decoder per column, table shapes that match the domain, finite non-negative counts), and
+    its price (:func:`_priced`). Any failure is a :class:`BundleError` naming the file and what
+    to do.
+
+    The checksums catch damage and edits that forget to re-hash, nothing more: anyone can
+    edit a file and re-hash it. So the model's ledger carries only figures recomputed from the
+    noise scales it holds (:func:`~privsyn_core.privacy.ledger.verified`), and a ledger or
+    noisy marginal that states another price is refused. A bundle whose noise figures were
+    all edited consistently cannot be told from a real one; only the registry's stored copy
+    (``privsyn runs export``) can be trusted as the run's own."""
     if isinstance(source, bytes):
         where, opened = "the release bundle", io.BytesIO(source)
     else:
@@ -374,17 +392,28 @@ def load_model(source: str | Path | bytes) -> FittedModel:
     model_file = manifest.get("model")
     if not model_file or model_file not in files:
         raise BundleError(f"{where} holds no fitted model (its manifest names none)")
+    for name in ("ledger.json", "marginals.json"):
+        if name not in files:
+            raise BundleError(
+                f"{where} is damaged: it holds no {name}, without which its price cannot be "
+                "checked; use the original bundle, or 'privsyn runs export' to get it again "
+                "from the registry"
+            )
     try:
         return _model_from_json(
             _json(files[model_file], where, model_file),
             _json(files["ledger.json"], where, "ledger.json"),
-            _json(files["marginals.json"], where, "marginals.json") if "marginals.json" in files
-            else [],
+            _json(files["marginals.json"], where, "marginals.json"),
             _json(files["schema.json"], where, "schema.json") if "schema.json" in files else [],
             _json(files["config.json"], where, "config.json") if "config.json" in files else {},
         )  # fmt: skip
     except BundleError:
         raise
+    except LedgerMismatchError as exc:
+        raise BundleError(
+            f"{where}: {exc}; the bundle was edited after it was written. Use the original "
+            "bundle, or 'privsyn runs export' to get it again from the registry"
+        ) from None
     except (KeyError, TypeError, ValueError, IndexError, InputError) as exc:
         detail = f"{type(exc).__name__}: {exc}" if isinstance(exc, KeyError) else str(exc)
         raise BundleError(f"{where} holds a malformed model ({detail})") from None
@@ -417,11 +446,12 @@ def _check_manifest(manifest: Any, where: str) -> None:
 
 
 def ledger_from_json(data: Mapping[str, Any]) -> PrivacyLedger:
-    """A ledger back from :meth:`PrivacyLedger.to_json`."""
+    """A ledger back from :meth:`PrivacyLedger.to_json`, as the record states it (a claim:
+    :func:`~privsyn_core.privacy.ledger.verified` prices it again)."""
     return PrivacyLedger(
         budget_rho=float(data["budget_rho"]),
-        epsilon=data["epsilon"],
-        delta=data["delta"],
+        epsilon=None if data["epsilon"] is None else float(data["epsilon"]),
+        delta=None if data["delta"] is None else float(data["delta"]),
         conversion=data["conversion"],
         entries=tuple(
             Measurement(
@@ -528,7 +558,7 @@ def _model_from_json(
         for m in marginals
     )
     return FittedModel(
-        ledger=ledger_from_json(ledger),
+        ledger=_priced(ledger, noisy, engine, tables),
         engine=engine,
         groupings=groupings,
         one_way=one_way,
@@ -540,6 +570,69 @@ def _model_from_json(
         schema=tuple(schema),
         config=dict(config),
     )
+
+
+def _priced(
+    ledger: Mapping[str, Any],
+    noisy: Sequence[NoisyMarginal],
+    engine: Domain,
+    targets: Sequence[MarginalTable],
+) -> PrivacyLedger:
+    """The bundle's ledger with every figure recomputed from its noise scales, once the noisy
+    marginals it carries are the ones it paid for.
+
+    The model is fitted to exactly the noisy marginals of ``marginals.json`` (each column's
+    1-way, then one per target, paper 4.3). Each must state the rho its sigma buys (the
+    Gaussian budget of its per-cell variance, :class:`NoisyMarginal`) and match a ledger
+    measurement of its own: same attributes, one query per cell, sensitivity 1, same sigma.
+    So a price edited in the ledger alone, or a sigma edited in one file but not the other,
+    is a :class:`LedgerMismatchError`."""
+    priced = verified(ledger_from_json(ledger), ledger)
+    fitted = [*((name,) for name in engine), *(t.attributes for t in targets)]
+    carried = [m.attributes for m in noisy]
+    if carried != fitted:
+        first = next(
+            (i for i, (a, b) in enumerate(zip(carried, fitted, strict=False)) if a != b),
+            min(len(carried), len(fitted)),
+        )
+        got, want = (
+            str(list(names[first])) if first < len(names) else "none" for names in (carried, fitted)
+        )
+        raise LedgerMismatchError(
+            f"its marginals.json holds {len(carried)} noisy marginals and its model is fitted "
+            f"to {len(fitted)}: number {first + 1} is on {got} in one and on {want} in the other"
+        )
+    unpaid = list(priced.entries)
+    for marginal in noisy:
+        name, sigma = list(marginal.attributes), marginal.sigma
+        if not (math.isfinite(sigma) and sigma > 0):
+            raise LedgerMismatchError(
+                f"its marginals.json gives the noisy marginal on {name} sigma {sigma!r}, not a "
+                "positive number"
+            )
+        if not agrees(marginal.rho, gaussian_rho(sigma)):
+            raise LedgerMismatchError(
+                f"its marginals.json says rho {marginal.rho:.6g} for the noisy marginal on "
+                f"{name}, but its sigma {sigma:.6g} means rho {gaussian_rho(sigma):.6g}"
+            )
+        paid = next(
+            (
+                e
+                for e in unpaid
+                if e.attributes == marginal.attributes
+                and e.n_queries == marginal.cells
+                and e.sensitivity == 1.0
+                and agrees(e.sigma, sigma)
+            ),
+            None,
+        )
+        if paid is None:
+            raise LedgerMismatchError(
+                f"its marginals.json holds a noisy marginal on {name} with sigma {sigma:.6g} "
+                "that no measurement in its ledger paid for"
+            )
+        unpaid.remove(paid)
+    return priced
 
 
 def _check_model(

@@ -314,6 +314,24 @@ def old_bundle(folder: Path) -> Path:
     return path
 
 
+def repriced_bundle(folder: Path) -> Path:
+    """The bundle with its ledger's epsilon edited to 0.01 and re-hashed in the manifest:
+    every checksum holds, but the noise it carries means epsilon 2 (issue 21)."""
+    path = folder / "release.zip"
+    with zipfile.ZipFile(io.BytesIO(release_bundle())) as archive:
+        files = {name: archive.read(name) for name in archive.namelist()}
+    ledger = json.loads(files["ledger.json"])
+    ledger.update(epsilon=0.01)
+    files["ledger.json"] = json.dumps(ledger).encode()
+    manifest = json.loads(files["manifest.json"])
+    manifest["files"]["ledger.json"] = hashlib.sha256(files["ledger.json"]).hexdigest()
+    files["manifest.json"] = json.dumps(manifest).encode()
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return path
+
+
 # --------------------------------------------------------------------------------------------
 # the cases
 # --------------------------------------------------------------------------------------------
@@ -473,6 +491,11 @@ REFUSED = [
     ),
     Refused("generate: not a zip", generate(bundle=not_a_zip), ("not a zip file",)),
     Refused("generate: old bundle", generate(bundle=old_bundle), ("version 1", "sampled again")),
+    Refused(
+        "generate: bundle whose ledger was edited and re-hashed",
+        generate(bundle=repriced_bundle),
+        ("release.zip: its ledger says epsilon 0.01", "mean epsilon 2 ", "'privsyn runs export'"),
+    ),
     Refused("generate: rows 0", generate("--rows", "0"), ("--rows", "at least 1")),
     Refused("generate: rows negative", generate("--rows", "-5"), ("--rows", "at least 1")),
     Refused(

@@ -198,3 +198,38 @@ def test_progress_snapshots_are_taken_while_the_worker_writes():
     assert progress.on_progress(GumProgress(0, 1, 0.5, 0.1, {}, 0.0)) is True
     progress.cancel()
     assert progress.on_progress(GumProgress(1, 1, 0.5, 0.1, {}, 0.0)) is False
+
+
+def test_two_sessions_running_at_once_cannot_both_pass_a_lifetime_budget(monkeypatch):
+    """The server runs two syntheses at once: two sessions that click Run together on a
+    table whose lifetime budget holds 1.5 runs. The second one's reservation is refused
+    before it measures anything, while the first is still measuring (issue 21)."""
+    monkeypatch.setenv(worker.MAX_RUNS_VARIABLE, "2")
+    one_run = rho_from_epsilon_delta(1.0, 1e-9)
+    Registry().set_lifetime_budget("shared", "t.csv", 1.5 * one_run)
+    measuring = threading.Event()
+    release = threading.Event()
+    measured: list[str] = []
+
+    def slow_run(name):
+        def run(*, on_progress):
+            measured.append(name)
+            measuring.set()
+            release.wait(30)
+            raise InputError(f"{name} stopped by the test before spending")
+
+        return run
+
+    first = worker.start(request(slow_run("first"), dataset="shared"))
+    assert measuring.wait(30)
+    second = ended(worker.start(request(slow_run("second"), dataset="shared")))
+    assert isinstance(second, worker.Failed) and second.refused
+    assert (
+        "lifetime privacy budget" in second.message and "held by runs in progress" in second.message
+    )
+    assert measured == ["first"]  # the refused run never reached the engine
+    (held,) = Registry().held("shared")
+    assert held.rho == one_run and held.process_alive()
+    release.set()
+    assert isinstance(ended(first), worker.Failed)
+    assert Registry().held() == []  # nothing was measured: the reservation was given back

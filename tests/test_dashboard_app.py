@@ -416,6 +416,21 @@ def test_the_epsilon_set_on_privacy_is_the_one_run_after_visiting_other_pages():
     assert Registry().runs()[0].epsilon == 0.5
 
 
+def test_history_shows_budget_held_by_a_run_that_has_not_recorded_its_spend():
+    sample = file_fingerprint(ROOT / "privsyn_core" / "samples" / "adult.csv")
+    rho = rho_from_epsilon_delta(1.0, 1e-9)
+    Registry().set_lifetime_budget(sample, "adult.csv", 3 * rho)
+    Registry().reserve(sample, "adult.csv", rho, "privsyn synthesize, epsilon 1, delta 1e-09")
+    at = go(app(), "history")
+    assert any("held by runs that reserved their cost" in w.value for w in at.warning)
+    held = frame(at, "rho held")
+    assert list(held["by"]) == ["privsyn synthesize, epsilon 1, delta 1e-09"]
+    assert held["rho held"][0] == pytest.approx(rho)
+    assert held["state"][0].startswith("in progress")  # this process holds it
+    assert at.metric[0].label == "rho spent or held, all runs"
+    assert float(at.metric[0].value) == pytest.approx(rho, rel=1e-3)
+
+
 def test_history_shows_the_current_tables_runs_unless_asked_for_all():
     at = run_once(app())
     rows = "\n".join(f"{i % 3},{(i * 7) % 5},{'ab'[i % 2]}" for i in range(6000))

@@ -79,7 +79,7 @@ def show_budget(status: BudgetStatus, mine: list[RunRecord]) -> None:
     spent, lifetime = status.committed_rho, status.lifetime_rho
     left, middle, right = st.columns(3)
     left.metric(
-        "rho spent, all runs",
+        "rho spent or held, all runs" if status.reserved_rho else "rho spent, all runs",
         f"{spent:.4g}",
         help=f"over {len(mine)} recorded runs"
         + (f", and rho {status.reserved_rho:.4g} held (below)" if status.reserved_rho else ""),
@@ -92,7 +92,11 @@ def show_budget(status: BudgetStatus, mine: list[RunRecord]) -> None:
         st.caption("No lifetime budget is set: runs on this table are never refused.")
     else:
         share = spent / lifetime if lifetime > 0 else 1.0
-        st.progress(min(1.0, share), text=f"{share:.0%} of the lifetime budget spent")
+        st.progress(
+            min(1.0, share),
+            text=f"{share:.0%} of the lifetime budget "
+            + ("spent or held" if status.reserved_rho else "spent"),
+        )
     if held:
         st.warning(
             f"rho {status.reserved_rho:.4g} of it is held by runs that reserved their cost "

@@ -281,6 +281,19 @@ def test_a_dead_processs_reservation_stays_counted_and_says_so(tmp_path):
         registry.reserve("fp", "t.csv", 0.5, "after the crash")
 
 
+def test_runs_list_shows_what_a_dead_run_still_holds(tmp_path, monkeypatch, capsys):
+    from privsyn_core.cli import main
+
+    path = str(tmp_path / "r.sqlite3")
+    monkeypatch.setenv("PRIVSYN_REGISTRY", path)
+    child = multiprocessing.get_context("fork").Process(target=_reserve_and_die, args=(path,))
+    child.start()
+    child.join(timeout=60)
+    assert main(["runs", "list"]) == 0
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if "held" in line]
+    assert "0.7" in line and "stopped before recording its spend (killed mid-run)" in line
+
+
 def _reserve_and_die(path: str) -> None:
     Registry(path).reserve("fp", "t.csv", 0.7, "killed mid-run")
     os.kill(os.getpid(), signal.SIGKILL)

@@ -7,17 +7,29 @@ where it lies, out of core, on DuckDB: a raw file is encoded in SQL with the ses
 a pre-coded one is counted as it is. The file is never loaded into pandas.
 
 ``PRIVSYN_DISK_ROOT`` limits the paths the page accepts to one folder (a server shared with
-people who should not read every file the server's user can).
+people who should not read every file the server's user can). The check when the path is typed
+(:func:`checked_path`) gives early feedback; what protects is the check of the file a run
+actually reads: :class:`DiskRun` opens it once, in the run's thread, checks the open file
+(:class:`privsyn_core.data.opened.OpenedTable`: a regular file with one name, inside the root)
+and has both the registry fingerprint and DuckDB's counting read that one opening. A name
+swapped for a link after the check, a hard link to a file elsewhere, or a named pipe is refused
+before anything is measured.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from privsyn_core.data.io import file_columns
-from privsyn_core.errors import InputError
+from privsyn_core.data.opened import OpenedTable
+from privsyn_core.errors import FailedAfterSpending, InputError
+
+if TYPE_CHECKING:
+    from privsyn_core.pipeline import SynthesisResult
 
 SUFFIXES = {".csv": "CSV", ".txt": "CSV", ".parquet": "Parquet", ".pq": "Parquet"}
 ROOT_VARIABLE = "PRIVSYN_DISK_ROOT"
@@ -82,15 +94,76 @@ def checked_path(text: str) -> Path:
     return path
 
 
+def opened(path: Path) -> OpenedTable:
+    """``path`` opened once and checked as opened, against this server's root (see
+    :class:`~privsyn_core.data.opened.OpenedTable`); close it after use."""
+    return OpenedTable.open(path, allowed_root())
+
+
 def describe(text: str) -> DiskTable:
     """Check ``text`` names a readable table file and read its column names (the Parquet
-    footer, or the CSV header), never its rows (``privsyn_core.data.io.file_columns``)."""
+    footer, or the CSV header), never its rows (``privsyn_core.data.io.file_columns``),
+    through the file as opened and checked, not through its name again."""
     path = checked_path(text)
-    try:
-        described = file_columns(path)
-    except InputError as exc:
-        raise InputError(str(exc).split("\n")[0]) from None
-    return DiskTable(path, described.size_bytes, described.columns)
+    with opened(path) as table:
+        try:
+            described = file_columns(table.path_for_reading)
+        except InputError as exc:
+            raise InputError(table.named(str(exc)).split("\n")[0]) from None
+    return DiskTable(path, table.size, described.columns)
+
+
+@dataclass(eq=False)
+class DiskRun:
+    """One run's reading of a table on disk, shared by the run's two calls in the worker
+    thread (``RunRequest.dataset`` then ``RunRequest.synthesize``): the file is opened on
+    the first, checked as opened, fingerprinted and counted through that one opening, and
+    closed when the synthesis ends (or, if the run stops before it, when this is collected).
+
+    The file is checked again for writes (size, modification time) after the fingerprint,
+    before anything is measured, and after the counts: a file changed during the run is
+    not released (its spend is recorded, as for any run that failed after measuring).
+    """
+
+    path: Path
+    root: Path | None
+    _table: OpenedTable | None = field(default=None, init=False, repr=False)
+
+    def table(self) -> OpenedTable:
+        if self._table is None:
+            self._table = OpenedTable.open(self.path, self.root)
+        return self._table
+
+    def fingerprint(self) -> str:
+        """The registry's key: the hash of the bytes of the file as opened."""
+        table = self.table()
+        key = table.fingerprint()
+        table.check_unchanged()
+        return key
+
+    def synthesize(
+        self, count: Callable[..., SynthesisResult], *, on_progress: Any = None
+    ) -> SynthesisResult:
+        """``count(path, on_progress=...)`` (the engine call with all but the table bound)
+        on a path that reads the opened file; messages name the file, not that path."""
+        try:
+            table = self.table()
+            try:
+                result = count(table.path_for_reading, on_progress=on_progress)
+            except InputError as exc:
+                exc.args = (table.named(str(exc)),)
+                raise
+            try:
+                table.check_unchanged()
+            except InputError as exc:
+                raise FailedAfterSpending(str(exc), result.ledger) from None
+            return result
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self._table is not None:
+            self._table.close()
 
 
 def domain_codes(text: bytes, columns: tuple[str, ...]) -> dict[str, int | None]:

@@ -21,11 +21,12 @@ import streamlit as st
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.io import read_table
 from privsyn_core.data.schema import Schema
+from privsyn_core.errors import InputError
 from privsyn_core.pipeline import SynthesisResult
 from privsyn_core.release.registry import file_fingerprint
 from privsyn_core.release.registry import fingerprint as registry_fingerprint
 
-from . import worker
+from . import sources, worker
 from .sources import DiskTable
 
 #: package data of privsyn_core (privsyn_core/samples/README.md: source and licence), so an
@@ -208,9 +209,22 @@ def dataset_fingerprint() -> str:
     if ss.get("dataset_fingerprint") is None:
         on_disk = disk()
         ss["dataset_fingerprint"] = (
-            file_fingerprint(on_disk.path) if on_disk is not None else registry_fingerprint(table())
+            disk_fingerprint(on_disk) if on_disk is not None else registry_fingerprint(table())
         )
     return ss["dataset_fingerprint"]
+
+
+def disk_fingerprint(on_disk: DiskTable) -> str:
+    """The registry's key for a file on disk, hashed through the file as opened and checked
+    (``sources.opened``), never through its name alone: a name swapped since the Data page
+    checked it is refused here too. A refusal is shown and ends the page's script."""
+    try:
+        with sources.opened(on_disk.path) as opened:
+            return opened.fingerprint()
+    except InputError as exc:
+        st.error(f"Cannot read {on_disk.name}: {exc}.")
+        st.stop()
+        raise  # st.stop() does not return
 
 
 def fingerprint(frame: pd.DataFrame, schema: Schema, settings: dict[str, Any]) -> str:

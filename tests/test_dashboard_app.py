@@ -738,6 +738,51 @@ def test_a_raw_csv_on_disk_is_encoded_with_the_schema_and_counted_on_duckdb(tmp_
     assert run.config["engine"] == "duckdb" and run.fingerprint == file_fingerprint(path)
 
 
+def test_a_disk_file_swapped_for_a_link_after_the_check_is_refused_by_the_run(
+    tmp_path, monkeypatch
+):
+    """The Data page checks the path; the run opens the file again later. A file swapped in
+    between for a link to a file outside PRIVSYN_DISK_ROOT is refused by the run, which checks
+    the file it opened: nothing is read from outside, measured or spent."""
+    root, elsewhere = tmp_path / "root", tmp_path / "elsewhere"
+    root.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.setenv("PRIVSYN_DISK_ROOT", str(root))
+    sample = (ROOT / "privsyn_core" / "samples" / "adult.csv").open().readlines()
+    path, secret = root / "adult-part.csv", elsewhere / "secret.csv"
+    path.write_text("".join(sample[:6]))  # the checked file: 5 rows
+    secret.write_text("".join(sample[:2998]))  # 2,997 rows outside the root
+    at = app()
+    at.text_input(key="disk_path").set_value(str(path)).run()
+    at.button(key="use_disk").click().run()
+    assert at.session_state["disk"] is not None, [e.value for e in at.error]
+    path.unlink()
+    path.symlink_to(secret)
+    go(at, "run")
+    at.number_input(key="iterations").set_value(5).run()
+    run_and_wait(at)
+    assert at.session_state["run_state"] == "refused" and at.session_state["finished"] is None
+    (message,) = [e.value for e in at.error]
+    assert "outside" in message and str(secret) in message and str(root.resolve()) in message
+    assert not Registry().runs()  # nothing measured, nothing spent
+
+
+def test_a_hard_link_in_the_disk_root_to_a_file_outside_is_refused(tmp_path, monkeypatch):
+    root, elsewhere = tmp_path / "root", tmp_path / "elsewhere"
+    root.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.setenv("PRIVSYN_DISK_ROOT", str(root))
+    secret = elsewhere / "secret.csv"
+    secret.write_text((ROOT / "privsyn_core" / "samples" / "adult.csv").read_text())
+    (root / "adult.csv").hardlink_to(secret)
+    at = app()
+    at.text_input(key="disk_path").set_value(str(root / "adult.csv")).run()
+    at.button(key="use_disk").click().run()
+    assert at.session_state["disk"] is None
+    (message,) = [e.value for e in at.error]
+    assert "hard links" in message and "copy the file into" in message
+
+
 # --- small tables: the reviewed-schema path ---------------------------------------------------
 
 

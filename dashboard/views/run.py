@@ -26,14 +26,13 @@ import streamlit as st
 from privsyn_core import synthesize
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.errors import InputError
-from privsyn_core.release.registry import file_fingerprint
 from privsyn_core.release.registry import fingerprint as registry_fingerprint
 
 # Streamlit runs a page as a script, without a package: it is named after its folders
 # ("dashboard" in a checkout, "privsyn_dashboard" installed) for the imports below.
 __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 
-from .. import state, worker
+from .. import sources, state, worker
 from ..charts import convergence_chart
 from ..settings import current_config, parse_delta, parse_epsilon, parse_seed, public_settings
 
@@ -86,14 +85,14 @@ def request(config: PrivSynConfig) -> worker.RunRequest:
     epsilon = float(ss["epsilon"])
     rng = None if seed is None else np.random.default_rng(seed)
     settings = public_settings(delta, seed)
-    known = ss.get("dataset_fingerprint")
     if on_disk is None:
         table, schema, raw = state.table(), state.schema(), bool(ss["raw_domains"])
         run = partial(
             synthesize, table, epsilon, delta, schema=schema, raw_domains=raw, config=config,
             rng=rng,
         )  # fmt: skip
-        dataset = partial(registry_fingerprint, table)
+        known = ss.get("dataset_fingerprint")
+        dataset = (lambda: known) if known else partial(registry_fingerprint, table)
     else:
         # counted where the file lies, on DuckDB: a pre-coded file with its numbers of codes,
         # a raw one encoded in SQL with the session's schema
@@ -104,14 +103,20 @@ def request(config: PrivSynConfig) -> worker.RunRequest:
         else:
             declared = {"schema": state.schema(), "raw_domains": bool(ss["raw_domains"])}
         settings = {**settings, "engine": "duckdb"}
-        run = partial(
-            synthesize, on_disk.path, epsilon, delta, engine="duckdb", config=config, rng=rng,
+        # opened once in the worker thread, checked as opened, and both fingerprinted and
+        # counted through that opening (dashboard.sources.DiskRun): never the name again, so
+        # a file swapped after the Data page's check is refused, not read; hashed on every
+        # run, since the file may have changed since its last fingerprint
+        reading = sources.DiskRun(on_disk.path, sources.allowed_root())
+        count = partial(
+            synthesize, epsilon=epsilon, delta=delta, engine="duckdb", config=config, rng=rng,
             **declared,
         )  # fmt: skip
-        dataset = partial(file_fingerprint, on_disk.path)
+        run = partial(reading.synthesize, count)
+        dataset = reading.fingerprint
     return worker.RunRequest(
         synthesize=run,
-        dataset=(lambda: known) if known else dataset,
+        dataset=dataset,
         name=ss["table_name"],
         epsilon=epsilon,
         delta=delta,

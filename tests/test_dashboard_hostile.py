@@ -96,6 +96,21 @@ DASHBOARD: dict[str, Answer | NotHere] = {
     "missing file": Answer("disk path", ("there is no file at", "nowhere.csv")),
     "a folder": Answer("disk path", ("is a folder", "give the path of one CSV or Parquet")),
     "output folder missing": NotHere("the dashboard writes no file: the output is a download"),
+    **{
+        name: NotHere("the dashboard writes no file: the output is a download")
+        for name in (
+            "output is the input table",
+            "output is the domain file",
+            "output is a symbolic link to the input",
+            "output is a hard link to the input",
+            "output is the run registry",
+            "output is a pipe",
+            "output is a link to a device",
+            "ledger written over the table output",
+            "generate writes over its bundle",
+            "schema infer writes over its table",
+        )
+    },
     "empty file": Answer("upload", ("it is empty", "give a table with a header row")),
     "header only": Answer("upload", ("header but no rows", "nothing")),
     "NUL bytes in the head": Answer("upload", ("NUL", "CSV or a Parquet")),
@@ -137,6 +152,10 @@ DASHBOARD: dict[str, Answer | NotHere] = {
         "(test_dashboard_resample.py)"
     ),
     "generate: decay 0": NotHere("Sample again offers rows, seed and GUM iterations only"),
+    "generate: bundle whose ledger was edited and re-hashed": NotHere(
+        "Sample again reads bundles the dashboard stored itself; an edited one is refused by "
+        "load_model (tests/test_bundle.py)"
+    ),
     "target not a column": NotHere("the Run page's target box lists the table's columns only"),
     # accepted: loaded as the command line reads them, and run
     **{case.name: Answer("upload") for case in ACCEPTED},

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import ROOT
+from glob_names import GLOB_NAMES, ROWS, GlobName, beside_decoys
 
 from privsyn_core.data.table import encode_table
 from privsyn_core.domain import Domain
@@ -89,3 +90,11 @@ def test_the_cli_says_duckdb_reads_codes_or_a_schema_not_categories_in_a_domain(
     assert main([*argv, "--delimiter", ";"]) == 2
     assert "drop the reading options" in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+@pytest.mark.parametrize("case", GLOB_NAMES, ids=GlobName.id)
+def test_the_file_named_is_counted_never_what_its_name_matches_as_a_pattern(case, suffix, tmp_path):
+    path = beside_decoys(tmp_path, case, suffix, named="0", decoy="1")
+    (counts,) = DuckDBCounter.for_file(path, {"v": 2, "n": 2}).count([("v",)])
+    assert counts.values.tolist() == [ROWS, 0]

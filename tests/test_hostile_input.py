@@ -558,6 +558,27 @@ def five_million_character_cell(folder: Path) -> list[str]:
     return synthesize_argv(folder, write_text(folder, csv_lines("colour,size", rows)))
 
 
+def named_beside_decoys(name: str, *extra: str) -> Callable[[Path], list[str]]:
+    """The good table in a file called ``name`` (a glob pattern), beside ``g1`` and ``g2``
+    files the pattern matches, each of 3N rows coloured "DECOY": a reader that globs would
+    synthesise DECOY, charging the budget to the named file alone (issue 21)."""
+
+    def build(folder: Path) -> list[str]:
+        suffix = Path(name).suffix
+        decoy = pd.DataFrame({"colour": ["DECOY"] * (3 * N), "size": ["9"] * (3 * N)})
+        tables = {f"g1{suffix}": decoy, f"g2{suffix}": decoy, name: good_table()}
+        for file, frame in tables.items():
+            data = io.BytesIO()  # through a file object: no writer globs the name
+            if suffix == ".parquet":
+                frame.to_parquet(data, index=False)
+            else:
+                frame.to_csv(data, index=False)
+            (folder / file).write_bytes(data.getvalue())
+        return synthesize_argv(folder, folder / name, *extra)
+
+    return build
+
+
 ACCEPTED = [
     Accepted(
         "UTF-8 byte-order mark",
@@ -627,6 +648,18 @@ ACCEPTED = [
         on_frame(column_of(DATES, "when")),
         ("when", "colour"),
         {"when": near_the_input_date},
+    ),
+    Accepted(
+        "duckdb file named with a glob",
+        named_beside_decoys("g*.csv", "--engine", "duckdb"),
+        ("colour", "size"),
+        {"colour": set(COLOURS), "size": {"0", "1", "2", "3"}},
+    ),
+    Accepted(
+        "duckdb Parquet file named with brackets",
+        named_beside_decoys("g[12].parquet", "--engine", "duckdb"),
+        ("colour", "size"),
+        {"colour": set(COLOURS), "size": {"0", "1", "2", "3"}},
     ),
 ]
 

@@ -9,11 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import ROOT
+from glob_names import GLOB_NAMES, ROWS, beside_decoys, write_table
 
 from privsyn_core.data.table import encode_table
 from privsyn_core.errors import InputError
 from privsyn_core.measuring.counting import ArrayCounter
-from privsyn_core.measuring.spark_counter import SparkCounter, spark_session
+from privsyn_core.measuring.spark_counter import SparkCounter, spark_frame, spark_session
 
 ADULT = ROOT / "assets" / "adult-coded.csv"
 SIZES = json.loads((ROOT / "assets" / "adult-coded-domain.json").read_text())
@@ -235,3 +236,29 @@ def test_spark_submit_runs_the_command_line_on_its_own_master(tmp_path, capsys):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "spark.csv").read_bytes() == (tmp_path / "numpy.csv").read_bytes()
+
+
+def test_spark_reads_the_file_named_never_what_its_name_matches_as_a_pattern(spark, tmp_path):
+    """One test for every name (a Spark session is slow): Hadoop's FileSystem globs what
+    DuckDB does and ``{a,b}``, and reads a backslash as an escape."""
+    read = {}
+    for i, case in enumerate(GLOB_NAMES):
+        for suffix in (".csv", ".parquet"):
+            path = beside_decoys(tmp_path / f"{i}{suffix}", case, suffix, decoy_column="w")
+            try:
+                frame, _ = spark_frame(path, spark=spark)
+                read[case.name, suffix] = sorted(frame.groupBy("v").count().collect())
+            except Exception as exc:  # a refusal is reported with the rest
+                read[case.name, suffix] = type(exc).__name__
+    wrong = {key: got for key, got in read.items() if got != [("x", ROWS)]}
+    assert not wrong
+
+
+def test_spark_reads_a_folder_of_parts_whose_name_holds_a_pattern(spark, tmp_path):
+    for i, (name, decoy) in enumerate((("p*", "p1"), ("p{1,2}", "p2"), ("p[1]", "p1"))):
+        named, other = tmp_path / str(i) / name / "t", tmp_path / str(i) / decoy / "t"
+        for folder, value in ((named, "x"), (other, "DECOY")):
+            folder.mkdir(parents=True)
+            write_table(folder / "part-0.parquet", value, ROWS)
+        frame, csv = spark_frame(named, spark=spark)
+        assert (csv, sorted(frame.groupBy("v").count().collect())) == (False, [("x", ROWS)])

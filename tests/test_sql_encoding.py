@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import ROOT
+from glob_names import GLOB_NAMES, ROWS, GlobName, beside_decoys, write_table
 
 from privsyn_core import synthesize
 from privsyn_core.data.codecs import BinnedCodec, CategoryCodec
@@ -18,7 +19,7 @@ from privsyn_core.data.schema import Schema
 from privsyn_core.data.table import TableError
 from privsyn_core.measuring.private_domain import _grid_edges
 from privsyn_core.measuring.reading import FrameTable
-from privsyn_core.measuring.sql_encoding import duckdb_table
+from privsyn_core.measuring.sql_encoding import duckdb_table, sql_table
 from privsyn_core.release.registry import Registry, bytes_fingerprint, file_fingerprint
 
 ADULT = ROOT / "privsyn_core" / "samples" / "adult.csv"
@@ -255,3 +256,41 @@ def test_the_sql_constants_are_pandas_and_python_rules():
 
     assert set(CSV_MISSING) == set(STR_NA_VALUES)
     assert set(WHITESPACE) == {chr(i) for i in range(0x110000) if chr(i).isspace()}
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+@pytest.mark.parametrize("case", GLOB_NAMES, ids=GlobName.id)
+def test_duckdb_reads_the_file_named_never_what_its_name_matches_as_a_pattern(
+    case, suffix, tmp_path
+):
+    path = beside_decoys(tmp_path, case, suffix)
+    table = sql_table(path, "duckdb")
+    assert table.columns == ("v", "n")
+    assert table.run(f"SELECT v, count(*) FROM {table.source} GROUP BY v") == [("x", ROWS)]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_file_columns_reads_the_header_of_the_file_named(suffix, tmp_path):
+    for i, case in enumerate(GLOB_NAMES):
+        folder = tmp_path / str(i)
+        path = beside_decoys(folder, case, suffix, decoy_column="w")
+        assert file_columns(path).columns == ("v", "n"), case.name
+
+
+def test_duckdb_takes_no_column_from_a_folder_named_like_a_partition(tmp_path):
+    """DuckDB would add ``year`` from ``year=2020/`` (Hive partitioning); pandas does not."""
+    for suffix in (".csv", ".parquet"):
+        path = tmp_path / "year=2020" / f"t{suffix}"
+        write_table(path, "x", ROWS)
+        assert file_columns(path).columns == ("v", "n")
+        assert duckdb_table(path).columns == ("v", "n")
+
+
+def test_duckdb_reads_a_relative_name_with_a_leading_tilde_from_the_working_folder(
+    tmp_path, monkeypatch
+):
+    """DuckDB reads a leading ``~`` as the home folder."""
+    monkeypatch.chdir(tmp_path)
+    write_table(tmp_path / "~g.csv", "x", ROWS)
+    table = duckdb_table("~g.csv")
+    assert table.run(f"SELECT v, count(*) FROM {table.source} GROUP BY v") == [("x", ROWS)]

@@ -31,6 +31,7 @@ from __future__ import annotations
 import codecs
 import csv
 import re
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -378,11 +379,12 @@ def file_columns(path: str | Path) -> FileDescription:
     has names is read by its sniffer with a made-up header."""
     import duckdb
 
+    from privsyn_core.data.sources import duckdb_path, duckdb_reader, is_parquet
+
     file = _table_file(path)
-    parquet = file.suffix.lower() in (".parquet", ".pq")
-    literal = "'" + str(file).replace("'", "''") + "'"
+    parquet = is_parquet(file)
+    delimiter: str | None = None
     if parquet:
-        query = f"DESCRIBE SELECT * FROM read_parquet({literal})"
         written = None
     else:
         with file.open("rb") as handle:
@@ -396,15 +398,14 @@ def file_columns(path: str | Path) -> FileDescription:
         delimiter = header_delimiter(_first_line(head, encoding))
         written = next(csv.reader([_first_line(head, encoding)], delimiter=delimiter), [])
         _check_written_names(written, str(path))
-        query = (
-            f"DESCRIBE SELECT * FROM read_csv({literal}, header = true, all_varchar = true, "
-            f"delim = '{delimiter}', quote = '\"', escape = '\"')"
-        )
     try:
-        with duckdb.connect() as connection:
-            described = connection.execute(query).fetchall()
+        # the folder: where a pattern-free link to the file lies, if its name needs one
+        with tempfile.TemporaryDirectory(prefix="privsyn-") as folder, duckdb.connect() as db:
+            reader = duckdb_reader(file, Path(folder), delimiter)
+            described = db.execute(f"DESCRIBE SELECT * FROM {reader}").fetchall()
             if parquet:
-                names = connection.execute(
+                literal = "'" + duckdb_path(file, Path(folder)).replace("'", "''") + "'"
+                names = db.execute(
                     f"SELECT name FROM parquet_schema({literal}) WHERE num_children IS NULL"
                 ).fetchall()
                 _check_written_names([str(row[0]) for row in names], str(path))

@@ -13,10 +13,12 @@ read by the in-memory backend.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from privsyn_core.data.sources import duckdb_reader
 from privsyn_core.domain import Domain
 from privsyn_core.errors import InputError
 from privsyn_core.marginals import MarginalTable
@@ -30,13 +32,6 @@ def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _source(path: Path) -> str:
-    literal = "'" + str(path).replace("'", "''") + "'"
-    if path.suffix.lower() in (".parquet", ".pq"):
-        return f"read_parquet({literal})"
-    return f"read_csv({literal}, header = true, all_varchar = true)"
-
-
 @dataclass(eq=False)
 class DuckDBCounter:
     """Exact counts of attribute sets over a pre-coded table file (see the module docstring).
@@ -47,6 +42,9 @@ class DuckDBCounter:
     path: Path
     domain: Domain
     _connection: object = field(init=False, repr=False)
+    #: where a pattern-free link to the file lies while the counter reads it (see
+    #: :func:`~privsyn_core.data.sources.duckdb_path`); removed with the counter
+    _folder: tempfile.TemporaryDirectory = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         import duckdb  # imported only when this backend is chosen
@@ -55,8 +53,10 @@ class DuckDBCounter:
         if not self.path.is_file():
             raise InputError(f"cannot read {self.path}: no such file")
         self._connection = duckdb.connect(config={"memory_limit": MEMORY_LIMIT})
+        self._folder = tempfile.TemporaryDirectory(prefix="privsyn-duckdb-")
+        source = duckdb_reader(self.path, Path(self._folder.name))
         try:
-            names = [row[0] for row in self._sql(f"DESCRIBE SELECT * FROM {_source(self.path)}")]
+            names = [row[0] for row in self._sql(f"DESCRIBE SELECT * FROM {source}")]
         except duckdb.Error as exc:
             raise InputError(f"{self.path} is not a readable table ({exc})") from None
         missing = [a for a in self.domain.attributes if a not in names]
@@ -69,7 +69,7 @@ class DuckDBCounter:
             f"TRY_CAST({_quoted(a)} AS BIGINT) AS c{i}, {_quoted(a)} AS r{i}"
             for i, a in enumerate(self.domain.attributes)
         )
-        self._sql(f"CREATE VIEW coded AS SELECT {codes} FROM {_source(self.path)}")
+        self._sql(f"CREATE VIEW coded AS SELECT {codes} FROM {source}")
         self._check_codes()
 
     @classmethod
@@ -81,9 +81,9 @@ class DuckDBCounter:
         if not Path(path).is_file():
             raise InputError(f"cannot read {path}: no such file")
         try:
-            with duckdb.connect() as connection:
-                described = connection.execute(
-                    f"DESCRIBE SELECT * FROM {_source(Path(path))}"
+            with tempfile.TemporaryDirectory(prefix="privsyn-") as folder, duckdb.connect() as db:
+                described = db.execute(
+                    f"DESCRIBE SELECT * FROM {duckdb_reader(path, Path(folder))}"
                 ).fetchall()
         except duckdb.Error as exc:
             raise InputError(f"{path} is not a readable table ({exc})") from None

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from privsyn_core.data.sources import is_parquet, spark_path
 from privsyn_core.domain import Domain
 from privsyn_core.errors import InputError
 from privsyn_core.marginals import MarginalTable
@@ -93,13 +94,15 @@ def spark_session(master: str | None = None) -> Any:
 def spark_frame(source: Any, *, spark: Any = None, master: str | None = None) -> tuple[Any, bool]:
     """A Spark DataFrame for ``source`` (a DataFrame, a catalogue table's name, or a Parquet
     or CSV path) and whether it was read from CSV text. A CSV file is read with its header and
-    the delimiter the header line shows, as the in-memory reader does."""
+    the delimiter the header line shows, as the in-memory reader does. A path is read as
+    itself, never as a pattern (:func:`~privsyn_core.data.sources.spark_path`); a folder is read
+    as Parquet parts."""
     if not isinstance(source, str | Path):
         return source, False
     session = spark or spark_session(master)
     path = Path(source)
-    if path.suffix.lower() in (".parquet", ".pq") or path.is_dir():
-        return session.read.parquet(str(path)), False
+    if is_parquet(path) or path.is_dir():
+        return session.read.parquet(spark_path(path)), False
     if not path.is_file():
         return session.table(str(source)), False
     from privsyn_core.data.io import _HEADER_BYTES, _bom_encoding, _first_line, header_delimiter
@@ -107,15 +110,18 @@ def spark_frame(source: Any, *, spark: Any = None, master: str | None = None) ->
     with path.open("rb") as handle:
         head = handle.read(_HEADER_BYTES)
     delimiter = header_delimiter(_first_line(head, _bom_encoding(head) or "utf-8"))
-    frame = (
+    reader = (
         session.read.option("header", "true")
         .option("sep", delimiter)
         .option("quote", '"')
         .option("escape", '"')
-        .option("multiLine", "true")
-        .csv(str(path))
     )
-    return frame, True
+    # the columns from the header, read line by line: reading by records (quoted line breaks)
+    # finds the header by listing the file's own path again as a pattern, so ``g[.csv`` fails
+    # and ``g?.csv`` could take a header from ``g1.csv``; given the columns, it reads only rows
+    name = spark_path(path)
+    columns = reader.csv(name).schema
+    return reader.option("multiLine", "true").schema(columns).csv(name), True
 
 
 def _quoted(name: str) -> str:

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from privsyn_core.data.codecs import BinnedCodec, CategoryCodec, ColumnCodec
+from privsyn_core.data.sources import duckdb_reader, is_parquet
 from privsyn_core.data.table import TableError
 from privsyn_core.data.values import (
     _ISO_DATE,
@@ -578,18 +579,17 @@ def sql_table(source: Any, engine: str, *, spark: Any = None) -> SqlTable:
     raise InputError(f"unknown SQL engine {engine!r}")
 
 
-def _csv_source(path: Path) -> str:
+def _file_source(path: Path, folder: Path) -> str:
+    """DuckDB's reader of the file ``path`` (a pattern-free link to it, if needed, made in
+    ``folder``); a CSV file by the delimiter its header line shows, as the in-memory reader."""
     from privsyn_core.data.io import _HEADER_BYTES, _bom_encoding, _first_line, header_delimiter
 
+    if is_parquet(path):
+        return duckdb_reader(path, folder)
     with path.open("rb") as handle:
         head = handle.read(_HEADER_BYTES)
     delimiter = header_delimiter(_first_line(head, _bom_encoding(head) or "utf-8"))
-    literal = "'" + str(path).replace("'", "''") + "'"
-    delim = delimiter.replace("'", "''")
-    return (
-        f"read_csv({literal}, header = true, all_varchar = true, delim = '{delim}', "
-        "quote = '\"', escape = '\"')"
-    )
+    return duckdb_reader(path, folder, delimiter)
 
 
 def duckdb_table(path: str | Path) -> SqlTable:
@@ -606,11 +606,10 @@ def duckdb_table(path: str | Path) -> SqlTable:
     file = Path(path)
     if not file.is_file():
         raise InputError(f"cannot read {path}: no such file")
-    parquet = file.suffix.lower() in (".parquet", ".pq")
-    literal = "'" + str(file).replace("'", "''") + "'"
-    relation = f"read_parquet({literal})" if parquet else _csv_source(file)
-    # a temporary database file holds the coded table (codes only), spilled out of memory
+    # a temporary folder holds the coded table's database file (codes only, spilled out of
+    # memory) and, where the file's name holds a pattern, a link to it
     folder = tempfile.TemporaryDirectory(prefix="privsyn-duckdb-")
+    relation = _file_source(file, Path(folder.name))
     connection = duckdb.connect(
         str(Path(folder.name) / "coded.duckdb"), config={"memory_limit": MEMORY_LIMIT}
     )
@@ -638,9 +637,8 @@ def duckdb_table(path: str | Path) -> SqlTable:
     def encoded(view: str, domain: Domain) -> Counter:
         return GroupingSetsCounter(view, domain, run, DUCKDB)
 
-    table = SqlTable(
-        relation, columns, types, not parquet, DUCKDB, run, define, store, coded, encoded
-    )
+    csv = not is_parquet(file)
+    table = SqlTable(relation, columns, types, csv, DUCKDB, run, define, store, coded, encoded)
     # the database file goes when the table does
     weakref.finalize(table, _close, connection, folder)
     return table

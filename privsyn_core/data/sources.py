@@ -15,6 +15,7 @@ name that reads exactly the file named.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -77,8 +78,10 @@ def duckdb_path(path: str | Path, folder: Path) -> str:
     Why a link and not an escape: DuckDB takes a character in brackets literally (``[*]``), but
     in a path it globs a backslash separates folders, so ``g\\*.csv`` would be read as the files
     of a folder ``g``, and no spelling makes that name literal. Absolute, because DuckDB reads a
-    leading ``~`` as the home folder and looks a relative name up in ``file_search_path``."""
-    file = Path(path).resolve()
+    leading ``~`` as the home folder and looks a relative name up in ``file_search_path``. Not
+    resolved: a link is read as itself (a table on disk hands in a link to the file it opened,
+    ``/proc/self/fd/N``, which resolving would turn back into the name it was opened by)."""
+    file = Path(os.path.abspath(path))
     if not _holds(str(file), DUCKDB_PATTERN):
         return str(file)
     suffixes = "".join(s for s in file.suffixes if s[1:].isalnum())

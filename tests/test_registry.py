@@ -245,7 +245,7 @@ def test_a_reservation_holds_budget_until_its_spend_is_recorded_and_the_rest_giv
     reservation.release()
     assert registry.held() == [] and [r.id for r in registry.runs()] == [run_id]
     assert registry.budget("fp").committed_rho == pytest.approx(0.4)
-    with pytest.warns(BudgetWarning, match="committed rho 1 of its lifetime budget 1"):
+    with pytest.warns(BudgetWarning, match="spent or reserved rho 1 of its lifetime budget 1"):
         registry.reserve("fp", "t.csv", 0.6, "now it fits").release()
 
 

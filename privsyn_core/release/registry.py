@@ -261,8 +261,8 @@ class Registry:
         lifetime = status.lifetime_rho
         if lifetime is not None and status.committed_rho + rho > WARN_SHARE * lifetime:
             warnings.warn(
-                f"this dataset has now committed rho {status.committed_rho + rho:.4g} of its "
-                f"lifetime budget {lifetime:.4g}",
+                f"this dataset has now spent or reserved rho {status.committed_rho + rho:.4g} of "
+                f"its lifetime budget {lifetime:.4g}",
                 BudgetWarning,
                 stacklevel=2,
             )

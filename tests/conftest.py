@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import threading
-from collections.abc import Iterator
+import zipfile
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -69,3 +72,22 @@ def only_slot_held(monkeypatch) -> Iterator[None]:
     finally:
         release.set()
         other.thread.join(timeout=30)
+
+
+def edited_bundle(
+    data: bytes, name: str, edit: Callable[[bytes], bytes], rehash: bool = True
+) -> bytes:
+    """``data`` (a release bundle) with its file ``name`` edited, and that file's SHA-256 in the
+    manifest updated as anyone can (``rehash``) or left stale."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        files = {n: archive.read(n) for n in archive.namelist()}
+    files[name] = edit(files[name])
+    if rehash and name != "manifest.json":
+        manifest = json.loads(files["manifest.json"])
+        manifest["files"][name] = hashlib.sha256(files[name]).hexdigest()
+        files["manifest.json"] = json.dumps(manifest).encode()
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for n, content in files.items():
+            archive.writestr(n, content)
+    return out.getvalue()

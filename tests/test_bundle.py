@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import edited_bundle
 
 from privsyn_core import FittedModel, GumSettings, PrivSyn, PrivSynConfig, synthesize
 from privsyn_core.cli import main
@@ -145,17 +146,12 @@ def small_model() -> FittedModel:
 def rehashed(data: bytes, name: str, edit: Callable[[Any], Any]) -> bytes:
     """``data`` (a bundle) with the JSON file ``name`` edited and its SHA-256 in the manifest
     updated, as anyone can: the checksums still hold."""
-    files = files_of(data)
-    value = json.loads(files[name])
-    files[name] = json.dumps(edit(value) or value).encode()
-    manifest = json.loads(files["manifest.json"])
-    manifest["files"][name] = hashlib.sha256(files[name]).hexdigest()
-    files["manifest.json"] = json.dumps(manifest).encode()
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as archive:
-        for n, content in files.items():
-            archive.writestr(n, content)
-    return out.getvalue()
+
+    def edited(content: bytes) -> bytes:
+        value = json.loads(content)
+        return json.dumps(edit(value) or value).encode()
+
+    return edited_bundle(data, name, edited)
 
 
 def first(entries: list[dict], step: str) -> dict:

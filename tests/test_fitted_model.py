@@ -7,7 +7,6 @@ with a reason).
 """
 
 import gc
-import hashlib
 import io
 import json
 import zipfile
@@ -15,6 +14,7 @@ import zipfile
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import edited_bundle
 
 from privsyn_core import FittedModel, GumSettings, PrivSyn, PrivSynConfig, synthesize
 from privsyn_core.errors import InputError
@@ -148,20 +148,7 @@ def test_the_bundle_holds_no_row_of_the_table(raw_model):
             assert SECRET not in archive.read(name).decode(), name
 
 
-def _rewrite(data: bytes, name: str, edit, rehash: bool = True) -> bytes:
-    """``data`` (a bundle) with file ``name`` edited, its manifest hash updated or not."""
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        files = {n: archive.read(n) for n in archive.namelist()}
-    files[name] = edit(files[name])
-    manifest = json.loads(files["manifest.json"])
-    if rehash and name != "manifest.json":
-        manifest["files"][name] = hashlib.sha256(files[name]).hexdigest()
-        files["manifest.json"] = json.dumps(manifest).encode()
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as archive:
-        for n, content in files.items():
-            archive.writestr(n, content)
-    return out.getvalue()
+_rewrite = edited_bundle
 
 
 def _json_edit(change):

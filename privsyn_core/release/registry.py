@@ -258,14 +258,7 @@ class Registry:
                 (fingerprint, time.time(), rho, purpose, socket.gethostname(), os.getpid()),
             )
             held = int(cursor.lastrowid)
-        lifetime = status.lifetime_rho
-        if lifetime is not None and status.committed_rho + rho > WARN_SHARE * lifetime:
-            warnings.warn(
-                f"this dataset has now spent or reserved rho {status.committed_rho + rho:.4g} of "
-                f"its lifetime budget {lifetime:.4g}",
-                BudgetWarning,
-                stacklevel=2,
-            )
+        _warn_near_lifetime(status, rho)
         return Reservation(self, held, fingerprint, name, rho)
 
     def held(self, fingerprint: str | None = None) -> list[HeldBudget]:
@@ -296,14 +289,7 @@ class Registry:
             status = _status(db, fingerprint)
             _refuse_past_lifetime(status, rho)
             run_id = _insert_run(db, fingerprint, ledger, config, bundle)
-        lifetime = status.lifetime_rho
-        if lifetime is not None and status.committed_rho + rho > WARN_SHARE * lifetime:
-            warnings.warn(
-                f"this dataset has now spent rho {status.committed_rho + rho:.4g} of its "
-                f"lifetime budget {lifetime:.4g}",
-                BudgetWarning,
-                stacklevel=2,
-            )
+        _warn_near_lifetime(status, rho)
         return run_id
 
     def runs(self, fingerprint: str | None = None) -> list[RunRecord]:
@@ -425,6 +411,19 @@ def _refuse_past_lifetime(status: BudgetStatus, rho: float) -> None:
         f"{lifetime:.4g}{held}; a run of rho {rho:.4g} would exceed it. Re-download an "
         "earlier release instead, or raise the lifetime budget deliberately"
     )
+
+
+def _warn_near_lifetime(status: BudgetStatus, rho: float) -> None:
+    """BudgetWarning once ``rho`` more brings the dataset past ``WARN_SHARE`` of its lifetime
+    budget (raised at the caller of the registry's method)."""
+    lifetime, committed = status.lifetime_rho, status.committed_rho + rho
+    if lifetime is not None and committed > WARN_SHARE * lifetime:
+        warnings.warn(
+            f"this dataset has now spent or reserved rho {committed:.4g} of its lifetime "
+            f"budget {lifetime:.4g}",
+            BudgetWarning,
+            stacklevel=3,
+        )
 
 
 def _insert_run(

@@ -180,6 +180,10 @@ def test_every_dp_run_keeps_its_bundle_and_runs_export_writes_it_again(tmp_path,
     assert "no release bundle" in message and len(message.splitlines()) == 1
     assert main(["runs", "export", "999", "-o", str(tmp_path / "none.zip")]) == 2
     assert "no run 999" in capsys.readouterr().err
+    # the registry it reads is no place for a bundle: refused, the registry intact
+    assert main(["runs", "export", str(first.id), "-o", str(Registry().path)]) == 2
+    assert "it is the run registry" in capsys.readouterr().err
+    assert len(Registry().runs()) == 3
     assert not (tmp_path / "raw.zip").exists() and not (tmp_path / "none.zip").exists()
 
 

@@ -119,7 +119,13 @@ def test_a_comparison_is_reproducible_and_its_seed_matters(table):
 
 
 def test_convergence_is_recorded_per_iteration_and_falls(table):
-    result = run(table, [whole(GUM), whole(S5)], seeds=1)
+    # from the paper's independent columns: drawn along the tree of measured pairs, this
+    # planted table starts at its targets and GUM has nothing left to fall from
+    independent = [
+        LabArm(a.name, replace(a.config, gum=replace(a.config.gum, initial="independent")))
+        for a in (whole(GUM), whole(S5))
+    ]
+    result = run(table, independent, seeds=1)
     for r in result.runs:
         assert len(r.errors) == 15
         assert r.errors[-1] < r.errors[0]

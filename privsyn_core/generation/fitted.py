@@ -45,9 +45,10 @@ from privsyn_core.generation.gum import (
     record_major,
     run_gum,
 )
+from privsyn_core.generation.initial import Initial, initial_columns
 from privsyn_core.generation.mcf import run_mcf
 from privsyn_core.generation.memory import check_fits
-from privsyn_core.generation.sampling import conditional_column, shuffled_column
+from privsyn_core.generation.sampling import conditional_column
 from privsyn_core.marginals import MarginalTable
 from privsyn_core.measuring.measurement import NoisyMarginal
 from privsyn_core.measuring.one_way import ValueGrouping, decode
@@ -292,6 +293,7 @@ def _draw(
         engine,
         n,
         settings.separate_and_join,
+        settings.gum.initial,
         rng,
         dtype,
     )
@@ -353,10 +355,11 @@ def _gum_problems(
     engine: Domain,
     n: int,
     separate: bool,
+    initial: Initial,
     rng: np.random.Generator,
     dtype: np.dtype,
 ) -> list[tuple[list[str], np.ndarray, list[GumTarget]]]:
-    """Initial arrays (each column drawn from its consistent 1-way marginal) and targets.
+    """Initial arrays (:func:`~privsyn_core.generation.initial.initial_columns`) and targets.
 
     Arrays use the smallest integer type of the codes: GUM's duplications copy whole records,
     so their cost is proportional to the bytes per record.
@@ -364,9 +367,15 @@ def _gum_problems(
     problems = []
     for names in gum_components(attributes, [m.attributes for m in marginals], separate=separate):
         position = {a: i for i, a in enumerate(names)}
-        columns = np.empty((len(names), n), dtype=dtype)
-        for row, name in enumerate(names):
-            columns[row] = shuffled_column(one_way[engine.index(name)].values, n, rng)
+        columns = initial_columns(
+            names,
+            [m for m in marginals if m.attributes[0] in position],
+            {name: one_way[engine.index(name)].values for name in names},
+            n,
+            initial,
+            rng,
+            dtype,
+        )
         arr = record_major(len(names), n, dtype)
         fill_record_major(arr, columns)  # not a strided write of the whole array per column
         del columns

@@ -41,6 +41,7 @@ from typing import Literal
 import numpy as np
 
 from privsyn_core.errors import InputError
+from privsyn_core.generation.initial import INITIALS, Initial
 from privsyn_core.generation.sampling import quota_counts
 from privsyn_core.marginals import COMPILED_BATCH_FROM, cell_index
 
@@ -133,8 +134,18 @@ class GumSettings:
     #: share, so compiling saves nothing while importing numba and loading its cached
     #: kernels costs about half a second per process, a third of an Adult run.
     kernel: GumKernel = "auto"
+    #: GUM's initial table: "tree" (default), columns drawn along a maximum spanning tree of
+    #: the measured pairs, or the paper's "independent" columns from the 1-way marginals
+    #: (:mod:`privsyn_core.generation.initial` says why)
+    initial: Initial = "tree"
+    #: return the table of the iteration (or the initial table) whose marginals are closest
+    #: to the noisy targets, not the last: on dense wide tables GUM's updates can settle
+    #: further from the targets than where they started
+    keep_best: bool = True
 
     def __post_init__(self) -> None:
+        if self.initial not in INITIALS:
+            raise InputError(f"initial must be one of {', '.join(INITIALS)}, got {self.initial!r}")
         if self.iterations < 0:
             raise InputError(f"iterations must be >= 0, got {self.iterations}")
         if not 0 < self.alpha0 <= 1:
@@ -728,6 +739,7 @@ def _iterate(
         UpdateScratch.for_records(records.shape[1]) if kernel == "compiled" else None
         for (records, _), kernel in zip(components, kernels, strict=True)
     ]
+    best = _BestTables(components, errors) if settings.keep_best else None
     for t in range(settings.iterations):
         started = time.perf_counter()
         alpha = settings.alpha(t)
@@ -738,6 +750,8 @@ def _iterate(
                 errors[(c, k)] = update_towards(
                     records, targets[k], alpha, share, rng, pool, kernels[c], scratches[c]
                 )
+        if best is not None:
+            best.consider(components)
         record = GumIterationRecord(
             iteration=t,
             alpha=alpha,
@@ -749,4 +763,39 @@ def _iterate(
             return history, False
         if settings.converged([h.mean_error for h in history]):
             break
+    if best is not None:
+        best.restore(components)
     return history, True
+
+
+class _BestTables:
+    """Each component's table closest to its targets so far (mean L1 over its marginals,
+    measured on the whole table after each iteration), copied aside to restore at the end.
+    The copy costs one table's memory; measuring costs one batch count per iteration
+    (:func:`initial_errors`), a small share of an iteration's updates."""
+
+    def __init__(
+        self,
+        components: Sequence[tuple[np.ndarray, Sequence[GumTarget]]],
+        errors: dict[tuple[int, int], float],
+    ) -> None:
+        self.errors = [
+            float(np.mean([errors[(c, k)] for k in range(len(targets))])) if targets else 0.0
+            for c, (_, targets) in enumerate(components)
+        ]
+        self.saved = [records.copy() for records, _ in components]
+        self.latest = list(self.errors)
+
+    def consider(self, components: Sequence[tuple[np.ndarray, Sequence[GumTarget]]]) -> None:
+        for c, (records, targets) in enumerate(components):
+            if not targets:
+                continue
+            self.latest[c] = float(np.mean(initial_errors(records, targets)))
+            if self.latest[c] < self.errors[c]:
+                self.errors[c] = self.latest[c]
+                np.copyto(self.saved[c], records)
+
+    def restore(self, components: Sequence[tuple[np.ndarray, Sequence[GumTarget]]]) -> None:
+        for c, (records, _) in enumerate(components):
+            if self.latest[c] > self.errors[c]:
+                np.copyto(records, self.saved[c])

@@ -87,6 +87,14 @@ STUDIES: dict[str, list[tuple[str, dict[str, Any], dict[str, Any]]]] = {
         for suffix, target in (("", {}), (" +target", {"target": "{label}"}))
         for share in (0.1, 0.05)
     ],
+    # GUM's initial table and whether it returns its best table, on the engine's defaults
+    # (issue 22): one measurement per seed serves all four arms
+    "initial": [
+        ("tree, best kept", {}, {}),
+        ("tree, last", {}, {"keep_best": False}),
+        ("independent, best kept", {}, {"initial": "independent"}),
+        ("independent, last (paper)", {}, {"initial": "independent", "keep_best": False}),
+    ],
 }
 METRICS = ("2way_L1", "range", "svm")
 
@@ -95,7 +103,7 @@ def run_seed(study: str, name: str, epsilon: float, seed: int) -> list[dict[str,
     table, domain, label = load(name)
     if study == "target" and label is None:
         return []
-    base = PrivSynConfig() if study in ("target", "combine", "indif") else BASE
+    base = PrivSynConfig() if study in ("target", "combine", "indif", "initial") else BASE
     where = {"domain": domain} if isinstance(domain, dict) else {"schema": domain}
     measured: dict[str, Any] = {}
     rows = []

@@ -247,6 +247,9 @@ class GumIterationRecord:
     alpha: float
     errors: dict[tuple[str, ...], float]
     seconds: float
+    #: mean L1 of the whole table to every target after the iteration (measured when
+    #: :attr:`GumSettings.keep_best`; the per-marginal ``errors`` are each seen at one visit)
+    table_error: float | None = None
 
     @property
     def mean_error(self) -> float:
@@ -750,13 +753,12 @@ def _iterate(
                 errors[(c, k)] = update_towards(
                     records, targets[k], alpha, share, rng, pool, kernels[c], scratches[c]
                 )
-        if best is not None:
-            best.consider(components)
         record = GumIterationRecord(
             iteration=t,
             alpha=alpha,
             errors={components[c][1][k].attributes: e for (c, k), e in errors.items()},
             seconds=time.perf_counter() - started,
+            table_error=None if best is None else best.consider(components),
         )
         history.append(record)
         if on_iteration is not None and on_iteration(record) is False:
@@ -786,14 +788,19 @@ class _BestTables:
         self.saved = [records.copy() for records, _ in components]
         self.latest = list(self.errors)
 
-    def consider(self, components: Sequence[tuple[np.ndarray, Sequence[GumTarget]]]) -> None:
+    def consider(self, components: Sequence[tuple[np.ndarray, Sequence[GumTarget]]]) -> float:
+        """Keep each component's table if it is its best yet; the whole table's mean L1."""
+        total = 0.0
         for c, (records, targets) in enumerate(components):
             if not targets:
                 continue
-            self.latest[c] = float(np.mean(initial_errors(records, targets)))
+            measured = initial_errors(records, targets)
+            total += sum(measured)
+            self.latest[c] = float(np.mean(measured))
             if self.latest[c] < self.errors[c]:
                 self.errors[c] = self.latest[c]
                 np.copyto(self.saved[c], records)
+        return total / max(1, sum(len(targets) for _, targets in components))
 
     def restore(self, components: Sequence[tuple[np.ndarray, Sequence[GumTarget]]]) -> None:
         for c, (records, _) in enumerate(components):

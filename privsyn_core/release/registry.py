@@ -264,13 +264,7 @@ class Registry:
     def held(self, fingerprint: str | None = None) -> list[HeldBudget]:
         """Reservations not given back: runs in progress, and runs whose process died."""
         query = "SELECT id, fingerprint, created, rho, purpose, host, pid FROM reservations"
-        arguments: tuple = ()
-        if fingerprint is not None:
-            query += " WHERE fingerprint = ?"
-            arguments = (fingerprint,)
-        with self._connection() as db:
-            rows = db.execute(query + " ORDER BY id", arguments).fetchall()
-        return [HeldBudget(*row) for row in rows]
+        return [HeldBudget(*row) for row in self._rows(query, fingerprint)]
 
     def record(
         self,
@@ -297,17 +291,20 @@ class Registry:
             "SELECT id, fingerprint, created, epsilon, delta, rho, randomness, config, ledger, "
             "bundle IS NOT NULL, name FROM runs JOIN datasets USING (fingerprint)"
         )
+        return [
+            RunRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]),
+                      json.loads(r[8]), bool(r[9]), r[10])
+            for r in self._rows(query, fingerprint)
+        ]  # fmt: skip
+
+    def _rows(self, query: str, fingerprint: str | None) -> list[tuple]:
+        """``query``'s rows in id order, only those of ``fingerprint`` unless it is None."""
         arguments: tuple = ()
         if fingerprint is not None:
             query += " WHERE fingerprint = ?"
             arguments = (fingerprint,)
         with self._connection() as db:
-            rows = db.execute(query + " ORDER BY id", arguments).fetchall()
-        return [
-            RunRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]),
-                      json.loads(r[8]), bool(r[9]), r[10])
-            for r in rows
-        ]  # fmt: skip
+            return db.execute(query + " ORDER BY id", arguments).fetchall()
 
     def run(self, run_id: int) -> RunRecord:
         matches = [r for r in self.runs() if r.id == run_id]

@@ -27,7 +27,13 @@ benchmark puts each (table, epsilon) through these arms and scores them the same
   Time-boxed by ``--mst-timeout``; dpmm's Private-PGM inference is pure NumPy and slow on
   wide tables (40 columns: about 5 minutes of its selection step alone at dpmm's 2,500
   iterations, and about 0.1 s per estimation iteration, 5,000 by default), so the arm runs
-  with ``--mst-select-iters`` 250 and ``--mst-iters`` 1000 unless told otherwise.
+  with ``--mst-select-iters`` 250 and ``--mst-iters`` 1000 unless told otherwise. The
+  selection's estimate (of the 1-way measurements only) barely moves after 250: on 12 of
+  loans' columns its pair marginals after 250 and 2,500 iterations differ by at most 0.0009
+  in L1. On caravan (86 columns) dpmm 0.1.9's MST fails in its final estimate (NumPy's
+  "maximum supported dimension for an ndarray is 32, found 39", or "array is too big": its
+  junction tree gets a clique of dozens of attributes); the arm reports the error and the
+  grid goes on.
 
 Every arm but ind-real and mst reuses ours' measurements (post-processing, free), so they
 pair with ours seed by seed. The engine's state (last commit to privsyn_core/) is printed
@@ -625,10 +631,10 @@ def main() -> None:
 
     if args.summarise:
         saved = [json.loads(p.read_text()) for p in args.summarise]
-        summarise(
-            [r for s in saved for r in s["rows"]],
-            {k: v for s in saved for k, v in s["tables"].items()},
-        )
+        meta = {k: v for s in saved for k, v in s["tables"].items()}
+        states = {s["tables"].get("engine", {}).get("state") for s in saved} - {None}
+        meta["engine"] = {"state": "; ".join(sorted(states))}
+        summarise([r for s in saved for r in s["rows"]], meta)
         return
     if args.install_peers:
         install_peers()

@@ -35,17 +35,20 @@ SECRET = "Zebediah-Quux-4417"
 EXTREME = 987654321.0
 
 
-@pytest.fixture(scope="module")
-def planted() -> pd.DataFrame:
-    rng = np.random.default_rng(0)
-    n = 5000
-    table = pd.DataFrame(
+def people(n: int, rng: np.random.Generator) -> pd.DataFrame:
+    """A raw table of ``n`` people: a city, a whole-number age and an income to the cent."""
+    return pd.DataFrame(
         {
             "city": rng.choice(["north", "south", "east"], n),
             "age": rng.integers(18, 80, n),
             "income": rng.normal(50_000, 10_000, n).round(2),
         }
     )
+
+
+@pytest.fixture(scope="module")
+def planted() -> pd.DataFrame:
+    table = people(5000, np.random.default_rng(0))
     table.loc[17, "city"] = SECRET
     table.loc[42, "income"] = EXTREME
     return table
@@ -131,15 +134,7 @@ FAST = PrivSynConfig(gum=GumSettings(iterations=5, patience=None))
 def small_model() -> FittedModel:
     """Epsilon 1 on a small raw table (debug seed): every step records a measurement
     (structure, categories, range, 1-way, InDif, marginals)."""
-    rng = np.random.default_rng(3)
-    n = 1500
-    table = pd.DataFrame(
-        {
-            "city": rng.choice(["north", "south", "east"], n),
-            "age": rng.integers(18, 80, n),
-            "income": rng.normal(50_000, 10_000, n).round(2),
-        }
-    )
+    table = people(1500, np.random.default_rng(3))
     return PrivSyn(1.0, 1e-9, config=FAST).fit(table, rng=np.random.default_rng(0))
 
 

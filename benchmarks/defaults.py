@@ -95,6 +95,18 @@ STUDIES: dict[str, list[tuple[str, dict[str, Any], dict[str, Any]]]] = {
         ("independent, best kept", {}, {"initial": "independent"}),
         ("independent, last (paper)", {}, {"initial": "independent", "keep_best": False}),
     ],
+    # Algorithm 1's margin over the InDif noise (issue 22, the winner's curse), on the
+    # engine's defaults
+    "margin": [
+        (f"margin {k:g}{' (paper)' if k == 0 else ''}", {"indif_margin": k}, {})
+        for k in (0.0, 1.0, 2.0)
+    ],
+    # which table GUM keeps: judged on the noisy InDif of the unmeasured pairs too, or on
+    # the measured marginals alone (issue 22); one measurement per seed serves both
+    "judge": [
+        ("measured and InDif", {}, {}),
+        ("measured only", {}, {"judge_unmeasured": False}),
+    ],
 }
 METRICS = ("2way_L1", "range", "svm")
 
@@ -103,7 +115,7 @@ def run_seed(study: str, name: str, epsilon: float, seed: int) -> list[dict[str,
     table, domain, label = load(name)
     if study == "target" and label is None:
         return []
-    base = PrivSynConfig() if study in ("target", "combine", "indif", "initial") else BASE
+    base = BASE if study in ("strategy", "split") else PrivSynConfig()
     where = {"domain": domain} if isinstance(domain, dict) else {"schema": domain}
     measured: dict[str, Any] = {}
     rows = []

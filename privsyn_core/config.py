@@ -81,6 +81,11 @@ class PrivSynConfig:
     #: range queries over four tables and three epsilons (adult-coded at epsilon 1 with S3:
     #: 0.0882 vs 0.0910)
     connect_isolated: bool = False
+    #: Algorithm 1 counts a pair's dependency as its noisy InDif less this many InDif noise
+    #: standard deviations (:mod:`privsyn_core.selection.greedy`, the winner's curse; 0 is the
+    #: paper's rule). 1 by ``benchmarks/wide.py`` and ``benchmarks/defaults.py``: see the
+    #: README's defaults table
+    indif_margin: float = 1.0
     gamma: int = 5000
     #: which cliques Algorithm 2 merges (:mod:`privsyn_core.selection.combine`): "paper",
     #: any under ``gamma`` cells; "no_added_noise", only those that do not raise Algorithm
@@ -133,6 +138,8 @@ class PrivSynConfig:
             raise InputError("one_way_share + indif_share must leave budget for the marginals")
         if self.threshold_sigmas < 0:
             raise InputError("threshold_sigmas must be >= 0")
+        if not 0 <= self.indif_margin < 100:
+            raise InputError(f"indif_margin must lie in [0, 100), got {self.indif_margin}")
         if not 0 < self.domain_share < 1 or not 0 < self.threshold_delta_share < 1:
             raise InputError("domain_share and threshold_delta_share must lie in (0, 1)")
         if not 0 < self.structure_share < 1 or self.structure_share + self.domain_share >= 0.9:

@@ -68,6 +68,16 @@ class MarginalTable:
         )
 
 
+def indif_of_joint(joint: np.ndarray) -> float:
+    """InDif of a pair (paper section 4.1) from its 2-way counts, the 1-way counts being their
+    sums: the L1 distance in counts between the joint and the product of its margins."""
+    n = joint.sum()
+    if n == 0:
+        return 0.0
+    independent = np.outer(joint.sum(axis=1), joint.sum(axis=0)) / n
+    return float(np.abs(joint - independent).sum())
+
+
 def cell_index(records: np.ndarray, rows: Sequence[int], shape: Sequence[int]) -> np.ndarray:
     """Flat cell index of every record for the attributes at ``rows`` of ``records``.
 

@@ -34,11 +34,12 @@ from privsyn_core.data.table import DomainSpec, encode_table
 from privsyn_core.domain import Domain
 from privsyn_core.errors import FailedAfterSpending, InputError
 from privsyn_core.generation.consistency import ConsistencyReport
+from privsyn_core.generation.dependence import NoisyDependence
 from privsyn_core.generation.fitted import FittedModel, SamplingSettings, fit_model
 from privsyn_core.generation.gum import GumIterationRecord
 from privsyn_core.generation.memory import check_fits, check_width
 from privsyn_core.measuring.counting import ArrayCounter, Counter, RecodedCounter
-from privsyn_core.measuring.indif import measure_indif
+from privsyn_core.measuring.indif import indif_sigma, measure_indif
 from privsyn_core.measuring.measurement import NoisyMarginal, measure_marginals
 from privsyn_core.measuring.one_way import (
     ValueGrouping,
@@ -563,6 +564,8 @@ def _measure_counts(
             rho_marginals,
             connect_isolated=config.connect_isolated,
             emphasis=config.emphasis,
+            indif_sigma=indif_sigma(d, rho_indif) if rho_indif > 0 else 0.0,
+            margin=config.indif_margin,
         )
         report.finish(
             f"{len(selection.steps)} pairs selected, {len(selection.isolated_links)} links"
@@ -678,10 +681,21 @@ def _fitted(measurements: Measurements, config: PrivSynConfig, report: _Reporter
             decoders,
         ),
         config=asdict(config),
+        dependence=_dependence(measurements),
     )
     consistency = model.consistency
     report.finish(f"{consistency.rounds} rounds, total {consistency.total:.0f}")
     return model
+
+
+def _dependence(measurements: Measurements) -> NoisyDependence | None:
+    """The released InDif scores with the noise scale the ledger paid for, if any."""
+    paid = [e for e in measurements.ledger.entries if e.step == "indif"]
+    if not paid:
+        return None
+    return NoisyDependence(
+        measurements.engine.attributes, measurements.noisy_indif.to_numpy(), paid[-1].sigma
+    )
 
 
 def generate(

@@ -334,3 +334,38 @@ def test_every_mechanism_the_pipeline_records_is_priced_as_it_was_charged(config
     for entry in model.ledger.entries:
         assert noise_rho(entry) == pytest.approx(entry.rho, rel=1e-12), entry
     assert load_model(model_bytes(model)).ledger == recomputed(model.ledger)
+
+
+def test_the_noisy_indif_scores_travel_with_the_model_priced_by_the_ledger(small_model, tmp_path):
+    """GUM judges unmeasured pairs by the InDif scores, so a loaded model must carry them,
+    with the sigma the ledger paid for; scores no InDif measurement paid for are refused."""
+    assert small_model.dependence is not None
+    path = tmp_path / "release.zip"
+    small_model.save(path)
+    loaded = FittedModel.load(path)
+    np.testing.assert_allclose(loaded.dependence.scores, small_model.dependence.scores)
+    paid = next(e for e in loaded.ledger.entries if e.step == "indif")
+    assert loaded.dependence.sigma == paid.sigma == small_model.dependence.sigma
+
+    def older(model: dict) -> None:
+        model.pop("indif")
+
+    old = tmp_path / "older.zip"
+    old.write_bytes(rehashed(path.read_bytes(), "model.json", older))
+    assert FittedModel.load(old).dependence is None  # bundles from before the scores
+
+    def unpaid(ledger: dict) -> None:  # the InDif spend booked as another step
+        first(ledger["measurements"], "indif")["step"] = "structure"
+
+    forged = tmp_path / "forged.zip"
+    forged.write_bytes(rehashed(path.read_bytes(), "ledger.json", unpaid))
+    with pytest.raises(InputError, match="was edited"):
+        FittedModel.load(forged)
+
+    def wrong_count(model: dict) -> None:
+        model["indif"] = model["indif"][:-1]
+
+    short = tmp_path / "short.zip"
+    short.write_bytes(rehashed(path.read_bytes(), "model.json", wrong_count))
+    with pytest.raises(InputError, match="InDif scores"):
+        FittedModel.load(short)

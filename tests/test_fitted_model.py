@@ -246,7 +246,7 @@ def test_the_gum_stage_says_which_table_it_kept_when_not_the_last():
 
     assert _kept(history(0.3, 0.2, 0.1), start=0.5) == ""  # the last is the best
     assert _kept(history(0.3, 0.2, 0.25), start=0.5).endswith(
-        "kept iteration 2's table, the closest to the noisy marginals"
+        "kept iteration 2's table, the closest to the noisy marginals and InDif scores"
     )
-    assert "kept the starting table (mean L1 0.1000" in _kept(history(0.3, 0.2), start=0.1)
+    assert "kept the starting table (score 0.1000" in _kept(history(0.3, 0.2), start=0.1)
     assert _kept([GumIterationRecord(0, 1.0, {}, 0.1)], start=0.1) == ""  # nothing measured

@@ -194,7 +194,7 @@ def test_a_comparison_without_a_generator_measures_in_release_mode(table):
 
 def test_progress_names_the_seed_the_arm_and_the_gum_iteration(table):
     seen: list[LabProgress] = []
-    run(table, [GUM, LAPLACE], seeds=2, on_progress=seen.append)
+    run(table, [whole(GUM), LAPLACE], seeds=2, on_progress=seen.append)
     steps = list(dict.fromkeys(p.step for p in seen))
     assert steps == [
         "seed 1 of 2, measuring the table for 'GUM'",

@@ -125,8 +125,12 @@ def test_a_target_links_more_attributes_to_it_on_every_seed():
         pairs = measured(config, seed).selection.pairs
         return {a for p in pairs if "y" in p for a in p} - {"y"}
 
-    plain = [partners(PrivSynConfig(), s) for s in range(5)]
-    target = [partners(PrivSynConfig(target="y", target_weight=16.0), s) for s in range(5)]
+    # the paper's selection rule (no margin over the InDif noise), so only the weight differs
+    plain = [partners(PrivSynConfig(indif_margin=0.0), s) for s in range(5)]
+    target = [
+        partners(PrivSynConfig(target="y", target_weight=16.0, indif_margin=0.0), s)
+        for s in range(5)
+    ]
     assert all(len(t) >= len(p) for t, p in zip(target, plain, strict=True))
     assert sum(map(len, target)) >= sum(map(len, plain)) + 4
 

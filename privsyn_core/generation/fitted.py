@@ -36,15 +36,16 @@ from privsyn_core.generation.consistency import (
     make_consistent,
     without_consistency,
 )
+from privsyn_core.generation.dependence import NoisyDependence, UnmeasuredPairs, unmeasured_pairs
 from privsyn_core.generation.gum import (
     GumIterationRecord,
     GumSettings,
     GumTarget,
     columns_of,
     fill_record_major,
-    initial_errors,
     record_major,
     run_gum,
+    table_score,
 )
 from privsyn_core.generation.initial import Initial, initial_columns
 from privsyn_core.generation.mcf import run_mcf
@@ -136,6 +137,10 @@ class FittedModel:
     schema: tuple[Mapping[str, Any], ...] = ()
     #: the configuration of the fit (JSON-ready), kept for the release bundle
     config: Mapping[str, Any] = field(default_factory=dict)
+    #: the noisy InDif scores on the engine's attributes (None when the run measured none):
+    #: GUM judges the pairs no marginal covers by them
+    #: (:mod:`privsyn_core.generation.dependence`)
+    dependence: NoisyDependence | None = None
 
     def __post_init__(self) -> None:
         d = len(self.engine)
@@ -237,6 +242,7 @@ def fit_model(
     noisy: Sequence[NoisyMarginal] = (),
     schema: Sequence[Mapping[str, Any]] = (),
     config: Mapping[str, Any] | None = None,
+    dependence: NoisyDependence | None = None,
 ) -> FittedModel:
     """The model from a run's measurements: ``grouped`` are the noisy 1-way marginals on
     engine codes, ``measured`` the selected ones. Makes them consistent (paper 4.3), once;
@@ -259,6 +265,7 @@ def fit_model(
         noisy=tuple(noisy),
         schema=tuple(schema),
         config=dict(config or {}),
+        dependence=dependence,
     )
 
 
@@ -311,11 +318,25 @@ def _draw(
             )
         )
 
-    start = _mean_error(components) if settings.gum.keep_best else 0.0
-    synthesise = run_mcf if settings.synthesis == "mcf" else run_gum
-    history, finished = synthesise(
-        [(arr, targets) for _, arr, targets in components], settings.gum, rng, on_iteration
-    )
+    problems = [(arr, targets) for _, arr, targets in components]
+    if settings.synthesis == "mcf":
+        start = 0.0
+        history, finished = run_mcf(problems, settings.gum, rng, on_iteration)
+    else:
+        judged = [
+            None
+            if model.dependence is None or not settings.gum.judge_unmeasured
+            else unmeasured_pairs(
+                names,
+                engine.as_dict(),
+                [t.attributes for t in targets],
+                model.dependence,
+                model.consistency.total,
+            )
+            for names, _, targets in components
+        ]
+        start = _start_score(problems, judged) if settings.gum.keep_best else 0.0
+        history, finished = run_gum(problems, settings.gum, rng, on_iteration, judged)
     if not finished:
         report.stop()
     for names, arr, _ in components:
@@ -352,10 +373,19 @@ def _draw(
     return Sample(frame, n, tuple(history), tuple(appended), dict(report.seconds), settings)
 
 
-def _mean_error(components: Sequence[tuple[list[str], np.ndarray, list[GumTarget]]]) -> float:
-    """The initial tables' mean L1 to every target (what GUM's kept table is weighed against)."""
-    errors = [e for _, arr, targets in components for e in initial_errors(arr, targets)]
-    return float(np.mean(errors)) if errors else 0.0
+def _start_score(
+    problems: Sequence[tuple[np.ndarray, Sequence[GumTarget]]],
+    judged: Sequence[UnmeasuredPairs | None],
+) -> float:
+    """The initial tables' :func:`~privsyn_core.generation.gum.table_score` (what GUM's kept
+    table is weighed against), weighted as GUM weighs them."""
+    scored = [
+        (table_score(arr, targets, pairs), len(targets))
+        for (arr, targets), pairs in zip(problems, judged, strict=True)
+        if targets
+    ]
+    weight = sum(w for _, w in scored)
+    return sum(s * w for s, w in scored) / weight if weight else 0.0
 
 
 def _kept(history: Sequence[GumIterationRecord], start: float) -> str:
@@ -365,11 +395,13 @@ def _kept(history: Sequence[GumIterationRecord], start: float) -> str:
         return ""
     if start <= min(measured):
         return (
-            f"; kept the starting table (mean L1 {start:.4f} to the noisy marginals): no "
-            "iteration came closer"
+            f"; kept the starting table (score {start:.4f} against the noisy marginals and "
+            "InDif scores): no iteration came closer"
         )
     best = int(np.argmin(measured))
-    return f"; kept iteration {best + 1}'s table, the closest to the noisy marginals"
+    return (
+        f"; kept iteration {best + 1}'s table, the closest to the noisy marginals and InDif scores"
+    )
 
 
 def _gum_problems(

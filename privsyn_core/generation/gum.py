@@ -41,6 +41,7 @@ from typing import Literal
 import numpy as np
 
 from privsyn_core.errors import InputError
+from privsyn_core.generation.dependence import UnmeasuredPairs
 from privsyn_core.generation.initial import INITIALS, Initial
 from privsyn_core.generation.sampling import quota_counts
 from privsyn_core.marginals import COMPILED_BATCH_FROM, cell_index
@@ -138,10 +139,14 @@ class GumSettings:
     #: the measured pairs, or the paper's "independent" columns from the 1-way marginals
     #: (:mod:`privsyn_core.generation.initial` says why)
     initial: Initial = "tree"
-    #: return the table of the iteration (or the initial table) whose marginals are closest
-    #: to the noisy targets, not the last: on dense wide tables GUM's updates can settle
-    #: further from the targets than where they started
+    #: return the table of the iteration (or the initial table) closest to what was measured
+    #: (:func:`table_score`: the noisy targets, and the noisy InDif of the pairs no target
+    #: covers), not the last: on dense wide tables GUM's updates can settle further from the
+    #: targets than where they started, and its duplications make unmeasured pairs dependent
     keep_best: bool = True
+    #: judge the kept table on the pairs no marginal covers too, by the noisy InDif scores
+    #: (:mod:`privsyn_core.generation.dependence`); False judges the measured marginals alone
+    judge_unmeasured: bool = True
 
     def __post_init__(self) -> None:
         if self.initial not in INITIALS:
@@ -247,7 +252,7 @@ class GumIterationRecord:
     alpha: float
     errors: dict[tuple[str, ...], float]
     seconds: float
-    #: mean L1 of the whole table to every target after the iteration (measured when
+    #: the whole table's :func:`table_score` after the iteration (measured when
     #: :attr:`GumSettings.keep_best`; the per-marginal ``errors`` are each seen at one visit)
     table_error: float | None = None
 
@@ -280,28 +285,55 @@ def resolve_kernel(kernel: GumKernel, n_records: int, n_targets: int) -> GumKern
 
 def initial_errors(records: np.ndarray, targets: Sequence[GumTarget]) -> list[float]:
     """The L1 error of every target on ``records``, all at once (they order GUM's first
-    iteration).
-
-    One by one on a record-major table each target would stream the whole table (hundreds
-    of targets, 60 MB each at 600,000 x 100: tens of seconds). Instead the table is copied
-    once to attribute-major order, where a target reads only its own two or three byte
-    columns, and counted in one batch (compiled when numba is installed, see
-    :mod:`privsyn_core.count_kernel`).
-    """
-    if not targets:
-        return []
+    iteration)."""
     n = records.shape[1]
-    columns = columns_of(records)
-    if n * len(targets) < COMPILED_BATCH_FROM:  # not worth importing numba (Adult)
-        return [l1_error(columns, target) for target in targets]
-    try:
-        from privsyn_core.count_kernel import count_sets
-    except ImportError:  # numba is the optional 'compiled' extra
-        return [l1_error(columns, target) for target in targets]
-    counts = count_sets(columns, [t.rows for t in targets], [t.shape for t in targets])
+    counts = table_counts(records, [t.rows for t in targets], [t.shape for t in targets])
     return [
         float(np.abs(c / n - t.frequencies).sum()) for c, t in zip(counts, targets, strict=True)
     ]
+
+
+def table_counts(
+    records: np.ndarray, rows: Sequence[Sequence[int]], shapes: Sequence[Sequence[int]]
+) -> list[np.ndarray]:
+    """The flat counts of the attribute sets at ``rows`` (of ``shapes``) of ``records``.
+
+    One by one on a record-major table each set would stream the whole table (hundreds
+    of sets, 60 MB each at 600,000 x 100: tens of seconds). Instead the table is copied
+    once to attribute-major order, where a set reads only its own two or three byte
+    columns, and counted in one batch (compiled when numba is installed, see
+    :mod:`privsyn_core.count_kernel`).
+    """
+    if not rows:
+        return []
+    n = records.shape[1]
+    columns = columns_of(records)
+    if n * len(rows) >= COMPILED_BATCH_FROM:  # below, not worth importing numba (Adult)
+        try:
+            from privsyn_core.count_kernel import count_sets
+        except ImportError:  # numba is the optional 'compiled' extra
+            pass
+        else:
+            return list(count_sets(columns, [tuple(r) for r in rows], [tuple(s) for s in shapes]))
+    return [
+        np.bincount(cell_index(columns, r, s), minlength=int(np.prod(s)))
+        for r, s in zip(rows, shapes, strict=True)
+    ]
+
+
+def table_score(
+    records: np.ndarray, targets: Sequence[GumTarget], unmeasured: UnmeasuredPairs | None
+) -> float:
+    """How far a component's table is from everything measured, per attribute set: each
+    target's L1 and, for the ``unmeasured`` pairs, the estimated gap between the table's InDif
+    and the noisy one (:mod:`privsyn_core.generation.dependence`), weighted by their count."""
+    errors = initial_errors(records, targets)
+    total, weight = float(sum(errors)), len(errors)
+    if unmeasured is not None:
+        counts = table_counts(records, unmeasured.rows, unmeasured.shapes)
+        total += unmeasured.count * unmeasured.gap(counts)
+        weight += unmeasured.count
+    return total / weight if weight else 0.0
 
 
 def _uniform_u32(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -704,8 +736,13 @@ def run_gum(
     settings: GumSettings,
     rng: np.random.Generator,
     on_iteration: ProgressHook | None = None,
+    unmeasured: Sequence[UnmeasuredPairs | None] = (),
 ) -> tuple[list[GumIterationRecord], bool]:
     """Run GUM on every component in lockstep (separate and join, paper 5.3).
+
+    ``unmeasured`` (one per component, or empty) are the pairs no target covers, with their
+    noisy InDif: with :attr:`GumSettings.keep_best` the kept table is the one closest to the
+    targets and to those scores (:func:`table_score`).
 
     Each component has its own record array, so duplicating a row for one component never
     disturbs another's marginals. Marginals are visited in descending order of their current
@@ -722,7 +759,8 @@ def run_gum(
     if not errors:
         return history, True
     with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
-        return _iterate(components, settings, rng, on_iteration, errors, history, pool)
+        judged = list(unmeasured) or [None] * len(components)
+        return _iterate(components, settings, rng, on_iteration, errors, history, pool, judged)
 
 
 def _iterate(
@@ -733,6 +771,7 @@ def _iterate(
     errors: dict[tuple[int, int], float],
     history: list[GumIterationRecord],
     pool: ThreadPoolExecutor,
+    unmeasured: Sequence[UnmeasuredPairs | None],
 ) -> tuple[list[GumIterationRecord], bool]:
     kernels = [
         resolve_kernel(settings.kernel, records.shape[1], len(targets))
@@ -742,7 +781,7 @@ def _iterate(
         UpdateScratch.for_records(records.shape[1]) if kernel == "compiled" else None
         for (records, _), kernel in zip(components, kernels, strict=True)
     ]
-    best = _BestTables(components, errors) if settings.keep_best else None
+    best = _BestTables(components, unmeasured) if settings.keep_best else None
     for t in range(settings.iterations):
         started = time.perf_counter()
         alpha = settings.alpha(t)
@@ -771,38 +810,39 @@ def _iterate(
 
 
 class _BestTables:
-    """Each component's table closest to its targets so far (mean L1 over its marginals,
+    """Each component's table closest to what was measured so far (:func:`table_score`,
     measured on the whole table after each iteration), copied aside to restore at the end.
-    The copy costs one table's memory; measuring costs one batch count per iteration
-    (:func:`initial_errors`), a small share of an iteration's updates."""
+    The copy costs one table's memory; measuring costs one batch count per iteration, a
+    small share of an iteration's updates."""
 
     def __init__(
         self,
         components: Sequence[tuple[np.ndarray, Sequence[GumTarget]]],
-        errors: dict[tuple[int, int], float],
+        unmeasured: Sequence[UnmeasuredPairs | None],
     ) -> None:
-        self.errors = [
-            float(np.mean([errors[(c, k)] for k in range(len(targets))])) if targets else 0.0
-            for c, (_, targets) in enumerate(components)
+        self.unmeasured = unmeasured
+        self.scores = [
+            table_score(records, targets, judged) if targets else 0.0
+            for (records, targets), judged in zip(components, unmeasured, strict=True)
         ]
         self.saved = [records.copy() for records, _ in components]
-        self.latest = list(self.errors)
+        self.latest = list(self.scores)
 
     def consider(self, components: Sequence[tuple[np.ndarray, Sequence[GumTarget]]]) -> float:
-        """Keep each component's table if it is its best yet; the whole table's mean L1."""
+        """Keep each component's table if it is its best yet; the whole table's score (the
+        components' scores weighted by their number of targets)."""
         total = 0.0
         for c, (records, targets) in enumerate(components):
             if not targets:
                 continue
-            measured = initial_errors(records, targets)
-            total += sum(measured)
-            self.latest[c] = float(np.mean(measured))
-            if self.latest[c] < self.errors[c]:
-                self.errors[c] = self.latest[c]
+            self.latest[c] = table_score(records, targets, self.unmeasured[c])
+            total += self.latest[c] * len(targets)
+            if self.latest[c] < self.scores[c]:
+                self.scores[c] = self.latest[c]
                 np.copyto(self.saved[c], records)
         return total / max(1, sum(len(targets) for _, targets in components))
 
     def restore(self, components: Sequence[tuple[np.ndarray, Sequence[GumTarget]]]) -> None:
         for c, (records, _) in enumerate(components):
-            if self.latest[c] > self.errors[c]:
+            if self.latest[c] > self.scores[c]:
                 np.copyto(records, self.saved[c])

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from privsyn_core.marginals import cell_index
+from privsyn_core.marginals import cell_index, indif_of_joint
 from privsyn_core.privacy.ledger import Measurement
 from privsyn_core.privacy.noise import NoiseSource, as_noise
 
@@ -30,15 +30,6 @@ def indif_pair(records: np.ndarray, rows: tuple[int, int], shape: tuple[int, int
     """Exact InDif of one attribute pair of a code array, in counts."""
     joint = np.bincount(cell_index(records, rows, shape), minlength=shape[0] * shape[1])
     return indif_of_joint(joint.reshape(shape).astype(float))
-
-
-def indif_of_joint(joint: np.ndarray) -> float:
-    """InDif of a pair from its exact 2-way counts (the 1-way counts are their sums)."""
-    n = joint.sum()
-    if n == 0:
-        return 0.0
-    independent = np.outer(joint.sum(axis=1), joint.sum(axis=0)) / n
-    return float(np.abs(joint - independent).sum())
 
 
 def indif_scores(counter: Counter) -> pd.DataFrame:

@@ -54,6 +54,7 @@ from privsyn_core.data.codecs import BinnedCodec, CategoryCodec, CodesCodec
 from privsyn_core.domain import Domain
 from privsyn_core.errors import InputError
 from privsyn_core.generation.consistency import ConsistencyReport
+from privsyn_core.generation.dependence import NoisyDependence
 from privsyn_core.generation.fitted import FittedModel, SamplingSettings
 from privsyn_core.generation.gum import GumSettings
 from privsyn_core.marginals import MarginalTable
@@ -337,6 +338,8 @@ def _model_json(model: FittedModel) -> dict[str, Any]:
             "separate_and_join": settings.separate_and_join,
             "synthesis": settings.synthesis,
         },
+        # the noisy InDif scores above the diagonal; their sigma is the ledger's
+        "indif": None if model.dependence is None else model.dependence.upper(),
     }
 
 
@@ -557,8 +560,9 @@ def _model_from_json(
         NoisyMarginal(_table(m, "noisy_counts"), float(m["rho"]), float(m["sigma"]))
         for m in marginals
     )
+    priced = _priced(ledger, noisy, engine, tables)
     return FittedModel(
-        ledger=_priced(ledger, noisy, engine, tables),
+        ledger=priced,
         engine=engine,
         groupings=groupings,
         one_way=one_way,
@@ -569,7 +573,25 @@ def _model_from_json(
         noisy=noisy,
         schema=tuple(schema),
         config=dict(config),
+        dependence=_dependence(data.get("indif"), engine, priced),
     )
+
+
+def _dependence(upper: Any, engine: Domain, ledger: PrivacyLedger) -> NoisyDependence | None:
+    """The model's noisy InDif scores, priced by the ledger's one InDif measurement (older
+    bundles carry none: GUM then judges its tables on the measured marginals alone)."""
+    if upper is None:
+        return None
+    paid = [e for e in ledger.entries if e.step == "indif"]
+    if len(paid) != 1 or tuple(paid[0].attributes) != tuple(engine.attributes):
+        raise LedgerMismatchError(
+            "its model carries InDif scores that no single InDif measurement in its ledger paid for"
+        )
+    if not isinstance(upper, list) or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in upper
+    ):
+        raise ValueError("its InDif scores are not a list of numbers")
+    return NoisyDependence.from_upper(engine.attributes, upper, paid[0].sigma)
 
 
 def _priced(

@@ -9,6 +9,15 @@ is not lower than the current one, without adding the candidate that failed.
 
 With a prediction target (:mod:`privsyn_core.selection.target`) the same loop minimises the
 weighted error: ``phi_i`` becomes ``w_i phi_i`` and ``c_i`` becomes ``w_i c_i``.
+
+**The winner's curse.** The paper feeds the noisy scores to Algorithm 1 as if they were the
+dependencies. Each carries Gaussian noise of scale ``sigma`` (Theorem 4.2), and a wide table has
+thousands of candidates: the pairs whose noise came out high look dependent and are taken, so
+the marginal budget is spread over pairs that hold nothing. On a 10,000 x 55 table at epsilon
+0.5 (1,485 candidates, sigma about 6,000 counts on 10,000 rows) Algorithm 1 takes 265 pairs,
+most of them noise. ``margin`` counts each pair's dependency as ``max(phi_i - margin * sigma,
+0)``, a lower confidence bound: a pair is only worth measuring if it is dependent beyond its
+noise. It reads only the noisy scores and their public noise scale.
 """
 
 from __future__ import annotations
@@ -55,8 +64,14 @@ def select_marginals(
     *,
     connect_isolated: bool = True,
     emphasis: TargetEmphasis | None = None,
+    indif_sigma: float = 0.0,
+    margin: float = 0.0,
 ) -> Selection:
     """Algorithm 1 on the noisy InDif matrix, for a marginal budget ``rho`` (rho_3).
+
+    ``indif_sigma`` is the scores' noise standard deviation and ``margin`` how many of them a
+    score must clear before it counts as dependency (see the module docstring; 0 is the
+    paper's rule).
 
     ``connect_isolated``: an attribute left out of every selected pair (and with more than one
     value) is joined to its partner of highest noisy InDif, so that no attribute is synthesised
@@ -67,7 +82,8 @@ def select_marginals(
     iu, ju = np.triu_indices(d, k=1)
     pairs = [(names[i], names[j]) for i, j in zip(iu, ju, strict=True)]
     weight = np.array(marginal_weights(pairs, emphasis))
-    phi = weight * noisy_indif.to_numpy()[iu, ju]
+    scores = noisy_indif.to_numpy()[iu, ju]
+    phi = weight * np.maximum(scores - margin * indif_sigma, 0.0)
     power = np.array(
         [float(w * sizes[a] * sizes[b]) ** (2 / 3) for w, (a, b) in zip(weight, pairs, strict=True)]
     )

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from privsyn_core.dependency_report import WITHIN_NOISE_SIGMAS, DependencyReport
 from privsyn_core.generation.gum import GumIterationRecord
 from privsyn_core.pipeline import SelectedMarginal
 
@@ -19,44 +20,211 @@ def _safe(names: Sequence[object]) -> list[str]:
     return [html.escape(str(n)) for n in names]
 
 
-def indif_heatmap(noisy_indif: pd.DataFrame, marginals: Sequence[SelectedMarginal]) -> go.Figure:
-    """Noisy InDif, attribute x attribute; measured pairs marked with a dot."""
-    names = _safe(noisy_indif.columns)
-    values = noisy_indif.to_numpy(copy=True)
-    np.fill_diagonal(values, np.nan)
+#: the heatmap's colours: grey for a score within the noise, then light to dark for stronger
+#: dependencies (plotly's YlOrRd, light end dropped so it differs from the grey)
+WITHIN_NOISE_GREY = "#e3e3e3"
+DEPENDENCY_RAMP = ("#fed976", "#feb24c", "#fd8d3c", "#f03b20", "#bd0026", "#800026")
+#: how each origin's pairs are marked on the heatmap (the graph's edge colours tell the same)
+PAIR_MARKS = {
+    "selected": ("circle", "selected pair (Algorithm 1)"),
+    "combined": ("diamond", "in a combined clique (Algorithm 2)"),
+    "isolated": ("x", "isolated link"),
+}
+SIGMA, TIMES = "\u03c3", "\u00d7"
+#: one row of the heatmap, in pixels, at most and at least: every attribute's name fits
+ROW_PX = (14, 36)
+#: character widths in ems, the wider of Arial/Liberation Sans and DejaVu Sans (what
+#: "sans-serif" is on most machines) rounded up; any other character counts as ``_WIDE``
+_EMS = {
+    **dict.fromkeys("MWmw", 1.0),
+    **dict.fromkeys("ijlI.,:;'|!", 0.34),
+    **dict.fromkeys("ftr()[] ", 0.44),
+    **dict.fromkeys("-", 0.42),
+    **dict.fromkeys("_", 0.58),
+    **dict.fromkeys("abcdeghknopqsuvxyz0123456789", 0.64),
+    **dict.fromkeys("ABCDEFGHJKLNOPQRSTUVXYZ", 0.8),
+}
+_WIDE = 0.9
+
+
+def text_px(text: str, font_px: float) -> float:
+    """A generous estimate of how wide ``text`` is drawn in a sans-serif font of
+    ``font_px`` pixels: layouts reserve this much room (the browser's own measure, checked
+    in the browser tests, stays under it)."""
+    return font_px * sum(_EMS.get(ch, _WIDE) for ch in text)
+
+
+def indif_heatmap(report: DependencyReport, marginals: Sequence[SelectedMarginal]) -> go.Figure:
+    """Noisy InDif in units of its noise, lower triangle; measured pairs marked.
+
+    Readable at 100 columns: one row of at least ``ROW_PX[0]`` pixels per attribute (the
+    figure grows with the table), every row named on the left and every column named where
+    it starts, on the diagonal (the empty upper triangle holds the names, so a column's name
+    needs no more width than its cells). Colour: grey under ``WITHIN_NOISE_SIGMAS`` sigma (a
+    score the noise alone gives), then a logarithmic ramp up to the highest score, so that
+    3 sigma and 60 sigma both read. Measured pairs are black marks with a white rim, which
+    show on grey and on the darkest red alike.
+    """
+    if report.scores is None or report.sigma is None:
+        raise ValueError("no InDif scores were measured in this run")
+    columns = list(report.scores.columns)
+    names = _safe(columns)
+    n = len(names)
+    z = report.scores.to_numpy(dtype=float, copy=True)
+    lower = np.tril(np.ones((n, n), dtype=bool), k=-1)
+    z[~lower] = np.nan
+    band = WITHIN_NOISE_SIGMAS
+    top = max(float(np.nanmax(z)) if lower.any() else band, 3 * band)
+    # colour value: 0.25 (the grey) within the noise, 1..2 on a log scale from band to top
+    colour = np.where(z < band, 0.25, 1 + np.log(np.maximum(z, band) / band) / np.log(top / band))
+    colour[~lower] = np.nan
+    stops = np.linspace(0.5, 1.0, len(DEPENDENCY_RAMP))
+    colourscale = [[0.0, WITHIN_NOISE_GREY], [0.5, WITHIN_NOISE_GREY]] + [
+        [float(s), c] for s, c in zip(stops, DEPENDENCY_RAMP, strict=True)
+    ]
+    ticks = [t for t in (2, 3, 5, 10, 20, 50, 100, 200, 500, 1000) if band <= t <= top]
+    tick_at = [0.25] + [1 + math.log(t / band) / math.log(top / band) for t in ticks]
+    tick_text = [f"under {band:g}{SIGMA}: noise"] + [f"{t:g}{SIGMA}" for t in ticks]
+    status = np.where(z < band, "within the noise", "above the noise").astype(object)
+    status[~lower] = None
+    raw = z * report.sigma
+
+    row = float(np.clip(560 / max(n, 1), *ROW_PX))
+    font = 11 if n > 30 else 12
+    label_px = [text_px(str(c), font) for c in columns]
+    # a column's name starts on its diagonal cell and runs right over the empty triangle;
+    # the last rows' names reach past the last column (cells are at least ~6 px wide)
+    overflow = max((w - (n - 1 - i) * 6.0 for i, w in enumerate(label_px)), default=0.0)
     figure = go.Figure(
         go.Heatmap(
-            z=values,
+            z=colour,
             x=names,
             y=names,
-            colorscale="Viridis",
-            colorbar={"title": "noisy InDif"},
-            hovertemplate="%{y} x %{x}<br>noisy InDif %{z:.0f}<extra></extra>",
+            zmin=0.0,
+            zmax=2.0,
+            colorscale=colourscale,
+            customdata=np.dstack([raw, z]),
+            text=status,
+            xgap=1 if n <= 60 else 0,
+            ygap=1 if n <= 60 else 0,
+            hoverongaps=False,
+            colorbar={
+                "title": {
+                    "text": "noisy InDif in units of its noise "
+                    f"({SIGMA} = {report.sigma:,.0f} records)",
+                    "side": "top",
+                },
+                "orientation": "h",
+                "xref": "container",
+                "x": 0.0,
+                "xanchor": "left",
+                "yref": "container",
+                "y": 1.0,
+                "yanchor": "top",
+                "ypad": 8,
+                "len": 0.62,
+                "thickness": 12,
+                "tickvals": tick_at,
+                "ticktext": tick_text,
+            },
+            hovertemplate=f"%{{y}} {TIMES} %{{x}}<br>noisy InDif %{{customdata[0]:,.0f}} "
+            f"records = %{{customdata[1]:.1f}}{SIGMA}<br>%{{text}}<extra></extra>",
         )
     )
-    index = {name: i for i, name in enumerate(noisy_indif.columns)}
-    xs, ys = [], []
+    index = {name: i for i, name in enumerate(columns)}
+    marks: dict[str, set[tuple[int, int]]] = {}
     for marginal in marginals:
-        attributes = marginal.attributes
+        attributes = [a for a in marginal.attributes if a in index]
         for i, a in enumerate(attributes):
             for b in attributes[i + 1 :]:
-                xs += [names[index[a]], names[index[b]]]
-                ys += [names[index[b]], names[index[a]]]
-    if xs:
+                r, c = sorted((index[a], index[b]), reverse=True)
+                marks.setdefault(marginal.origin, set()).add((r, c))
+    size = float(np.clip(min(row, 650 / max(n, 1)) * 0.55, 4, 10))
+    for origin, (symbol, label) in PAIR_MARKS.items():
+        cells = sorted(marks.get(origin, ()))
+        if not cells:
+            continue
         figure.add_trace(
             go.Scatter(
-                x=xs,
-                y=ys,
+                x=[names[c] for _, c in cells],
+                y=[names[r] for r, _ in cells],
                 mode="markers",
-                marker={"color": "white", "size": 7, "line": {"color": "black", "width": 1}},
-                name="measured together",
+                marker={
+                    "symbol": symbol,
+                    "color": "black",
+                    "size": size,
+                    "line": {"color": "white", "width": 1},
+                },
+                name=f"{label}: {len(cells)}",
                 hoverinfo="skip",
             )
         )
+    # every column named where it starts: on its (empty) diagonal cell, reading to the right
     figure.update_layout(
-        height=600, margin={"l": 10, "r": 10, "t": 30, "b": 10}, yaxis={"autorange": "reversed"}
-    )
+        annotations=[
+            {
+                "x": i - 0.45,
+                "y": i,
+                "xref": "x",
+                "yref": "y",
+                "text": name,
+                "showarrow": False,
+                "xanchor": "left",
+                "yanchor": "middle",
+                "font": {"size": font, "color": "#333"},
+            }
+            for i, name in enumerate(names)
+        ],
+        height=int(n * row + 150),
+        margin={"l": 10, "r": int(max(20.0, overflow + 10)), "t": 100, "b": 40},
+        plot_bgcolor="white",
+        xaxis={
+            "showticklabels": False,
+            "showgrid": False,
+            "zeroline": False,
+            "range": [-0.5, n - 0.5],
+            "title": {"text": "each column is named where it starts, on the diagonal",
+                      "font": {"size": 12}},
+        },
+        yaxis={
+            "autorange": "reversed",
+            "tickmode": "array",
+            "tickvals": names,
+            "ticktext": names,
+            "tickfont": {"size": font},
+            "showgrid": False,
+            "automargin": True,
+        },
+        showlegend=True,
+        legend={
+            "orientation": "h",
+            "xref": "container",
+            "x": 1.0,
+            "xanchor": "right",
+            "yref": "container",
+            "y": 1.0,
+            "yanchor": "top",
+        },
+    )  # fmt: skip
     return figure
+
+
+def selection_summary(report: DependencyReport) -> str:
+    """One line of Markdown: how many candidate pairs were selected, how many of those
+    scored within the noise, and (once the engine reports it) how many the budget can
+    measure well."""
+    selected = len(report.selected)
+    line = f"**{selected:,} of {report.candidates:,} candidate pairs selected**"
+    if report.measurable is not None:
+        line += f"; the budget can measure about {report.measurable:,} pairs well"
+    if selected:
+        line += (
+            f". {report.selected_within_noise:,} of the {selected:,} scored under "
+            f"{WITHIN_NOISE_SIGMAS:g} sigma, within the noise"
+        )
+    if report.isolated_links:
+        line += f"; {len(report.isolated_links):,} more link attributes no pair covered"
+    return line + "."
 
 
 def convergence_chart(

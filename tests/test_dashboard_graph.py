@@ -15,11 +15,15 @@ import pytest
 from dashboard.graph import (
     CIRCLE_AT_MOST,
     EDGE_WIDTH_RANGE,
+    LAYOUT_WIDTH,
     NODE_SIZE_RANGE,
     ORIGIN_COLOURS,
     dependency_groups,
     graph_page,
+    label_boxes,
     layout,
+    node_radii,
+    overlapping,
 )
 from privsyn_core.pipeline import SelectedMarginal
 
@@ -207,3 +211,70 @@ def test_components_small_enough_for_a_circle_stay_one_group():
     for component in components:
         if len(component) <= CIRCLE_AT_MOST:
             assert len({groups[n] for n in component}) == 1
+
+
+LONG_WORDS = ("num", "accounts", "months", "since", "last", "credit", "total", "delinq", "income")
+
+
+def long_names(n: int, seed: int = 0) -> list[str]:
+    """Column names as long as a real wide table's (``months_since_last_credit_inquiry``)."""
+    rng = np.random.default_rng(seed)
+    return [
+        "_".join(rng.choice(LONG_WORDS, size=int(rng.integers(2, 5)))) + f"_{i:02d}"
+        for i in range(n)
+    ]
+
+
+def renamed(described_graph, names: list[str]):
+    graph, marginals = described_graph
+    return nx.relabel_nodes(graph, dict(zip(graph.nodes, names, strict=True))), marginals
+
+
+def dense_wide(n: int = 80, seed: int = 1):
+    """One component of ``n`` attributes, a third of all pairs selected, InDif mostly noise
+    with a few strong chains: what a wide table at epsilon 1 selects today."""
+    rng = np.random.default_rng(seed)
+    edges = []
+    for i in range(n):
+        for j in range(i + 1, n):
+            strong = j - i == 1 and i % 5 != 4
+            if strong or rng.random() < 0.3:
+                edges.append((i, j, float(rng.normal(9000 if strong else 0, 2600)), "selected"))
+    return described(n, edges, names=long_names(n, seed))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        hundred_attributes,
+        planted_groups,
+        lambda: dense_wide(80),
+        lambda: dense_wide(100, seed=2),
+        lambda: renamed(hundred_attributes(), long_names(100, 3)),
+    ],
+    ids=["hundred", "planted", "dense-80-long-names", "dense-100-long-names", "sparse-100-long"],
+)
+def test_no_two_labels_overlap_and_the_drawing_fits_the_page_width(make):
+    graph, _ = make()
+    positions = layout(graph)
+    boxes = label_boxes(graph, positions)
+    assert set(boxes) == set(graph.nodes)
+    assert overlapping(boxes) == []
+    left = min(b[0] for b in boxes.values())
+    right = max(b[2] for b in boxes.values())
+    assert right - left <= LAYOUT_WIDTH + 1, "as wide as the canvas: fitted near 1:1"
+
+
+def test_a_label_box_covers_its_dot_and_the_text_under_it():
+    graph, _ = described(2, [(0, 1, 5.0, "selected")], names=["months_since_last_delinq", "x"])
+    radii = node_radii(graph)
+    boxes = label_boxes(graph, {"months_since_last_delinq": (0.0, 0.0), "x": (500.0, 0.0)}, radii)
+    x0, y0, x1, y1 = boxes["months_since_last_delinq"]
+    # 24 characters at 16 px: a browser draws it about 190 px wide; the box is wider
+    assert x1 - x0 >= 200 and x0 < 0 < x1
+    r = radii["months_since_last_delinq"]
+    assert y0 <= -r and y1 >= r + 16, "from the dot's top to the label line under it"
+    x0, _, x1, _ = boxes["x"]
+    assert x1 - x0 >= 2 * radii["x"], "a short label: the dot sets the width"
+    assert overlapping({"a": (0, 0, 10, 10), "b": (10, 0, 20, 10)}) == [], "touching is apart"
+    assert overlapping({"a": (0, 0, 10, 10), "b": (9, 9, 20, 20)}) == [("a", "b")]

@@ -6,12 +6,14 @@ from pathlib import Path
 
 import streamlit as st
 
+from privsyn_core.dependency_report import WITHIN_NOISE_SIGMAS, dependency_report
+
 # Streamlit runs a page as a script, without a package: it is named after its folders
 # ("dashboard" in a checkout, "privsyn_dashboard" installed) for the imports below.
 __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 
 from .. import state
-from ..charts import indif_heatmap
+from ..charts import indif_heatmap, selection_summary
 from ..graph import graph_page
 
 st.title("Marginals")
@@ -22,12 +24,27 @@ result = finished.result
 
 st.subheader("Noisy InDif dependency scores")
 state.dp_badge()
-st.caption(
-    "InDif is the L1 distance (in records) between a pair's joint distribution and the one "
-    "independence would give, measured with Gaussian noise (paper section 4.1). Dots mark pairs "
-    "measured together."
-)
-st.plotly_chart(indif_heatmap(result.noisy_indif, result.marginals), key="indif")
+report = dependency_report(result)
+if report.scores is None or report.sigma is None:
+    st.info(
+        "This run measured no InDif scores (its selection does not use them, or the table "
+        "has one column); the graph and the table below show the marginals it measured."
+    )
+else:
+    st.markdown(selection_summary(report))
+    if report.guard:
+        st.warning(f"The selection guard cut the selection: {report.guard}")
+    st.caption(
+        "InDif is the L1 distance (in records) between a pair's joint distribution and the "
+        "one independence would give (paper section 4.1). Every score carries Gaussian noise "
+        f"of sigma {report.sigma:,.0f} records, which is public: the budget and the number of "
+        "pairs set it (Theorem 4.2). The colour is the score in units of that sigma: grey "
+        f"under {WITHIN_NOISE_SIGMAS:g} sigma, where the score of an independent pair lands "
+        "97.7% of the time; yellow to dark red, on a log scale, stronger dependencies. Black "
+        "marks: pairs measured together. Each row is named on the left, each column where it "
+        "starts, on the diagonal. Hover a cell for its score."
+    )
+    st.plotly_chart(indif_heatmap(report, result.marginals), key="indif")
 
 st.subheader("Dependency graph of the measured marginals")
 state.dp_badge()

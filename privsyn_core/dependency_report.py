@@ -1,0 +1,84 @@
+"""What a run's dependency measurements say, in numbers a reader can check (issue 22, item 5).
+
+The noisy InDif scores (paper section 4.1) are in records, and on a wide table their noise is
+thousands of records: on a 10,000 x 55 table at epsilon 1 each score carries Gaussian noise
+of sigma 2,628, and the scores run from -8,000 to +20,000. A score means something only
+against that sigma, which is public (it is set by the budget and the number of pairs,
+Theorem 4.2, and the ledger records it). This module puts the scores in units of their noise
+and counts what the selection did with them.
+
+Everything here reads DP outputs only (the noisy scores, the ledger, the selection made from
+them): post-processing, free, and safe to show.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from privsyn_core.pipeline import SynthesisResult
+    from privsyn_core.privacy.ledger import PrivacyLedger
+
+#: a noisy score under this many noise standard deviations is "within the noise": the score
+#: of an independent pair (true InDif near 0) stays under it 97.7% of the time. A display
+#: threshold for reading the scores, not a rule of the selection.
+WITHIN_NOISE_SIGMAS = 2.0
+
+
+def indif_noise_sigma(ledger: PrivacyLedger) -> float | None:
+    """The noise standard deviation (in records) of every InDif score, as the ledger's
+    "indif" entry recorded it; None when the run measured no scores."""
+    sigmas = [e.sigma for e in ledger.entries if e.step == "indif"]
+    return float(sigmas[-1]) if sigmas else None
+
+
+@dataclass(frozen=True)
+class DependencyReport:
+    """The scores in noise units, and what the selection took from them.
+
+    ``scores``: noisy InDif divided by ``sigma`` (attribute x attribute, NaN diagonal), None
+    when no score was measured (another selection than PrivSyn's, or a single column).
+    ``candidates``: the pairs scored. ``selected``: the pairs Algorithm 1 took, in its order;
+    ``isolated_links``: pairs added for attributes no selected pair covered.
+    ``selected_within_noise``: how many of ``selected`` scored under ``WITHIN_NOISE_SIGMAS``.
+    """
+
+    sigma: float | None
+    scores: pd.DataFrame | None
+    candidates: int
+    selected: tuple[tuple[str, str], ...]
+    isolated_links: tuple[tuple[str, str], ...]
+    selected_within_noise: int
+    #: Hook for the selection guard of issue 22 (item 2): how many pairs the budget can
+    #: measure well, and, when the guard cut the selection, why. None until the engine's
+    #: selection reports them; the dashboard shows them as soon as they are set.
+    measurable: int | None = None
+    guard: str | None = None
+
+
+def dependency_report(result: SynthesisResult) -> DependencyReport:
+    """The :class:`DependencyReport` of a finished run."""
+    sigma = indif_noise_sigma(result.ledger)
+    noisy = result.noisy_indif
+    names = list(noisy.columns)
+    selected = tuple(step.pair for step in result.selection.steps)
+    links = tuple(result.selection.isolated_links)
+    if sigma is None or sigma <= 0 or len(names) < 2:
+        return DependencyReport(None, None, 0, selected, links, 0)
+    values = noisy.to_numpy(dtype=float, copy=True) / sigma
+    np.fill_diagonal(values, np.nan)
+    scores = pd.DataFrame(values, index=noisy.index, columns=noisy.columns)
+    within = sum(scores.at[a, b] < WITHIN_NOISE_SIGMAS for a, b in selected)
+    d = len(names)
+    return DependencyReport(
+        sigma=sigma,
+        scores=scores,
+        candidates=d * (d - 1) // 2,
+        selected=selected,
+        isolated_links=links,
+        selected_within_noise=int(within),
+    )

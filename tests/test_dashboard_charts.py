@@ -1,0 +1,135 @@
+"""The Marginals page's noisy InDif heatmap and its one-line summary (the figure as JSON; the
+browser test checks what plotly draws)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dashboard.charts import (
+    PAIR_MARKS,
+    ROW_PX,
+    WITHIN_NOISE_GREY,
+    indif_heatmap,
+    selection_summary,
+)
+from privsyn_core.dependency_report import WITHIN_NOISE_SIGMAS, DependencyReport
+from privsyn_core.pipeline import SelectedMarginal
+
+SIGMA = 2628.0
+
+
+def report_of(names: list[str], seed: int = 0, selected: int = 40) -> DependencyReport:
+    """Scores like a 55-column table's at epsilon 1: most pairs 0 +- sigma, a few strong."""
+    rng = np.random.default_rng(seed)
+    d = len(names)
+    z = rng.normal(0.0, 1.0, (d, d))
+    z[np.triu_indices(d, 1)] += np.where(rng.random(d * (d - 1) // 2) < 0.05, 8.0, 0.0)
+    z = np.triu(z, 1)
+    z = z + z.T
+    np.fill_diagonal(z, np.nan)
+    iu = list(zip(*np.triu_indices(d, 1), strict=True))
+    picks = [iu[k] for k in rng.choice(len(iu), size=selected, replace=False)]
+    pairs = tuple((names[i], names[j]) for i, j in picks)
+    within = sum(z[i, j] < WITHIN_NOISE_SIGMAS for i, j in picks)
+    scores = pd.DataFrame(z, index=names, columns=names)
+    return DependencyReport(SIGMA, scores, len(iu), pairs, (), int(within))
+
+
+def marginals_of(report: DependencyReport) -> tuple[SelectedMarginal, ...]:
+    return tuple(SelectedMarginal(p, 16, 0.01, 3.0, "selected") for p in report.selected)
+
+
+def test_every_attribute_is_named_on_both_axes_at_sixty_columns():
+    names = [f"num_accounts_{i:02d}_past_due" for i in range(60)]
+    report = report_of(names)
+    figure = indif_heatmap(report, marginals_of(report))
+    layout = figure.layout
+    # rows: one tick per attribute, explicitly (plotly would skip every other one)
+    assert layout.yaxis.tickmode == "array"
+    assert list(layout.yaxis.tickvals) == names and list(layout.yaxis.ticktext) == names
+    # columns: each named where it starts, on its diagonal cell
+    diagonal = {a.text: (a.x, a.y) for a in layout.annotations}
+    assert set(diagonal) == set(names)
+    for i, name in enumerate(names):
+        assert diagonal[name] == (pytest.approx(i - 0.45), i)
+    # the figure grows with the table: a row of at least ROW_PX[0] pixels per attribute
+    plot_height = layout.height - layout.margin.t - layout.margin.b
+    assert plot_height >= 60 * ROW_PX[0]
+    assert layout.yaxis.tickfont.size <= ROW_PX[0] - 2
+
+
+def test_colour_is_the_score_in_noise_units_grey_within_the_noise():
+    names = [f"c{i}" for i in range(30)]
+    report = report_of(names)
+    heat = indif_heatmap(report, marginals_of(report)).data[0]
+    z = report.scores.to_numpy()
+    colour = np.array(heat.z, dtype=float)
+    lower = np.tril(np.ones_like(z, dtype=bool), k=-1)
+    assert np.isnan(colour[~lower]).all(), "the upper triangle repeats the lower: left empty"
+    within = lower & (z < WITHIN_NOISE_SIGMAS)
+    assert within.any() and (colour[within] == 0.25).all()
+    above = lower & (z >= WITHIN_NOISE_SIGMAS)
+    assert above.any() and (colour[above] >= 1).all() and (colour[above] <= 2).all()
+    # log scale: order kept above the noise, the highest score at the top of the ramp
+    order = np.argsort(z[above])
+    assert np.all(np.diff(colour[above][order]) >= 0)
+    assert colour[above].max() == pytest.approx(2.0)
+    scale = heat.colorscale
+    assert scale[0][1] == scale[1][1] == WITHIN_NOISE_GREY and scale[1][0] == 0.5
+    # the legend says what the unit is and where the noise ends
+    assert (
+        "noise" in heat.colorbar.title.text and f"{SIGMA:,.0f} records" in heat.colorbar.title.text
+    )
+    ticks = dict(zip(heat.colorbar.ticktext, heat.colorbar.tickvals, strict=True))
+    assert ticks[f"under {WITHIN_NOISE_SIGMAS:g}\u03c3: noise"] == 0.25
+    assert ticks["2\u03c3"] == pytest.approx(1.0)
+    # the hover gives the score in records and in sigmas
+    raw = np.array(heat.customdata, dtype=float)
+    assert np.allclose(raw[..., 0][lower], z[lower] * SIGMA)
+    assert np.allclose(raw[..., 1][lower], z[lower])
+
+
+def test_measured_pairs_are_marked_once_each_in_the_lower_triangle():
+    names = [f"c{i}" for i in range(40)]
+    report = report_of(names, selected=25)
+    marginals = (
+        *marginals_of(report),
+        SelectedMarginal(("c1", "c2", "c3"), 64, 0.01, 3.0, "combined"),
+        SelectedMarginal(("c7",), 4, 0.01, 3.0, "one_way"),
+    )
+    figure = indif_heatmap(report, marginals)
+    marks = {t.name.split(":")[0]: t for t in figure.data[1:]}
+    assert set(marks) == {PAIR_MARKS["selected"][1], PAIR_MARKS["combined"][1]}
+    selected = marks[PAIR_MARKS["selected"][1]]
+    index = {n: i for i, n in enumerate(names)}
+    cells = set(zip(selected.y, selected.x, strict=True))
+    assert len(cells) == len(selected.x) == 25
+    assert all(index[row] > index[col] for row, col in cells), "below the diagonal"
+    assert cells == {tuple(sorted(p, key=index.get, reverse=True)) for p in report.selected}
+    assert selected.marker.color == "black" and selected.marker.line.color == "white"
+    assert len(marks[PAIR_MARKS["combined"][1]].x) == 3  # the clique's three pairs
+    assert figure.layout.showlegend is True
+
+
+def test_hostile_names_are_escaped():
+    names = ["<img src=x onerror=alert(1)>", "b", "c"]
+    report = report_of(names, selected=1)
+    figure = indif_heatmap(report, marginals_of(report))
+    text = figure.to_json()
+    assert "<img" not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
+
+
+def test_the_summary_line_counts_selected_against_candidates():
+    report = report_of([f"c{i}" for i in range(55)], selected=221)
+    line = selection_summary(report)
+    assert line.startswith("**221 of 1,485 candidate pairs selected**")
+    assert f"{report.selected_within_noise:,} of the 221 scored under 2 sigma" in line
+    assert "budget can measure" not in line
+    # the hook: once the engine reports what the budget measures well, the line says it
+    assert "the budget can measure about 60 pairs well" in selection_summary(
+        replace(report, measurable=60)
+    )

@@ -1,0 +1,72 @@
+"""The dependency report: noisy InDif in units of its public noise, and what selection took."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privsyn_core.config import PrivSynConfig
+from privsyn_core.dependency_report import (
+    WITHIN_NOISE_SIGMAS,
+    dependency_report,
+    indif_noise_sigma,
+)
+from privsyn_core.generation.gum import GumSettings
+from privsyn_core.measuring.indif import indif_sigma
+from privsyn_core.pipeline import synthesize
+
+
+def wide_table(rows: int, columns: int, seed: int = 0) -> tuple[pd.DataFrame, dict[str, int]]:
+    """Each column copies an earlier one for a share of its rows, else draws afresh: a few
+    strong dependencies among many pairs whose scores are noise."""
+    rng = np.random.default_rng(seed)
+    data: dict[str, np.ndarray] = {}
+    for j in range(columns):
+        fresh = rng.integers(0, 4, rows)
+        if data and rng.random() < 0.5:
+            parent = data[f"c{int(rng.integers(0, j)):02d}"]
+            fresh = np.where(rng.random(rows) < 0.6, parent, fresh)
+        data[f"c{j:02d}"] = fresh
+    return pd.DataFrame(data), dict.fromkeys(data, 4)
+
+
+@pytest.fixture(scope="module")
+def wide_run():
+    table, domain = wide_table(4000, 60)
+    config = PrivSynConfig(gum=GumSettings(iterations=2))
+    return synthesize(table, 1.0, 1e-8, domain=domain, config=config, rng=np.random.default_rng(1))
+
+
+def test_scores_are_the_noisy_indif_over_the_ledgers_sigma(wide_run):
+    report = dependency_report(wide_run)
+    (entry,) = [e for e in wide_run.ledger.entries if e.step == "indif"]
+    assert report.sigma == indif_noise_sigma(wide_run.ledger) == entry.sigma
+    assert report.sigma == pytest.approx(indif_sigma(60, entry.rho))
+    expected = wide_run.noisy_indif.to_numpy() / report.sigma
+    off = ~np.eye(60, dtype=bool)
+    np.testing.assert_allclose(report.scores.to_numpy()[off], expected[off])
+    assert np.isnan(np.diag(report.scores.to_numpy())).all()
+    assert list(report.scores.columns) == list(wide_run.noisy_indif.columns)
+
+
+def test_it_counts_candidates_selected_pairs_and_those_within_the_noise(wide_run):
+    report = dependency_report(wide_run)
+    assert report.candidates == 60 * 59 // 2
+    assert report.selected == tuple(s.pair for s in wide_run.selection.steps)
+    assert report.isolated_links == wide_run.selection.isolated_links
+    within = [p for p in report.selected if report.scores.at[p] < WITHIN_NOISE_SIGMAS]
+    assert report.selected_within_noise == len(within)
+    # the hook for the selection guard stays empty until the engine fills it
+    assert report.measurable is None and report.guard is None
+
+
+def test_a_run_that_measured_no_scores_reports_none():
+    table, domain = wide_table(2000, 5)
+    config = PrivSynConfig(selection="all_pairs", gum=GumSettings(iterations=1))
+    result = synthesize(
+        table, 1.0, 1e-8, domain=domain, config=config, rng=np.random.default_rng(0)
+    )
+    report = dependency_report(result)
+    assert report.sigma is None and report.scores is None
+    assert report.candidates == 0 and report.selected == ()

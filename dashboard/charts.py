@@ -31,8 +31,12 @@ PAIR_MARKS = {
     "isolated": ("x", "isolated link"),
 }
 SIGMA, TIMES = "\u03c3", "\u00d7"
+#: the narrowest the heatmap is drawn on the Marginals page, in pixels (a laptop's window)
+CHART_PX = 800.0
 #: one row of the heatmap, in pixels, at most and at least: every attribute's name fits
-ROW_PX = (14, 36)
+ROW_PX = (16, 36)
+#: room above the plot (colour bar, legend) and below it (the x axis's title)
+TOP_PX, BOTTOM_PX = 84, 44
 #: character widths in ems, the wider of Arial/Liberation Sans and DejaVu Sans (what
 #: "sans-serif" is on most machines) rounded up; any other character counts as ``_WIDE``
 _EMS = {
@@ -93,8 +97,14 @@ def indif_heatmap(report: DependencyReport, marginals: Sequence[SelectedMarginal
     font = 11 if n > 30 else 12
     label_px = [text_px(str(c), font) for c in columns]
     # a column's name starts on its diagonal cell and runs right over the empty triangle;
-    # the last rows' names reach past the last column (cells are at least ~6 px wide)
-    overflow = max((w - (n - 1 - i) * 6.0 for i, w in enumerate(label_px)), default=0.0)
+    # the last rows' names reach past the last column by their length less the cells to
+    # their right: room for that on the right, with cells as wide as a chart of CHART_PX
+    # gives them (the page is wider on most screens: then there is room to spare)
+    right = 20.0
+    for _ in range(3):
+        cell = max(5.0, (CHART_PX - max(label_px, default=0.0) - right) / max(n, 1))
+        overflow = max((w - (n - 1 - i) * cell for i, w in enumerate(label_px)), default=0.0)
+        right = max(20.0, overflow + 10)
     figure = go.Figure(
         go.Heatmap(
             z=colour,
@@ -175,11 +185,21 @@ def indif_heatmap(report: DependencyReport, marginals: Sequence[SelectedMarginal
             }
             for i, name in enumerate(names)
         ],
-        height=int(n * row + 150),
-        margin={"l": 10, "r": int(max(20.0, overflow + 10)), "t": 100, "b": 40},
+        # the plot itself n rows tall: the margins hold the colour bar above and the x axis's
+        # title below (plotly would take room for the title out of the plot otherwise)
+        height=int(n * row + TOP_PX + BOTTOM_PX),
+        # fixed margins: a colour bar or legend that pushed them would squeeze the rows
+        margin={
+            "l": int(max(label_px, default=0.0) + 14),
+            "r": int(right),
+            "t": TOP_PX,
+            "b": BOTTOM_PX,
+            "autoexpand": False,
+        },
         plot_bgcolor="white",
         xaxis={
             "showticklabels": False,
+            "ticks": "",
             "showgrid": False,
             "zeroline": False,
             "range": [-0.5, n - 0.5],
@@ -187,7 +207,8 @@ def indif_heatmap(report: DependencyReport, marginals: Sequence[SelectedMarginal
                       "font": {"size": 12}},
         },
         yaxis={
-            "autorange": "reversed",
+            # reversed, and exactly the n rows: markers would pad an automatic range
+            "range": [n - 0.5, -0.5],
             "tickmode": "array",
             "tickvals": names,
             "ticktext": names,

@@ -73,6 +73,8 @@ ORIGIN_LEGEND = {
     "isolated": "isolated link (an attribute no selected pair covered)",
 }
 NODE_COLOUR = "#4d4d4d"
+#: behind every label, so the lines that cross it do not run through its letters
+LABEL_BACKGROUND = "rgba(255,255,255,0.8)"
 LONE_NODE_COLOUR = "#bdbdbd"
 
 
@@ -644,7 +646,8 @@ _OPTIONS = {
     "nodes": {
         "shape": "dot",
         "font": {"size": FONT_PX, "face": "sans-serif", "color": "#111",
-                 "strokeWidth": 4, "strokeColor": "#ffffff"},
+                 "strokeWidth": 4, "strokeColor": "#ffffff",
+                 "background": LABEL_BACKGROUND},
         "scaling": {"label": {"enabled": False, "drawThreshold": 1}},
         "borderWidth": 1,
     },

@@ -8,6 +8,7 @@ screenshots (the README's come from there).
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import re
 import statistics
@@ -24,6 +25,7 @@ from browser_support import SHOTS, Session, streamlit_server
 from browser_support import chromium as chromium  # the fixture
 from conftest import ROOT
 
+from dashboard.charts import text_px
 from privsyn_core.release.registry import Registry
 
 
@@ -40,23 +42,32 @@ def server(tmp_path_factory, server_registry) -> Iterator[str]:
 
 
 def graph_frame(user: Session):
-    """The Marginals page's graph iframe, once vis-network has drawn into it."""
+    """The Marginals page's graph iframe, once vis-network has drawn and fitted into it (its
+    script sets ``window.labelFontSize`` last): no fixed wait."""
     user.page.frame_locator("[data-testid='stIFrame']").last.locator("#mynetwork canvas").wait_for(
         timeout=30_000
     )
-    user.page.wait_for_timeout(500)
-    frames = [f for f in user.page.frames if f.evaluate("typeof network !== 'undefined'")]
-    assert frames, "the graph iframe exposes vis-network's `network`"
-    return frames[-1]
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        frames = [
+            f
+            for f in user.page.frames
+            if f.evaluate("typeof network !== 'undefined' && window.labelFontSize !== undefined")
+        ]
+        if frames:
+            return frames[-1]
+        user.page.wait_for_timeout(100)
+    raise AssertionError("the graph iframe exposes vis-network's `network`, fitted")
 
 
 def graph_as_drawn(user: Session) -> dict:
     """Scale, font and on-screen label size read from vis-network itself, in the browser.
 
-    Also counts the nodes whose dot lies inside the canvas and the iframe's visible area.
+    Also counts the nodes whose dot lies inside the canvas, and lists every node's label
+    (its text, its drawn width) and the pairs of nodes whose drawn boxes (dot and label,
+    as vis-network measured them) overlap.
     """
     frame = graph_frame(user)
-    user.page.locator("[data-testid='stIFrame']").last.scroll_into_view_if_needed()
     return frame.evaluate(
         """() => {
         const ids = Object.keys(network.body.nodes).filter(id => nodes.get(id));
@@ -68,10 +79,47 @@ def graph_as_drawn(user: Session) -> dict:
             const p = network.canvasToDOM(positions[id]);
             return p.x >= 0 && p.x <= w && p.y >= 0 && p.y <= h;
         }).length;
+        const boxes = ids.map(id => network.getBoundingBox(id));
+        const overlaps = [];
+        for (let i = 0; i < ids.length; i++) {
+            for (let j = i + 1; j < ids.length; j++) {
+                const a = boxes[i], b = boxes[j];
+                if (a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom) {
+                    overlaps.push([nodes.get(ids[i]).label, nodes.get(ids[j]).label]);
+                }
+            }
+        }
+        const labels = ids.map(id => [nodes.get(id).label,
+                                      network.body.nodes[id].labelModule.size.width]);
         return {scale: network.getScale(), font: font, label_px: network.getScale() * font,
-                nodes: ids.length, visible: visible,
+                nodes: ids.length, visible: visible, overlaps: overlaps, labels: labels,
                 physics: network.physics.options.enabled};
     }"""
+    )
+
+
+def assert_labels_apart(drawn: dict) -> None:
+    """No two attributes' dots and labels overlap as drawn, and the layout's room for each
+    label (estimated from its length) is at least what the browser drew."""
+    assert drawn["overlaps"] == [], drawn["overlaps"][:5]
+    for label, width in drawn["labels"]:
+        assert width <= text_px(label, drawn["font"]), (label, width)
+
+
+def tap(frame, x: float, y: float) -> None:
+    """A click at canvas position (x, y), sent to the canvas itself as the pointer events
+    vis-network listens to: whatever the page's scroll, and whatever Streamlit draws over
+    the iframe (its toolbar header once took a real mouse click)."""
+    frame.evaluate(
+        """([x, y]) => {
+        const canvas = document.querySelector('#mynetwork canvas');
+        const r = canvas.getBoundingClientRect();
+        const at = {clientX: r.left + x, clientY: r.top + y, bubbles: true, cancelable: true,
+                    pointerId: 1, pointerType: 'mouse', isPrimary: true, button: 0};
+        canvas.dispatchEvent(new PointerEvent('pointerdown', {...at, buttons: 1}));
+        canvas.dispatchEvent(new PointerEvent('pointerup', {...at, buttons: 0}));
+    }""",
+        [x, y],
     )
 
 
@@ -87,9 +135,8 @@ def assert_click_highlights(user: Session) -> None:
         return {id: id, x: p.x, y: p.y};
     }"""
     )
-    canvas = user.page.frame_locator("[data-testid='stIFrame']").last.locator("#mynetwork canvas")
-    canvas.click(position={"x": target["x"], "y": target["y"]})
-    user.page.wait_for_timeout(300)
+    tap(frame, target["x"], target["y"])
+    frame.wait_for_function("(id) => network.getSelectedNodes()[0] === id", arg=target["id"])
     state = frame.evaluate(
         """(chosen) => {
         const near = new Set(network.getConnectedNodes(chosen).concat([chosen]));
@@ -103,9 +150,40 @@ def assert_click_highlights(user: Session) -> None:
     )
     assert state["selected"] == [target["id"]], state
     assert state["near_kept"] and state["far_dimmed"], state
-    canvas.click(position={"x": 3, "y": 3})  # the background resets the view
-    user.page.wait_for_timeout(300)
-    assert frame.evaluate("nodes.get().every(n => n.color !== '#e6e6e6')")
+    tap(frame, 3, 3)  # the background (the drawing is fitted inside a margin) resets the view
+    frame.wait_for_function("nodes.get().every(n => n.color !== '#e6e6e6')")
+
+
+def heatmap_as_drawn(user: Session) -> dict:
+    """The InDif heatmap's row names and column names (on the diagonal) as plotly drew them,
+    with the pairs of drawn names whose boxes overlap."""
+    chart = user.page.locator("[data-testid='stPlotlyChart']").first
+    chart.locator(".main-svg").first.wait_for(timeout=30_000)
+    return chart.evaluate(
+        """(root) => {
+        const boxes = (selector) => [...root.querySelectorAll(selector)].map(e => {
+            const r = e.getBoundingClientRect();
+            return {text: e.textContent, left: r.left, right: r.right, top: r.top,
+                    bottom: r.bottom};
+        });
+        const clash = (list) => {
+            const found = [];
+            for (let i = 0; i < list.length; i++) {
+                for (let j = i + 1; j < list.length; j++) {
+                    const a = list[i], b = list[j];
+                    if (a.left < b.right - 1 && b.left < a.right - 1 &&
+                        a.top < b.bottom - 1 && b.top < a.bottom - 1) {
+                        found.push([a.text, b.text]);
+                    }
+                }
+            }
+            return found;
+        };
+        const rows = boxes('.ytick text'), columns = boxes('.annotation-text');
+        return {rows: rows.map(b => b.text), columns: columns.map(b => b.text),
+                clashes: clash(rows.concat(columns))};
+    }"""
+    )
 
 
 def hundred_column_table(rows: int = 8000, seed: int = 11) -> bytes:
@@ -168,6 +246,11 @@ def test_run_the_sample_watch_it_and_download(server, chromium, capsys):
     assert drawn["nodes"] == 15  # Adult's attributes
     assert drawn["label_px"] >= 11, drawn
     assert drawn["visible"] == drawn["nodes"], "every attribute is inside the first view"
+    assert_labels_apart(drawn)
+    heat = heatmap_as_drawn(user)
+    names = list(pd.read_csv(ROOT / "privsyn_core" / "samples" / "adult.csv", nrows=1).columns)
+    assert sorted(heat["rows"]) == sorted(heat["columns"]) == sorted(names)
+    assert heat["clashes"] == []
     assert_click_highlights(user)
     user.page.set_viewport_size({"width": 1400, "height": 1250})
     user.page.get_by_role("heading", name="Dependency graph").evaluate(
@@ -486,18 +569,30 @@ def test_the_graph_of_a_hundred_attributes_stays_legible(server, chromium):
     user.page.get_by_role("button", name="Run synthesis").click()
     user.page.get_by_text("Synthesised").wait_for(timeout=300_000)
     user.open("Marginals")
+    names = list(pd.read_csv(io.BytesIO(hundred_column_table(rows=10)), nrows=1).columns)
+    # the heatmap names every attribute, rows on the left and columns on the diagonal, and
+    # no two names overlap
+    user.page.get_by_text(re.compile(r"of 4,950 candidate pairs selected")).wait_for()
+    heat = heatmap_as_drawn(user)
+    assert sorted(heat["rows"]) == sorted(heat["columns"]) == sorted(names)
+    assert heat["clashes"] == [], heat["clashes"][:5]
     drawn = graph_as_drawn(user)
     assert drawn["nodes"] == 100 and drawn["physics"] is False
     assert drawn["label_px"] >= 11, drawn
     assert drawn["visible"] == 100, "the iframe is tall enough: the page scrolls, not the graph"
+    assert_labels_apart(drawn)
     assert_click_highlights(user)
-    if SHOTS:  # a viewport as tall as the graph, or Chromium paints only what is on screen
-        iframe = user.page.locator("[data-testid='stIFrame']").last
-        height = iframe.bounding_box()["height"]
-        user.page.set_viewport_size({"width": 1400, "height": int(height) + 100})
-        user.page.wait_for_timeout(800)
+    if SHOTS:  # a viewport as tall as the element, or Chromium paints only what is on screen
         Path(SHOTS).mkdir(parents=True, exist_ok=True)
-        iframe.screenshot(path=str(Path(SHOTS) / "marginals-100.png"))
+        for element, name in (
+            (user.page.locator("[data-testid='stPlotlyChart']").first, "marginals-100-heatmap.png"),
+            (user.page.locator("[data-testid='stIFrame']").last, "marginals-100.png"),
+        ):
+            height = element.bounding_box()["height"]
+            user.page.set_viewport_size({"width": 1400, "height": int(height) + 100})
+            element.scroll_into_view_if_needed()
+            user.page.wait_for_timeout(800)
+            element.screenshot(path=str(Path(SHOTS) / name))
     user.assert_offline()
     user.close()
 

@@ -5,6 +5,11 @@ Readability choices, each because the previous force-directed page failed a read
 * Positions are computed here, once, with networkx (one layout per connected component, the
   components packed on shelves) and the browser's physics is off, so the picture is the same
   on every visit and never wobbles.
+* No two labels overlap: each dot and the label under it take a box, estimated generously
+  from the label's length (:func:`~dashboard.charts.text_px`), and every layout keeps the
+  boxes apart (circles just big enough, other shapes moved to the nearest free spot), within
+  ``LAYOUT_WIDTH``. The script fits the drawing to the canvas, which is about as wide: the
+  labels are drawn at about their size, as the layout assumed.
 * A component too big for one circle (a wide table at a large budget selects hundreds of
   pairs, most of them between nearly independent attributes) is split into groups of
   attributes that depend strongly on each other (Louvain communities weighted by the pairs'
@@ -48,10 +53,9 @@ MIN_LABEL_PX = 12
 LAYOUT_WIDTH = 900.0
 NODE_SIZE_RANGE = (8.0, 22.0)
 CIRCLE_AT_MOST = 24
-#: room around each dot-and-label box (so two labels are at least twice this apart), more
-#: of it between the members of a ring, the
-#: height of a label line in font sizes (with its white outline), and the gaps between
-#: groups, between components and between attributes in a row
+#: room around each dot-and-label box (two labels are at least twice this apart), more of it
+#: between the members of a ring, the height of a label line in font sizes (with its white
+#: outline), and the gaps between groups, between components and between attributes in a row
 LABEL_PAD = 5.0
 RING_AIR = 7.0
 LABEL_LINE = 1.3
@@ -271,7 +275,7 @@ def _lowest(candidates: list[dict[str, tuple[float, float]]], extents: dict[str,
 
 
 def _bounds(positions: dict[str, tuple[float, float]], extents: dict[str, Box]) -> Box:
-    boxes = np.array(list(label_boxes_of(positions, extents).values()))
+    boxes = np.array(list(_boxes_of(positions, extents).values()))
     return (
         float(boxes[:, 0].min()),
         float(boxes[:, 1].min()),
@@ -289,7 +293,7 @@ def _ring(
     fit on one much smaller (by 1.4): walking round from the top, each node goes to the first
     angle where its box clears its neighbours' (a wide label needs a long step at the top
     and bottom, a short one at the sides), and the smallest ellipse round which the walk
-    closes is kept. Wider than tall (labels are wide) but no wider than ``width``."""
+    closes is kept. Up to 1.5 times wider than tall (labels are wide), no wider than ``width``."""
     k = len(nodes)
     if k == 1:
         return {nodes[0]: (0.0, 0.0)}
@@ -312,7 +316,7 @@ def _ring(
         positions = {
             n: (rx * math.cos(t), ry * math.sin(t)) for n, t in zip(nodes, angles, strict=True)
         }
-        return None if overlapping(label_boxes_of(positions, roomy)) else positions
+        return None if overlapping(_boxes_of(positions, roomy)) else positions
 
     ry = 30.0
     walked: tuple[float, dict[str, tuple[float, float]]] | None = None
@@ -325,7 +329,7 @@ def _ring(
         elif ry > 1.4 * walked[0]:
             return walked[1]
         ry *= 1.05
-    return walked[1] if walked else _separate(placed_anyway(nodes, equal, ry), extents)
+    return walked[1] if walked else _separate(_placed_anyway(nodes, equal, ry), extents)
 
 
 def _walked(placed, ry: float, walk: tuple[list[float], float] | None, start: float):
@@ -349,7 +353,7 @@ def _walked(placed, ry: float, walk: tuple[list[float], float] | None, start: fl
     return None
 
 
-def placed_anyway(
+def _placed_anyway(
     nodes: list[str], angles: list[float], radius: float
 ) -> dict[str, tuple[float, float]]:
     return {
@@ -397,9 +401,7 @@ def _walk(
     return None if closing > start + 2 * math.pi else (angles, closing)
 
 
-def label_boxes_of(
-    positions: dict[str, tuple[float, float]], extents: dict[str, Box]
-) -> dict[str, Box]:
+def _boxes_of(positions: dict[str, tuple[float, float]], extents: dict[str, Box]) -> dict[str, Box]:
     return {n: tuple(np.add(extents[n], (x, y, x, y))) for n, (x, y) in positions.items()}
 
 

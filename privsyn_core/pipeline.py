@@ -10,6 +10,7 @@ true ``n``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
@@ -383,6 +384,9 @@ def measure(
                 spent,
             ) from None
         ledger = report.ledger = ledger.charge_all(preparation.measurements)
+        # what the estimates left unspent (no category to estimate and every range found at
+        # first: DomainSplit) goes to PrivSyn's own steps
+        rho_private = math.fsum(m.rho for m in preparation.measurements)
         if raw_domains:
             ledger = report.ledger = replace(
                 ledger,

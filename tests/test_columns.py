@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ from privsyn_core.data.columns import (
 )
 from privsyn_core.data.schema import ColumnSchema, Kind, Provenance, Schema, infer_schema
 from privsyn_core.errors import InputError
+from privsyn_core.measuring.private_domain import DomainSplit
 
 DATA = Path(__file__).resolve().parent / "data"
 FAST = PrivSynConfig(gum=GumSettings(iterations=20))
@@ -205,10 +207,19 @@ def test_private_preparation_charges_structure_and_domain_entries_per_column(pen
     assert prepared.end_to_end_dp
     domain = [m for m in prepared.measurements if m.step == "domain"]
     structure = [m for m in prepared.measurements if m.step == "structure"]
-    assert [m.attributes for m in domain] == [(n,) for n in penguins.columns]
-    assert all(m.rho == 0.05 for m in domain)
-    numeric = [c.name for c in schema.columns if c.kind is Kind.NUMERIC]
-    assert [m.attributes[0] for m in structure] == numeric
+    # ranges first, in column order, then the categories (a category weighs 3 ranges); at
+    # this budget every range finds its bounds, so the ranges' reserve goes to the categories
+    categorical = ["species", "island", "sex"]
+    numeric = [n for n in penguins.columns if n not in categorical]
+    assert [m.attributes[0] for m in domain] == numeric + categorical
+    split = DomainSplit(0.05 * 8, ranges=5, categories=3)
+    assert all(m.rho == pytest.approx(split.range_first) for m in domain[:5])
+    assert all(m.rho == pytest.approx(split.category_each(0)) for m in domain[5:])
+    assert math.fsum(m.rho for m in domain) == pytest.approx(0.05 * 8)
+    assert split.category_each(0) > 3 * split.range_first  # weight 3, and the reserve
+    assert [m.attributes[0] for m in structure] == [
+        c.name for c in schema.columns if c.kind is Kind.NUMERIC
+    ]
     assert all(m.rho == 0.01 and m.sensitivity == 1.0 for m in structure)
     category_entries = [m for m in prepared.measurements if m.delta > 0]
     assert [m.attributes[0] for m in category_entries] == ["species", "island", "sex"]

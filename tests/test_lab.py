@@ -60,7 +60,7 @@ def test_every_field_outside_the_generation_list_counts_as_measurement():
     changed = {
         "one_way_share": 0.2, "indif_share": 0.05, "connect_isolated": True, "gamma": 100,
         "selection": "all_pairs", "noise": "equal_gaussian", "target": "a", "target_weight": 2.0,
-        "filter_low_counts": False, "threshold_sigmas": 2.0, "domain_share": 0.1,
+        "filter_low_counts": False, "threshold_sigmas": 2.0, "domain_share": 0.2,
         "structure_share": 0.05, "threshold_delta_share": 0.3, "privbayes_degree": 3,
         "conversion": "paper",
     }  # fmt: skip

@@ -21,22 +21,34 @@ def test_plan_splits_rho_like_the_pipeline_and_reports_each_sigma():
     assert "domains" not in steps
 
 
-def test_plan_with_private_domains_reserves_delta_and_five_percent_of_rho():
+def test_plan_with_private_domains_reserves_delta_and_a_tenth_of_rho():
     plan = plan_budget(1.0, 1e-9, 15, private_categories=9, private_ranges=6)
     rho = rho_from_epsilon_delta(1.0, 0.5e-9)  # half of delta reserved for thresholding
     assert plan.rho == pytest.approx(rho)
     steps = {s.step: s for s in plan.steps}
-    assert steps["domains"].rho == pytest.approx(0.05 * rho)
-    assert steps["domains"].sigma == pytest.approx(gaussian_sigma(0.05 * rho / 15))
+    assert steps["domains"].rho == pytest.approx(0.1 * rho)
+    # a category weighs three ranges: 0.1 rho / (6 + 3 * 9) * 3 each, without the ranges'
+    # reserve (it reaches the categories only when every range finds its bounds at first)
+    assert steps["domains"].sigma == pytest.approx(gaussian_sigma(0.1 * rho * 3 / 33))
+    assert plan.categories is not None and plan.categories.sigma == steps["domains"].sigma
     assert math.fsum(s.rho for s in plan.steps) == pytest.approx(rho)
     assert len(plan.as_rows()) == 4
+
+
+def test_plan_of_ranges_only_shows_the_sigma_of_a_first_range_histogram():
+    plan = plan_budget(1.0, 1e-9, 15, private_ranges=15)
+    rho = rho_from_epsilon_delta(1.0, 1e-9)  # no category: no delta reserved
+    domains = {s.step: s for s in plan.steps}["domains"]
+    # three quarters of each range's share first, in two histograms
+    assert domains.sigma == pytest.approx(gaussian_sigma(0.1 * rho / 15 * 0.75 / 2))
+    assert plan.categories is None
 
 
 def test_smaller_epsilon_means_more_noise_at_every_step():
     loose, tight = plan_budget(2.0, 1e-9, 10), plan_budget(0.2, 1e-9, 10)
     for a, b in zip(loose.steps, tight.steps, strict=True):
         assert b.sigma > a.sigma
-    assert PrivSynConfig().domain_share == 0.05
+    assert PrivSynConfig().domain_share == 0.1
 
 
 def test_cli_plan_prints_every_step_without_reading_data(capsys):

@@ -30,7 +30,13 @@ import pandas as pd
 from privsyn_core.data.codecs import BinnedCodec, CategoryCodec, ColumnCodec, equal_width_edges
 from privsyn_core.data.schema import ColumnSchema, Kind, Provenance, Schema, kind_from_type
 from privsyn_core.errors import InputError
-from privsyn_core.measuring.private_domain import categories_from_counts, range_from_histogram
+from privsyn_core.measuring.private_domain import (
+    CATEGORY_WEIGHT,
+    DomainSplit,
+    RangeEvidence,
+    categories_from_counts,
+    range_from_histogram,
+)
 from privsyn_core.measuring.reading import FrameTable, RawTable
 from privsyn_core.measuring.structure import StructureDecision, decide_structure, noisy_structure
 from privsyn_core.privacy.ledger import Measurement
@@ -174,26 +180,30 @@ def prepare_columns(
     delta_for_thresholds: float,
     rng: NoiseSource | np.random.Generator,
     raw_domains: bool = False,
+    category_weight: float = CATEGORY_WEIGHT,
 ) -> Preparation:
     """Codecs for every included column, with the measurements that paid for them.
 
     First the structure step settles every open kind, whole-number flag and date format;
-    then each open domain is estimated. ``delta_for_thresholds`` is split equally over the
-    category estimates, whose number is known only once the kinds are (a DP output), so the
-    whole reservation is used and every threshold is as low as it can be.
+    then each open domain is estimated, from a budget of ``rho_per_estimate`` times the
+    number of estimates, spread by :class:`~privsyn_core.measuring.private_domain.DomainSplit`
+    (a category weighs ``category_weight`` against 1 for a range; ranges that find nothing
+    get a second estimate). The order is fixed: declared domains (which cost nothing, so a
+    declared column the data contradicts is refused before anything is spent on domains),
+    the ranges, their second estimates, then the categories, so that in debug mode the noise
+    a range draws does not depend on how many distinct values another column has.
+    ``delta_for_thresholds`` is split equally over the category estimates, whose number is
+    known only once the kinds are (a DP output), so the whole reservation is used and every
+    threshold is as low as it can be.
 
-    ``table`` is read only through :class:`~privsyn_core.measuring.reading.RawTable` (a DataFrame is
-    wrapped in :class:`~privsyn_core.measuring.reading.FrameTable`): aggregates, so a SQL backend
-    can
-    answer them where the table lies.
+    ``table`` is read only through :class:`~privsyn_core.measuring.reading.RawTable` (a
+    DataFrame is wrapped in :class:`~privsyn_core.measuring.reading.FrameTable`): aggregates,
+    so a SQL backend can answer them where the table lies.
     """
     if isinstance(table, pd.DataFrame):
         table = FrameTable(table)
     check_schema_matches(table, schema)
     measurements: list[Measurement] = []
-    excluded: list[tuple[str, str]] = [
-        (c.name, c.reason or "excluded by the schema") for c in schema.columns if c.exclude
-    ]
     settled: list[tuple[ColumnSchema, list[StructureChoice]]] = []
     for spec in schema.included():
         if not needs_structure(spec):
@@ -206,24 +216,51 @@ def prepare_columns(
             estimate = noisy_structure(spec.name, counts, rho_per_structure, rng)
             measurements.append(estimate.measurement)
             settled.append(_resolve(spec, estimate.decision, Provenance.PRIVATE))
-    thresholded = sum(
-        spec.kind is Kind.CATEGORICAL and spec.categories is None for spec, _ in settled
+    private = not raw_domains
+    ranges = [i for i, (spec, _) in enumerate(settled) if private and _estimates_range(spec)]
+    categories = [
+        i for i, (spec, _) in enumerate(settled) if private and _estimates_categories(spec)
+    ]
+    split = DomainSplit(
+        rho_per_estimate * (len(ranges) + len(categories)),
+        len(ranges),
+        len(categories),
+        category_weight,
     )
-    delta = delta_for_thresholds / max(1, thresholded)
-    prepared: list[PreparedColumn] = []
-    for spec, choices in settled:
+    delta = delta_for_thresholds / max(1, len(categories))
+    done: dict[int, _Domain] = {}
+
+    def estimate(index: int, rho: float, prior: RangeEvidence | None = None) -> _Domain:
+        spec, choices = settled[index]
         try:
-            item, spend = _prepare_domain(
-                spec, choices, table, rho_per_estimate, delta, rng, raw_domains
-            )
+            found = _prepare_domain(spec, choices, table, rho, delta, rng, raw_domains, prior)
         except InputError as error:  # the measurements made before this one were paid for
             raise InputError(str(error), spent=(*measurements, *error.spent)) from None
-        if spend is not None:
-            measurements.append(spend)
-        if item is None:
-            excluded.append((spec.name, _why_left_out(spec)))
-            continue
-        prepared.append(item)
+        if found.spend is not None:
+            measurements.append(found.spend)
+        return found
+
+    for index in range(len(settled)):
+        if index not in ranges and index not in categories:
+            done[index] = estimate(index, 0.0)
+    for index in ranges:
+        done[index] = estimate(index, split.range_first)
+    failed = [i for i in ranges if done[i].item is None]
+    for index in failed:
+        second = estimate(index, split.range_second(len(failed)), done[index].evidence)
+        done[index] = replace(second, second=True)
+    for index in categories:
+        done[index] = estimate(index, split.category_each(len(failed)))
+    excluded: list[tuple[str, str]] = [
+        (c.name, c.reason or "excluded by the schema") for c in schema.columns if c.exclude
+    ]
+    prepared: list[PreparedColumn] = []
+    for index, (spec, _) in enumerate(settled):
+        found = done[index]
+        if found.item is None:
+            excluded.append((spec.name, _why_left_out(spec, found)))
+        else:
+            prepared.append(found.item)
     if not prepared:
         raise InputError(
             "no column is left to synthesise: every column was excluded or had no value "
@@ -234,12 +271,52 @@ def prepare_columns(
     return Preparation(tuple(prepared), tuple(measurements), tuple(excluded), not raw_domains)
 
 
-def _why_left_out(spec: ColumnSchema) -> str:
-    if spec.kind is Kind.CATEGORICAL:
-        return "no value was frequent enough to release privately (an identifier?)"
+def _estimates_categories(spec: ColumnSchema) -> bool:
+    """Whether the settled ``spec`` leaves its categories to a private estimate."""
+    return spec.kind is Kind.CATEGORICAL and spec.categories is None
+
+
+def _estimates_range(spec: ColumnSchema) -> bool:
+    """Whether the settled ``spec`` leaves a bound to a private estimate."""
     return (
-        "its range could not be estimated privately at this budget (too few rows for the "
-        "noise, or no values); declare its bounds in a schema or use a larger epsilon"
+        spec.kind in (Kind.NUMERIC, Kind.DATETIME)
+        and spec.edges is None
+        and (spec.lower is None or spec.upper is None)
+    )
+
+
+@dataclass(frozen=True)
+class _Domain:
+    """One column's domain: its codec (None: left out), the estimate it paid for, the
+    threshold a category had to clear and, for a range that found nothing, what a second
+    estimate builds on."""
+
+    item: PreparedColumn | None
+    spend: Measurement | None = None
+    evidence: RangeEvidence | None = None
+    threshold: float | None = None
+    second: bool = False
+
+
+def _why_left_out(spec: ColumnSchema, found: _Domain) -> str:
+    """Why a column whose domain estimate released nothing is left out, in words (the
+    threshold and the noise are public: they follow from the budget alone)."""
+    if spec.kind is Kind.CATEGORICAL:
+        need = ""
+        if found.threshold is not None:
+            need = f" (a value needs about {found.threshold:,.0f} rows)"
+        return (
+            f"no value was frequent enough to release privately at this budget{need}: free "
+            "text or an identifier? Declare its categories (Data page, or a schema) to keep it"
+        )
+    second = ", even after a second estimate" if found.second else ""
+    noise = ""
+    if found.evidence is not None:
+        noise = f" (noise sigma {found.evidence.sigma:,.0f} per doubling)"
+    return (
+        f"its range could not be estimated privately at this budget: no doubling of its values "
+        f"held enough rows for the noise{noise}{second}; most rows missing, or too few rows. "
+        "Declare its bounds (Data page, or a schema) or use a larger epsilon"
     )
 
 
@@ -251,7 +328,8 @@ def _prepare_domain(
     delta: float,
     rng: NoiseSource | np.random.Generator,
     raw: bool,
-) -> tuple[PreparedColumn | None, Measurement | None]:
+    prior: RangeEvidence | None = None,
+) -> _Domain:
     """The codec of a column whose structure is settled, and the domain estimate it paid
     (None when declared); no codec when the estimate released nothing (left out)."""
     # missing values: declared, or a missing code whose rate the 1-way marginal measures
@@ -266,16 +344,17 @@ def _prepare_domain(
     ]
     lenient = any(c.name == "kind" and c.provenance is not Provenance.DECLARED for c in choices)
     if spec.kind is Kind.CATEGORICAL:
-        item, spend = _categorical(spec, table, may_be_missing, rho, delta, rng, raw)
+        found = _categorical(spec, table, may_be_missing, rho, delta, rng, raw)
     else:
-        item, spend = _binned(spec, table, may_be_missing, lenient, rho, rng, raw)
+        found = _binned(spec, table, may_be_missing, lenient, rho, rng, raw, prior)
+    item = found.item
     if item is None:
-        return None, spend
+        return found
     choices.append(StructureChoice("domain", item.note or "declared", item.provenance))
     if isinstance(item.codec, BinnedCodec) and not item.codec.datetime:
         choices.append(_precision_choice(spec, item, choices))
     item = replace(item, note=_join(spec.reason, item.note), choices=tuple(choices))
-    return item, spend
+    return replace(found, item=item)
 
 
 def _precision_choice(
@@ -355,20 +434,21 @@ def _categorical(
     delta: float,
     rng: NoiseSource | np.random.Generator,
     raw: bool,
-) -> tuple[PreparedColumn | None, Measurement | None]:
+) -> _Domain:
     if spec.categories is not None:
         codec = CategoryCodec(spec.name, spec.categories, False, may_be_missing)
-        return PreparedColumn(codec, Provenance.DECLARED), None
+        return _Domain(PreparedColumn(codec, Provenance.DECLARED))
     values, counts = table.value_counts(spec.name)
     if raw:
         codec = CategoryCodec(spec.name, tuple(values), False, may_be_missing)
-        return PreparedColumn(codec, Provenance.RAW, "categories read off the data"), None
+        return _Domain(PreparedColumn(codec, Provenance.RAW, "categories read off the data"))
     estimate = categories_from_counts(spec.name, values, counts, rho, delta, rng)
     if not estimate.categories:
-        return None, estimate.measurement
+        return _Domain(None, estimate.measurement, threshold=estimate.threshold)
     codec = CategoryCodec(spec.name, estimate.categories, True, may_be_missing)
     note = f"{len(estimate.categories)} categories released; rarer values become 'other'"
-    return PreparedColumn(codec, Provenance.PRIVATE, note), estimate.measurement
+    item = PreparedColumn(codec, Provenance.PRIVATE, note)
+    return _Domain(item, estimate.measurement, threshold=estimate.threshold)
 
 
 def _binned(
@@ -379,7 +459,8 @@ def _binned(
     rho: float,
     rng: NoiseSource | np.random.Generator,
     raw: bool,
-) -> tuple[PreparedColumn | None, Measurement | None]:
+    prior: RangeEvidence | None = None,
+) -> _Domain:
     is_datetime = spec.kind is Kind.DATETIME
     integer = True if is_datetime else bool(spec.integer)
     probe = _binned_codec(spec, (0.0, 1.0), integer, may_be_missing, lenient)
@@ -401,26 +482,32 @@ def _binned(
             if raw:
                 bounds = numbers.bounds()
                 if bounds is None:
-                    return None, None
+                    return _Domain(None)
                 lower = bounds[0] if lower is None else lower
                 upper = bounds[1] if upper is None else upper
                 provenance, note = Provenance.RAW, "bounds read off the data"
             else:
-                estimate = range_from_histogram(numbers.histogram, rho, rng, integer=integer)
+                estimate = range_from_histogram(
+                    numbers.histogram, rho, rng, integer=integer, prior=prior
+                )
                 spend = replace(estimate.measurement, attributes=(spec.name,))
                 if estimate.lower is None or estimate.upper is None:
-                    return None, spend
+                    return _Domain(None, spend, estimate.evidence)
                 lower = estimate.lower if lower is None else lower
                 upper = estimate.upper if upper is None else upper
                 provenance = Provenance.PRIVATE
                 note = f"bounds [{lower:g}, {upper:g}] estimated privately"
+                if prior is not None:
+                    note += " (second estimate)"
+                elif estimate.evidence is not None:
+                    note += " (coarse: whole doublings)"
                 short = integer and upper - lower + 1 <= (spec.bins or MAX_INTEGER_BINS)
                 if spec.bins is None and not short and spec.lower is None and spec.upper is None:
                     quantiles = estimate.quantile_edges(DEFAULT_BINS, integer=integer)
                     if quantiles is not None:
                         note += "; bin edges at DP quantiles"
                         codec = _binned_codec(spec, quantiles, integer, may_be_missing, lenient)
-                        return PreparedColumn(codec, provenance, note), spend
+                        return _Domain(PreparedColumn(codec, provenance, note), spend)
         if lower > upper:
             raise InputError(
                 f"column {spec.name!r}: the lower bound {lower:g} is above the upper bound "
@@ -430,7 +517,7 @@ def _binned(
         bins = spec.bins or (MAX_INTEGER_BINS if integer else DEFAULT_BINS)
         edges = equal_width_edges(lower, upper, bins, integer=integer)
     codec = _binned_codec(spec, edges, integer, may_be_missing, lenient)
-    return PreparedColumn(codec, provenance, note), spend
+    return _Domain(PreparedColumn(codec, provenance, note), spend)
 
 
 def _binned_codec(

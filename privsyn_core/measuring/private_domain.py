@@ -11,9 +11,15 @@ estimate here is a Gaussian measurement charged to the ledger:
   ``delta`` as well as ``rho`` (approximate zCDP, Bun and Steinke 2016). The values that do not
   pass become one "other" category.
 * **Numeric bounds** from two noisy histograms: a fixed, data-independent log-scale grid for
-  the scale, then equal-width cells within it (:func:`private_range`); the bounds are the
-  outer edges of the outermost cells whose noisy count clears a threshold, so a lone outlier
-  cannot move them.
+  the scale, then equal-width cells within it, or, when the first one sees too little for
+  that, the grid of powers of two (:func:`private_range`). Each is read at several scales
+  (cells, doublings, four doublings): the bounds are the outer edges of the blocks whose
+  noisy sum clears a threshold, so a lone outlier cannot move them, and a column whose
+  values the noise hides cell by cell still gets a coarse range.
+
+How the domain budget is spread over the columns, once the structure step has decided their
+kinds, is :class:`DomainSplit`: categories get more than ranges, and a range that found
+nothing gets a second estimate.
 
 Missing values need no separate measurement: a column that may hold them gets a "missing"
 code, and PrivSyn's own noisy 1-way marginal measures its rate.
@@ -23,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -102,10 +108,30 @@ def categories_from_counts(
     return PrivateCategories(tuple(kept), threshold, measurement)
 
 
-def _grid_edges() -> np.ndarray:
-    steps = np.arange(_MIN_EXPONENT * _STEPS_PER_DOUBLING, _MAX_EXPONENT * _STEPS_PER_DOUBLING + 1)
-    positive = 2.0 ** (steps / _STEPS_PER_DOUBLING)
+def _grid_edges(steps_per_doubling: int = _STEPS_PER_DOUBLING) -> np.ndarray:
+    """Edges of the fixed log grid: powers of ``2^(1/steps_per_doubling)`` from 2^-20 to 2^60
+    on both sides of zero, with one cell around zero."""
+    steps = np.arange(_MIN_EXPONENT * steps_per_doubling, _MAX_EXPONENT * steps_per_doubling + 1)
+    positive = 2.0 ** (steps / steps_per_doubling)
     return np.concatenate([-positive[::-1], positive])
+
+
+@dataclass(frozen=True)
+class RangeEvidence:
+    """What a range estimate knows of a column's scale: noisy counts over the grid of
+    doublings (:func:`_grid_edges` with one step per doubling) and their noise. A DP output
+    over a public grid, so a later estimate may add to it (:func:`range_from_histogram`'s
+    ``prior``)."""
+
+    counts: np.ndarray
+    sigma: float
+
+    def combined(self, other: RangeEvidence) -> RangeEvidence:
+        """Both estimates, weighted by their precision (the noise of the average is
+        ``1 / sqrt(1 / sigma_1^2 + 1 / sigma_2^2)``)."""
+        w1, w2 = self.sigma**-2, other.sigma**-2
+        counts = (w1 * self.counts + w2 * other.counts) / (w1 + w2)
+        return RangeEvidence(counts, (w1 + w2) ** -0.5)
 
 
 @dataclass(frozen=True)
@@ -118,6 +144,9 @@ class PrivateRange:
     #: the refining histogram (DP): its cell edges and noisy counts clipped at zero
     cell_edges: tuple[float, ...] = ()
     cell_counts: tuple[float, ...] = ()
+    #: the noisy counts over doublings, when the bounds were read there (a coarse estimate,
+    #: or none): what a second estimate of the column builds on
+    evidence: RangeEvidence | None = None
 
     def quantile_edges(self, bins: int, *, integer: bool) -> tuple[float, ...] | None:
         """Edges of about ``bins`` equal-mass bins, read off the noisy refining histogram
@@ -165,40 +194,172 @@ def histogram_of(values: np.ndarray) -> Histogram:
     return counts
 
 
-def _outer_cells(
+#: block sizes, in grid cells, at which a histogram's noisy counts are read: one cell, four
+#: (on the log grid a doubling) and sixteen (four doublings)
+SCALES = (1, 4, 16)
+#: the scales at which the grid of doublings is read: a doubling, four doublings
+DOUBLING_SCALES = (1, 4)
+#: the bounds grow by each next cell whose noisy count exceeds this many sigmas: a single
+#: test, so pure noise passes it with probability 2.3% (the range then grows by one cell),
+#: where a cell far from the bulk must clear the Bonferroni bound over the whole grid
+TAIL_Z = 2.0
+#: fewest fine cells worth a refining histogram; below it the second histogram counts the
+#: doublings instead
+MIN_REFINE = 4
+
+
+@dataclass(frozen=True)
+class _Found:
+    """What one noisy histogram says: the first and last cell inside the bounds, the noisy
+    mass of the cleared blocks (at the scale where it is largest), and the noisy counts
+    (clipped at zero)."""
+
+    first: int
+    last: int
+    mass: float
+    noisy: np.ndarray
+    #: the last cell of the block that set ``first``, and the first cell of the block that
+    #: set ``last``: how far inward the evidence for each bound reaches
+    first_block_end: int = 0
+    last_block_start: int = 0
+
+
+def _blocks(
+    cells: int, scale: int, centre: int | None, *, shifted: bool = True
+) -> list[tuple[int, int]]:
+    """Cell ranges ``[start, stop)`` of the blocks of ``scale`` cells: aligned from cell 0, or,
+    on the log grid, outward from the zero cell ``centre`` (a block of its own), so that blocks
+    of four cells are doublings on both sides of zero; blocks of more than one cell also come
+    shifted by half a block, so that a column's bulk is not split between two blocks that
+    each hold too little of it."""
+    shifts = (0, scale // 2) if scale > 1 and shifted else (0,)
+    blocks: set[tuple[int, int]] = set()
+    for shift in shifts:
+        if centre is None:
+            starts = range(-shift, cells, scale)
+            blocks.update((max(0, a), min(a + scale, cells)) for a in starts)
+            continue
+        for b in range(centre + shift, 0, -scale):
+            blocks.add((max(0, b - scale), min(b, centre)))
+        for a in range(centre + 1 - shift, cells, scale):
+            blocks.add((max(a, centre + 1), min(a + scale, cells)))
+        blocks.add((centre, centre + 1))
+    return sorted(b for b in blocks if b[0] < b[1])
+
+
+def _block_sums(noisy: np.ndarray, blocks: list[tuple[int, int]]) -> np.ndarray:
+    cumulative = np.concatenate([[0.0], np.cumsum(noisy)])
+    return np.array([cumulative[b] - cumulative[a] for a, b in blocks])
+
+
+def _noisy(
     histogram: Histogram, edges: np.ndarray, sigma: float, noise: NoiseSource, *, clip: bool
-) -> tuple[int, int, float, np.ndarray] | None:
-    """Noisy histogram over the cells cut by ``edges``; the first and last cell whose noisy
-    count clears a Bonferroni threshold, and the noisy total."""
-    counts = np.asarray(histogram(edges, clip), dtype=float)
-    noisy = noise.add(counts, sigma, integer=True)
-    # "1 +": a cell holding one record (an outlier) clears it with probability at most
-    # FALSE_CELL_RATE / cells, as an empty cell would without the 1
-    threshold = 1.0 + sigma * float(upper_quantile(FALSE_CELL_RATE / counts.size))
-    passed = np.flatnonzero(noisy > threshold)
-    if passed.size == 0:
+) -> np.ndarray:
+    """The cell counts over ``edges`` with Gaussian noise (one histogram, sensitivity 1)."""
+    return noise.add(np.asarray(histogram(edges, clip), dtype=float), sigma, integer=True)
+
+
+def _outer_blocks(
+    noisy: np.ndarray,
+    sigma: float,
+    centre: int | None = None,
+    scales: tuple[int, ...] = SCALES,
+) -> _Found | None:
+    """Where a noisy histogram's mass is, read at every scale of ``scales`` (post-processing:
+    sums of the noisy counts over blocks of cells, finest first).
+
+    A block of ``s`` cells clears when its noisy sum exceeds ``1 + sigma sqrt(s) z``, with
+    ``z`` the Bonferroni bound that pure noise passes with probability
+    :data:`FALSE_CELL_RATE` over every block of every scale; the "1 +" keeps a block holding
+    one record (an outlier) below it as often as an empty one. The bounds are the outer edges
+    of the cleared blocks, each narrowed to the cleared finer blocks it holds, on each side
+    where what is left of it (its cells beyond them) does not clear on its own: where single
+    cells clear over the bulk of the column (a large budget) the bounds are as tight as the
+    grid, and a doubling (or four) whose cells the noise hides still counts, as a whole,
+    where the old rule (outermost single cells) cut the column's tails or, on a wide table at
+    a small budget, found nothing. None when no block clears.
+    """
+    layouts = [_blocks(noisy.size, scale, centre) for scale in sorted(scales)]
+    z = float(upper_quantile(FALSE_CELL_RATE / sum(len(blocks) for blocks in layouts)))
+    cumulative = np.concatenate([[0.0], np.cumsum(noisy)])
+
+    def clears(a: int, b: int) -> bool:
+        return bool(cumulative[b] - cumulative[a] > 1.0 + sigma * math.sqrt(b - a) * z)
+
+    # cleared blocks as (start, stop, narrowed start, narrowed stop), finer ones first
+    cleared: list[tuple[int, int, int, int]] = []
+    mass = 0.0
+    for blocks in layouts:
+        passed = [(a, b) for a, b in blocks if clears(a, b)]
+        mass = max(mass, sum(float(cumulative[b] - cumulative[a]) for a, b in passed))
+        coarser: list[tuple[int, int, int, int]] = []
+        for a, b in passed:
+            inner = [c for c in cleared if a <= c[0] and c[1] <= b]
+            low = min((c[2] for c in inner), default=a)
+            high = max((c[3] for c in inner), default=b)
+            coarser.append(
+                (
+                    a,
+                    b,
+                    a if low == a or clears(a, low) else low,
+                    b if high == b or clears(high, b) else high,
+                )
+            )
+        cleared = coarser + [
+            c for c in cleared if not any(a <= c[0] and c[1] <= b for a, b, _, _ in coarser)
+        ]
+    if not cleared:
         return None
-    return int(passed[0]), int(passed[-1]), float(noisy.sum()), np.clip(noisy, 0.0, None)
+    lowest = min(cleared, key=lambda c: c[2])
+    highest = max(cleared, key=lambda c: c[3])
+    first, last = lowest[2], highest[3] - 1
+    # the tails: a cell next to the bounds is one test, not one of hundreds
+    tail = 1.0 + sigma * TAIL_Z
+    while first > 0 and noisy[first - 1] > tail:
+        first -= 1
+    while last < noisy.size - 1 and noisy[last + 1] > tail:
+        last += 1
+    return _Found(first, last, mass, np.clip(noisy, 0.0, None), lowest[1] - 1, highest[0])
 
 
 def private_range(
-    values: np.ndarray, rho: float, rng: NoiseSource | np.random.Generator, *, integer: bool
+    values: np.ndarray,
+    rho: float,
+    rng: NoiseSource | np.random.Generator,
+    *,
+    integer: bool,
+    prior: RangeEvidence | None = None,
 ) -> PrivateRange:
     """Bounds in two noisy histograms, each costing ``rho / 2`` (sensitivity 1 each).
 
     First a fixed log-scale grid (powers of 2^(1/4) on both sides of zero, from 2^-20 to
     2^60) finds the scale; then up to 256 equal-width cells inside the coarse bounds tighten
     them (years, timestamps and narrow ranges far from zero need this); values outside the
-    coarse bounds are left out of the second histogram.
-    Both grids depend only on public constants and the first stage's DP output. A cell counts
-    only if its noisy count clears a threshold that pure noise passes with probability 1e-3
-    over the whole grid, so a lone outlier cannot set a bound.
+    coarse bounds are left out of the second histogram. Both grids depend only on public
+    constants and the first stage's DP output. Each histogram is read at several scales
+    (:func:`_outer_blocks`): a block counts only if its noisy sum clears a threshold that pure
+    noise passes with probability 1e-3 over all of them, so a lone outlier cannot set a bound.
+
+    When the first histogram's cleared mass is too small for :data:`MIN_REFINE` fine cells (a
+    wide table at a small budget: the noise hides most cells), refining would only split
+    noise, so the second histogram counts the doublings instead (one cell per power of two),
+    added to the first one's doubling sums by precision: the budget goes to finding the
+    column's bulk at all. The bounds are then whole doublings or blocks of four: coarse at
+    worst, where the old rule (outermost single cells) left such a column out. ``prior``, the
+    :class:`RangeEvidence` of an earlier estimate of the same column that found nothing,
+    makes both histograms count doublings, added to it: a second estimate (paid again)
+    sharpens the first instead of starting over.
     """
-    return range_from_histogram(histogram_of(values), rho, rng, integer=integer)
+    return range_from_histogram(histogram_of(values), rho, rng, integer=integer, prior=prior)
 
 
 def range_from_histogram(
-    histogram: Histogram, rho: float, rng: NoiseSource | np.random.Generator, *, integer: bool
+    histogram: Histogram,
+    rho: float,
+    rng: NoiseSource | np.random.Generator,
+    *,
+    integer: bool,
+    prior: RangeEvidence | None = None,
 ) -> PrivateRange:
     """:func:`private_range` over the exact cell counts ``histogram`` gives (in memory, or
     counted in SQL over a public grid): the same measurement on every backend."""
@@ -211,27 +372,140 @@ def range_from_histogram(
         rho=rho,
         sigma=sigma,
         n_queries=int(_grid_edges().size - 1 + FINE_CELLS),
-        mechanism=f"{noise.mechanism(integer=True)}: fixed log grid, then up to 256 cells",
+        mechanism=f"{noise.mechanism(integer=True)}: fixed log grid, then up to 256 cells "
+        "or the doublings",
     )
+    doublings = _grid_edges(1)
+    if prior is not None:
+        looks = [_noisy(histogram, doublings, sigma, noise, clip=True) for _ in range(2)]
+        evidence = prior.combined(RangeEvidence((looks[0] + looks[1]) / 2, sigma / math.sqrt(2)))
+        return _whole(_doubling_bounds(evidence, measurement), integer)
     coarse = _grid_edges()
-    found = _outer_cells(histogram, coarse, sigma, noise, clip=True)
-    if found is None:
-        return PrivateRange(None, None, measurement)
-    lower, upper = float(coarse[found[0]]), float(coarse[found[1] + 1])
+    first_look = _noisy(histogram, coarse, sigma, noise, clip=True)
+    found = _outer_blocks(first_look, sigma, (coarse.size - 1) // 2)
     # as many fine cells as keep the average cell well above the threshold (from the noisy
-    # total, a DP quantity), so refining tightens the ends instead of keeping only the mode
+    # mass the coarse bounds hold, a DP quantity), so refining tightens the ends instead of
+    # keeping only the mode
     threshold = sigma * float(upper_quantile(FALSE_CELL_RATE / FINE_CELLS))
-    cells = int(np.clip(found[2] / (4 * threshold), 1, FINE_CELLS))
+    cells = 0 if found is None else int(np.clip(found.mass / (4 * threshold), 1, FINE_CELLS))
+    if found is None or cells < MIN_REFINE:
+        # the first look's doublings (sums of four cells: noise 2 sigma) and a look at the
+        # doublings themselves (noise sigma), weighted by precision
+        sums = _block_sums(
+            first_look, _blocks(first_look.size, 4, (coarse.size - 1) // 2, shifted=False)
+        )
+        evidence = RangeEvidence(sums, 2 * sigma).combined(
+            RangeEvidence(_noisy(histogram, doublings, sigma, noise, clip=True), sigma)
+        )
+        return _whole(_doubling_bounds(evidence, measurement), integer)
+    lower, upper = float(coarse[found.first]), float(coarse[found.last + 1])
     fine = np.linspace(lower, upper, cells + 1)
-    refined = _outer_cells(histogram, fine, sigma, noise, clip=False) if cells > 1 else None
+    refined = _outer_blocks(_noisy(histogram, fine, sigma, noise, clip=False), sigma)
     cell_edges: tuple[float, ...] = ()
     cell_counts: tuple[float, ...] = ()
     if refined is not None:
-        first, last = refined[0], refined[1]
-        lower, upper = float(fine[first]), float(fine[last + 1])
-        cell_edges = tuple(float(e) for e in fine[first : last + 2])
-        cell_counts = tuple(float(c) for c in refined[3][first : last + 1])
-    if integer:  # whole numbers inside [lower edge, upper edge)
-        lower = float(math.ceil(lower))
-        upper = max(lower, float(math.ceil(upper) - 1))
-    return PrivateRange(lower, upper, measurement, cell_edges, cell_counts)
+        first, last = refined.first, refined.last
+        # refining tightens a bound only as far as the first histogram's evidence for it
+        # reaches: a tail whose fine cells the noise hides keeps the coarse bound
+        if fine[first] <= coarse[found.first_block_end + 1]:
+            lower = float(fine[first])
+        if fine[last + 1] >= coarse[found.last_block_start]:
+            upper = float(fine[last + 1])
+        inside = (fine[:-1] >= lower) & (fine[1:] <= upper)
+        cell_edges = tuple(float(e) for e in fine[np.flatnonzero(inside)[0] :][: inside.sum() + 1])
+        cell_counts = tuple(float(c) for c in refined.noisy[inside])
+    return _whole(PrivateRange(lower, upper, measurement, cell_edges, cell_counts), integer)
+
+
+def _doubling_bounds(evidence: RangeEvidence, measurement: Measurement) -> PrivateRange:
+    """Bounds read off noisy counts of doublings (None where no doublings cleared)."""
+    edges = _grid_edges(1)
+    found = _outer_blocks(
+        evidence.counts, evidence.sigma, (edges.size - 1) // 2, scales=DOUBLING_SCALES
+    )
+    if found is None:
+        return PrivateRange(None, None, measurement, evidence=evidence)
+    lower, upper = float(edges[found.first]), float(edges[found.last + 1])
+    return PrivateRange(lower, upper, measurement, evidence=evidence)
+
+
+def _whole(found: PrivateRange, integer: bool) -> PrivateRange:
+    """Whole-number bounds inside ``[lower edge, upper edge)`` for a column of whole numbers."""
+    if not integer or found.lower is None or found.upper is None:
+        return found
+    lower = float(math.ceil(found.lower))
+    upper = max(lower, float(math.ceil(found.upper) - 1))
+    return replace(found, lower=lower, upper=upper)
+
+
+#: how much more a category estimate gets than a range estimate (see :class:`DomainSplit`)
+CATEGORY_WEIGHT = 3.0
+#: share of the ranges' budget every range estimate spends at first; the rest is kept for
+#: the ranges whose first estimate found nothing
+FIRST_RANGE_SHARE = 0.75
+
+
+@dataclass(frozen=True)
+class DomainSplit:
+    """How the domain budget ``total`` is spread over ``ranges`` range estimates and
+    ``categories`` category estimates, once the structure step has settled every kind (a DP
+    output, so the split may follow it: zCDP composes adaptively).
+
+    The budget is spent where it is needed, by two rules (the numbers are from
+    ``benchmarks/domains.py``, which measures them on raw wide tables):
+
+    * **A category needs more than a range.** A category survives when its own count clears
+      a threshold about 6.5 sigma high (:func:`categories_from_counts`), while a range needs
+      only a doubling of the column's values to clear 4.4 sigma
+      (:func:`range_from_histogram`): a category estimate weighs :data:`CATEGORY_WEIGHT`
+      against 1 for a range.
+    * **A range that found nothing gets a second estimate.** Every range first spends
+      :data:`FIRST_RANGE_SHARE` of its weight; the rest of the ranges' budget is shared by
+      the ranges that found nothing (sparse columns: most rows missing), whose second
+      estimate adds to the first (:class:`RangeEvidence`). When every range found its
+      bounds, that rest goes to the category estimates, which come last; without them it
+      is left unspent, for PrivSyn's own steps.
+    """
+
+    total: float
+    ranges: int
+    categories: int
+    category_weight: float = CATEGORY_WEIGHT
+
+    @property
+    def _unit(self) -> float:
+        weights = self.ranges + self.category_weight * self.categories
+        return self.total / weights if weights else 0.0
+
+    @property
+    def range_first(self) -> float:
+        """rho of every range's first estimate."""
+        return FIRST_RANGE_SHARE * self._unit
+
+    @property
+    def range_reserve(self) -> float:
+        """rho kept for the second estimates of the ranges that found nothing."""
+        return (1.0 - FIRST_RANGE_SHARE) * self._unit * self.ranges
+
+    def range_second(self, failed: int) -> float:
+        """rho of each second estimate when ``failed`` ranges found nothing."""
+        return self.range_reserve / failed if failed else 0.0
+
+    @property
+    def category_least(self) -> float:
+        """rho every category estimate gets whatever the ranges find."""
+        return self.category_weight * self._unit if self.categories else 0.0
+
+    def category_each(self, failed: int) -> float:
+        """rho of every category estimate, after ``failed`` ranges found nothing."""
+        if not self.categories:
+            return 0.0
+        return self.category_least + (0.0 if failed else self.range_reserve / self.categories)
+
+    def spent(self, failed: int) -> float:
+        """rho all the estimates spend together."""
+        return (
+            self.range_first * self.ranges
+            + (self.range_reserve if failed else 0.0)
+            + self.category_each(failed) * self.categories
+        )

@@ -12,7 +12,10 @@ is a post-processing of a DP measurement:
    count by one, so the histogram has L2 sensitivity 1 per column: ``rho = 1 / (2 sigma^2)``
    per column, charged to the ledger as step ``structure``.
 2. **Decide** (:func:`decide_structure`, a pure function of the noisy counts and public
-   constants), by noisy shares of the present (non-missing) values:
+   constants), by noisy shares of the present (non-missing) values, where a class whose noisy
+   count is at most :data:`NOISE_FLOOR` sigmas counts as empty (summed, the noise of the
+   classes a column leaves empty would otherwise move the shares: on a wide table the noise
+   is large, and one numeric column in thirteen read as categorical):
 
    * numeric when at least :data:`KIND_SHARE` of them are numbers; values that are not
      numbers are then read as missing;
@@ -23,8 +26,8 @@ is a post-processing of a DP measurement:
      sigmas: a few hundred rows at epsilon 1), the largest of the noisy counts of numbers,
      dates and text decides instead: on a small table a numeric column read as categorical
      would lose every value to the threshold of the category estimate;
-   * whole numbers when the decimals are at most :data:`DECIMAL_SHARE` of the numbers, with
-     a slack of two sigmas so noise alone cannot turn an integer column into floats.
+   * whole numbers when the decimals are at most :data:`DECIMAL_SHARE` of the numbers (the
+     noise floor keeps noise alone from turning an integer column into floats).
 
 Whether a column may hold missing values is not decided here: every column whose schema does
 not say otherwise gets a "missing" code, and PrivSyn's own noisy 1-way marginal measures its
@@ -58,8 +61,9 @@ KIND_SHARE = 0.8
 DECIMAL_SHARE = 0.01
 #: the noisy count of present values must exceed this many sigmas to decide by shares
 MIN_SIGNAL = 10.0
-#: the extra room, in sigmas, noise gets before decimals make a column fractional
-INTEGER_SLACK = 2.0
+#: a class whose noisy count is at most this many sigmas is read as empty when shares are
+#: taken (pure noise passes it with probability 0.13% per class)
+NOISE_FLOOR = 3.0
 
 
 @dataclass(frozen=True)
@@ -94,11 +98,18 @@ def decide_structure(counts: np.ndarray, sigma: float) -> StructureDecision:
     present = max(0.0, float(c.sum() - c[ValueClass.MISSING]))
     numbers = max(0.0, float(sum(c[k] for k in NUMBER_CLASSES)))
     dates = max(0.0, float(sum(c[k] for k in DATE_CLASSES)))
-    decimals = max(0.0, float(c[ValueClass.DECIMAL]))
-    integer = decimals <= max(DECIMAL_SHARE * numbers, INTEGER_SLACK * sigma)
-    fmt = _date_format(c)
     text = max(0.0, float(c[ValueClass.TEXT]))
-    if present <= MIN_SIGNAL * sigma:
+    # the shares read classes under the noise floor as empty: summed, the noise of the seven
+    # classes a numeric column leaves empty (sigma sqrt(7)) would make one numeric column in
+    # thirteen categorical on a wide table (caravan, 86 columns at epsilon 1)
+    heard = np.where(c > NOISE_FLOOR * sigma, c, 0.0)
+    heard_numbers = float(sum(heard[k] for k in NUMBER_CLASSES))
+    heard_dates = float(sum(heard[k] for k in DATE_CLASSES))
+    heard_present = heard_numbers + heard_dates + float(heard[ValueClass.TEXT])
+    decimals = float(heard[ValueClass.DECIMAL])
+    integer = decimals <= DECIMAL_SHARE * heard_numbers
+    fmt = _date_format(c)
+    if present <= MIN_SIGNAL * sigma or heard_present <= 0:
         # too few values for shares to mean much: the largest noisy group decides
         groups = {Kind.CATEGORICAL: text, Kind.NUMERIC: numbers, Kind.DATETIME: dates}
         kind = max(groups, key=lambda k: groups[k])
@@ -106,15 +117,18 @@ def decide_structure(counts: np.ndarray, sigma: float) -> StructureDecision:
             f"few values for this budget: numbers ({numbers:.0f}), dates ({dates:.0f}) and "
             f"text ({text:.0f}) compared by noisy count -> {kind.value}"
         )
-    elif numbers >= KIND_SHARE * present:
+    elif heard_numbers >= KIND_SHARE * heard_present:
         kind = Kind.NUMERIC
-        reason = f"{min(1.0, numbers / present):.0%} of values are numbers -> numeric"
-    elif dates >= KIND_SHARE * present:
+        reason = f"{heard_numbers / heard_present:.0%} of values are numbers -> numeric"
+    elif heard_dates >= KIND_SHARE * heard_present:
         kind = Kind.DATETIME
-        reason = f"{min(1.0, dates / present):.0%} of values are dates -> datetime"
+        reason = f"{heard_dates / heard_present:.0%} of values are dates -> datetime"
     else:
         kind = Kind.CATEGORICAL
-        reason = f"{numbers / present:.0%} numbers, {dates / present:.0%} dates -> categorical"
+        reason = (
+            f"{heard_numbers / heard_present:.0%} numbers, {heard_dates / heard_present:.0%} "
+            "dates -> categorical"
+        )
     if kind is Kind.NUMERIC:
         reason += ", whole numbers" if integer else ", with decimals"
     elif kind is Kind.DATETIME:

@@ -1,20 +1,36 @@
-"""Budget planning from public inputs only: how much noise each step will add.
+"""Budget planning: how much noise each step will add, and what it will cost a raw table.
 
-Everything here is computed from epsilon, delta, the number of columns and the settings;
-nothing reads the table, so the plan can be shown before any data is touched (the
-dashboard's Privacy page does so live while the user types).
+:func:`plan_budget` is computed from public inputs only (epsilon, delta, the number of columns,
+which domains are declared, the settings): nothing reads the table, so the plan can be shown
+before any data is touched (the dashboard's Privacy page does so live while the user types).
+
+:func:`forecast_columns` is the owner's preview of a run on a raw table: which columns the
+private structure and domain estimates are likely to leave out at this budget, and why. It
+reads the private table (exact counts) and runs the engine's own preparation step on them
+with simulated noise, so it is shown to the data owner only and releases nothing; no budget
+is spent and nothing is recorded.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+import pandas as pd
 
 from privsyn_core.config import PrivSynConfig
+from privsyn_core.data.codecs import BinnedCodec, CategoryCodec, ColumnCodec
+from privsyn_core.data.schema import Schema
+from privsyn_core.measuring.counting import Counter
 from privsyn_core.measuring.indif import indif_sigma
+from privsyn_core.measuring.private_domain import CATEGORY_WEIGHT, FIRST_RANGE_SHARE, DomainSplit
+from privsyn_core.measuring.reading import Numbers, RawTable
 from privsyn_core.privacy.ledger import gaussian_sigma, rho_from_epsilon_delta
-from privsyn_core.privacy.noise import NoiseSource, SecureNoise
+from privsyn_core.privacy.noise import NoiseSource, SecureNoise, SeededNoise
 
 
 @dataclass(frozen=True)
@@ -36,8 +52,10 @@ class CategorySurvival:
     a value whose count ``c`` plus noise N(0, sigma^2) reaches ``threshold``, so it survives
     with probability about ``P(c + N(0, sigma^2) >= threshold)``. Public inputs only: the
     threshold assumes every column that may release categories is thresholded (each gets an
-    equal part of the reserved delta); if structure settles fewer as categorical, each gets
-    more delta and the real threshold is a little lower.
+    equal part of the reserved delta and of the domain budget,
+    :class:`~privsyn_core.measuring.private_domain.DomainSplit`); if the structure step settles
+    fewer as categorical, each gets more of both and the real threshold is lower (the owner's
+    :func:`forecast_columns` uses the kinds the table's values have).
     """
 
     sigma: float
@@ -134,9 +152,12 @@ def plan_budget(
             )
         )
     rho_domain = config.domain_share * rho if estimates else 0.0
+    split = DomainSplit(rho_domain, private_ranges, may_threshold)
     survival = None
     if may_threshold:
-        sigma = gaussian_sigma(rho_domain / estimates)
+        # without the ranges' reserve, which reaches the categories only when every range
+        # finds its bounds at first: the threshold shown is the one a category can count on
+        sigma = gaussian_sigma(split.category_least)
         delta_each = reserved / may_threshold
         survival = CategorySurvival(
             sigma=sigma,
@@ -145,16 +166,25 @@ def plan_budget(
             columns=may_threshold,
         )
     if estimates:
-        each = rho_domain / estimates
+        sigma_domain = survival.sigma if survival is not None else None
+        if sigma_domain is None:  # ranges only: a first estimate's histograms (rho / 2 each)
+            sigma_domain = gaussian_sigma(split.range_first / 2)
         steps.append(
             StepPlan(
                 "domains",
                 rho_domain,
-                gaussian_sigma(each),
+                sigma_domain,
                 f"{estimates} columns",
-                f"sigma of category counts (bound histograms: x1.41); categories kept when "
-                f"their noisy count clears a threshold (delta "
-                f"{reserved:.2g} reserved); bounds from two noisy histograms",
+                (
+                    "sigma of each category's count (a category weighs "
+                    f"{CATEGORY_WEIGHT:g} ranges); "
+                    if may_threshold
+                    else "sigma of a range's first histograms; "
+                )
+                + f"categories kept when their noisy count clears a threshold (delta "
+                f"{reserved:.2g} reserved); bounds from noisy histograms of powers of two, "
+                f"{1 - FIRST_RANGE_SHARE:.0%} of the ranges' share kept for a second estimate "
+                "of those that find nothing; what is left unspent goes to the steps below",
             )
         )
     rest = rho - rho_structure - rho_domain
@@ -196,3 +226,204 @@ def plan_budget(
         )
     )
     return BudgetPlan(epsilon, delta, rho, tuple(steps), survival)
+
+
+# ------------------------------------------------------------------ the owner's forecast
+
+#: simulated runs behind a forecast (seeds 0 .. FORECAST_DRAWS - 1: the same table and
+#: settings always give the same forecast)
+FORECAST_DRAWS = 8
+
+
+@dataclass(frozen=True)
+class ForecastNoise(SeededNoise):
+    """Seeded Gaussian draws with the release mode's category threshold: a forecast (or a
+    benchmark) sees the columns a release run would lose, reproducibly."""
+
+    def tail_quantile(self, probability: float) -> float:
+        return SecureNoise().tail_quantile(probability)
+
+
+@dataclass(frozen=True)
+class ColumnForecast:
+    """What simulated runs did to one column (owner-only: read off the private table)."""
+
+    name: str
+    #: the kind most runs decided (``categorical``, ``numeric``, ``datetime``)
+    kind: str
+    #: share of the runs that left the column out
+    lost: float
+    #: what a run keeps of it, in words
+    kept: str
+    #: why it is left out, or what it loses, in words ("" when nothing)
+    why: str
+    #: categories: share of the present rows whose value is released (mean over the runs that
+    #: kept the column); numbers: share of the present values inside the private bounds
+    cover: float
+
+    @property
+    def status(self) -> str:
+        """``likely lost``, ``at risk`` (lost in some runs), ``loses values`` (kept, but most
+        of its rows become "other" or fall outside the bounds) or ``kept``."""
+        if self.lost >= 0.5:
+            return "likely lost"
+        if self.lost > 0:
+            return "at risk"
+        return "loses values" if self.cover < 0.5 else "kept"
+
+
+@dataclass(frozen=True)
+class TableForecast:
+    """:func:`forecast_columns`' answer, one line per column the schema includes."""
+
+    columns: tuple[ColumnForecast, ...]
+    draws: int
+
+    def at_risk(self) -> tuple[ColumnForecast, ...]:
+        """The columns a run may lose or keep little of, the likeliest losses first."""
+        risky = [c for c in self.columns if c.status != "kept"]
+        return tuple(sorted(risky, key=lambda c: (-c.lost, c.cover)))
+
+    def summary(self) -> str:
+        lost = [c.name for c in self.columns if c.status == "likely lost"]
+        risky = [c.name for c in self.columns if c.status == "at risk"]
+        thin = [c.name for c in self.columns if c.status == "loses values"]
+        parts = [f"{len(lost)} of {len(self.columns)} columns likely left out"]
+        if risky:
+            parts.append(f"{len(risky)} left out in some of {self.draws} simulated runs")
+        if thin:
+            parts.append(f"{len(thin)} kept with most of their values lost")
+        return "; ".join(parts)
+
+
+class _CountsOnce:
+    """A :class:`~privsyn_core.measuring.reading.RawTable` that counts each aggregate once,
+    so that many simulated runs cost little more than one."""
+
+    def __init__(self, table: RawTable) -> None:
+        self.table = table
+        self.names = table.names
+        self._cache: dict[object, Any] = {}
+
+    def _once(self, key: object, count: Callable[[], Any]) -> Any:
+        if key not in self._cache:
+            self._cache[key] = count()
+        return self._cache[key]
+
+    def class_counts(self, name: str) -> np.ndarray:
+        return self._once(("classes", name), lambda: self.table.class_counts(name))
+
+    def value_counts(self, name: str) -> tuple[tuple[str, ...], np.ndarray]:
+        return self._once(("values", name), lambda: self.table.value_counts(name))
+
+    def numbers(self, codec: BinnedCodec) -> _NumbersOnce:
+        return self._once(("numbers", codec), lambda: _NumbersOnce(self.table.numbers(codec)))
+
+    def encoded(self, codecs: Sequence[ColumnCodec], dtype: np.dtype) -> Counter:
+        return self.table.encoded(codecs, dtype)
+
+
+class _NumbersOnce:
+    def __init__(self, numbers: Numbers) -> None:
+        self.numbers = numbers
+        self._cache: dict[tuple[bytes, bool], np.ndarray] = {}
+
+    def histogram(self, edges: np.ndarray, clip: bool) -> np.ndarray:
+        key = (np.asarray(edges, dtype=float).tobytes(), clip)
+        if key not in self._cache:
+            self._cache[key] = self.numbers.histogram(edges, clip)
+        return self._cache[key]
+
+    def bounds(self) -> tuple[float, float] | None:
+        return self.numbers.bounds()
+
+
+def forecast_columns(
+    table: pd.DataFrame | RawTable,
+    schema: Schema,
+    epsilon: float,
+    delta: float,
+    *,
+    config: PrivSynConfig | None = None,
+    draws: int = FORECAST_DRAWS,
+) -> TableForecast:
+    """Which columns a run at ``epsilon`` and ``delta`` is likely to leave out, and why.
+
+    OWNER-ONLY: reads the private table. The engine's own preparation
+    (:func:`~privsyn_core.data.columns.prepare_columns`, with the budget a run gives it) runs
+    ``draws`` times on the table's exact counts with :class:`ForecastNoise` (seeds 0, 1, ...),
+    and each column's line says how often it was left out, what the runs kept of it and why.
+    Nothing is spent and nothing is released: the forecast is as private as the table.
+    """
+    from privsyn_core.data.columns import open_parts, prepare_columns
+    from privsyn_core.errors import InputError
+    from privsyn_core.measuring.reading import FrameTable
+
+    config = config or PrivSynConfig()
+    raw: RawTable = FrameTable(table) if isinstance(table, pd.DataFrame) else table
+    counted = _CountsOnce(raw)
+    parts = open_parts(schema)
+    reserved = config.threshold_delta_share * delta if parts.possible_category_estimates else 0.0
+    rho = rho_from_epsilon_delta(epsilon, delta - reserved, config.conversion)
+    names = [c.name for c in schema.included()]
+    runs: list[tuple[dict[str, ColumnCodec], dict[str, str]]] = []
+    for seed in range(draws):
+        try:
+            prepared = prepare_columns(
+                counted,
+                schema,
+                rho_per_structure=config.structure_share * rho / max(1, len(parts.structure)),
+                rho_per_estimate=config.domain_share * rho / max(1, parts.domain_estimates),
+                delta_for_thresholds=reserved,
+                rng=ForecastNoise(np.random.default_rng(seed)),
+            )
+        except InputError as error:  # every column left out
+            runs.append(({}, dict.fromkeys(names, str(error))))
+            continue
+        kept = {c.codec.name: c.codec for c in prepared.columns}
+        runs.append((kept, dict(prepared.excluded)))
+    return TableForecast(tuple(_column_forecast(counted, n, runs) for n in names), draws)
+
+
+def _column_forecast(
+    table: _CountsOnce, name: str, runs: list[tuple[dict[str, ColumnCodec], dict[str, str]]]
+) -> ColumnForecast:
+    codecs = [kept[name] for kept, _ in runs if name in kept]
+    reasons = [why[name] for _, why in runs if name in why]
+    lost = len(reasons) / len(runs)
+    why = max(set(reasons), key=reasons.count) if reasons else ""
+    categorical = [c for c in codecs if isinstance(c, CategoryCodec)]
+    binned = [c for c in codecs if isinstance(c, BinnedCodec)]
+    if not codecs:
+        kind = "categorical" if "frequent enough" in why else "numeric"
+        return ColumnForecast(name, kind, lost, "nothing", why, 0.0)
+    if len(categorical) >= len(binned):
+        values, counts = table.value_counts(name)
+        total = max(1.0, float(np.sum(counts)))
+        shares = [
+            float(np.sum(counts[np.isin(np.asarray(values, dtype=object), c.categories)])) / total
+            for c in categorical
+        ]
+        cover = float(np.mean(shares))
+        released = float(np.mean([len(c.categories) for c in categorical]))
+        kept = f"about {released:.0f} of {len(values):,} values, {cover:.0%} of its rows"
+        if not why and cover < 1.0:
+            why = "rarer values become 'other'"
+        return ColumnForecast(name, "categorical", lost, kept, why, cover)
+    covers = [_inside(table, c) for c in binned]
+    cover = float(np.mean(covers))
+    first = binned[0]
+    kind = "datetime" if first.datetime else "numeric"
+    kept = f"bounds about [{first.edges[0]:g}, {first.edges[-1]:g}], {cover:.0%} of its values"
+    if kind == "datetime":
+        kept = f"{cover:.0%} of its values inside the private bounds"
+    if not why and cover < 0.9:
+        why = "values beyond the private bounds fall in the end bins"
+    return ColumnForecast(name, kind, lost, kept, why, cover)
+
+
+def _inside(table: _CountsOnce, codec: BinnedCodec) -> float:
+    """Share of the column's present numbers inside ``codec``'s outer edges."""
+    edges = np.array([-np.inf, codec.edges[0], codec.edges[-1], np.inf])
+    below, inside, above = table.numbers(codec).histogram(edges, False)
+    return float(inside / max(1.0, below + inside + above))

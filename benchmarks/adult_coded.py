@@ -37,17 +37,25 @@ def main() -> None:
     parser.add_argument(
         "--target", action="store_true", help=f"name {LABEL!r} as the prediction target"
     )
+    parser.add_argument(
+        "--indif-margin",
+        type=float,
+        default=PrivSynConfig().indif_margin,
+        help="Algorithm 1's margin over the InDif noise, in sigmas (0: the paper's rule)",
+    )
     args = parser.parse_args()
 
     table = pd.read_csv(ROOT / "assets" / "adult-coded.csv")
     domain = json.loads((ROOT / "assets" / "adult-coded-domain.json").read_text())
     delta = 1 / len(table) ** 2
     config = PrivSynConfig(
-        gum=GumSettings(iterations=args.iterations), target=LABEL if args.target else None
+        gum=GumSettings(iterations=args.iterations),
+        target=LABEL if args.target else None,
+        indif_margin=args.indif_margin,
     )
     print(
         f"adult-coded: {len(table)} rows x {table.shape[1]} columns, delta = 1/n^2 = "
-        f"{delta:.3g}, prediction target: {config.target}"
+        f"{delta:.3g}, prediction target: {config.target}, InDif margin {config.indif_margin:g}"
     )
 
     rows = []

@@ -82,10 +82,11 @@ class PrivSynConfig:
     #: 0.0882 vs 0.0910)
     connect_isolated: bool = False
     #: Algorithm 1 counts a pair's dependency as its noisy InDif less this many InDif noise
-    #: standard deviations (:mod:`privsyn_core.selection.greedy`, the winner's curse; 0 is the
-    #: paper's rule). 1 by ``benchmarks/wide.py`` and ``benchmarks/defaults.py``: see the
-    #: README's defaults table
-    indif_margin: float = 1.0
+    #: standard deviations, times the estimated share of pairs with no dependency
+    #: (:mod:`privsyn_core.selection.greedy`, the winner's curse; 0 is the paper's rule). 2 by
+    #: ``benchmarks/defaults.py --study margin`` and the wide tables: see the README's
+    #: defaults table
+    indif_margin: float = 2.0
     gamma: int = 5000
     #: which cliques Algorithm 2 merges (:mod:`privsyn_core.selection.combine`): "paper",
     #: any under ``gamma`` cells; "no_added_noise", only those that do not raise Algorithm

@@ -14,10 +14,14 @@ them): post-processing, free, and safe to show.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import combinations
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
+from privsyn_core.generation.fitted import guard_message
+from privsyn_core.selection.greedy import measurable_pairs
 
 if TYPE_CHECKING:
     from privsyn_core.pipeline import SynthesisResult
@@ -53,10 +57,11 @@ class DependencyReport:
     selected: tuple[tuple[str, str], ...]
     isolated_links: tuple[tuple[str, str], ...]
     selected_within_noise: int
-    #: Hook for the selection guard of issue 22 (item 2): how many pairs the budget can
-    #: measure well, and, when the guard cut the selection, why. None until the engine's
-    #: selection reports them; the dashboard shows them as soon as they are set.
+    #: how many pairs of the median candidate's size the marginal budget measures well
+    #: (:func:`~privsyn_core.selection.greedy.measurable_pairs`); None without scores
     measurable: int | None = None
+    #: what the guard did when it replaced GUM's table by independent columns
+    #: (:func:`~privsyn_core.generation.fitted.guard_message`), None when it did not
     guard: str | None = None
 
 
@@ -74,6 +79,9 @@ def dependency_report(result: SynthesisResult) -> DependencyReport:
     scores = pd.DataFrame(values, index=noisy.index, columns=noisy.columns)
     within = sum(scores.at[a, b] < WITHIN_NOISE_SIGMAS for a, b in selected)
     d = len(names)
+    sizes = {g.attribute: g.size for g in result.groupings}
+    cells = [sizes[a] * sizes[b] for a, b in combinations(names, 2)]
+    rho = sum(e.rho for e in result.ledger.entries if e.step == "marginal")
     return DependencyReport(
         sigma=sigma,
         scores=scores,
@@ -81,4 +89,6 @@ def dependency_report(result: SynthesisResult) -> DependencyReport:
         selected=selected,
         isolated_links=links,
         selected_within_noise=int(within),
+        measurable=measurable_pairs(cells, rho, result.consistency.total),
+        guard=guard_message(result.independent) if result.independent else None,
     )

@@ -107,6 +107,9 @@ class SynthesisResult:
     noisy_marginals: tuple[NoisyMarginal, ...] = ()
     #: the fitted model these rows were sampled from: more samples at no privacy cost
     model: FittedModel | None = None
+    #: attributes the guard drew as independent columns (see
+    #: :func:`~privsyn_core.generation.fitted.guard_message`)
+    independent: tuple[str, ...] = ()
 
     @property
     def end_to_end_dp(self) -> bool:
@@ -756,6 +759,7 @@ def generate(
         excluded=preparation.excluded if preparation else (),
         noisy_marginals=model.noisy,
         model=model,
+        independent=drawn.independent,
     )
 
 

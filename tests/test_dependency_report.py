@@ -57,8 +57,11 @@ def test_it_counts_candidates_selected_pairs_and_those_within_the_noise(wide_run
     assert report.isolated_links == wide_run.selection.isolated_links
     within = [p for p in report.selected if report.scores.at[p] < WITHIN_NOISE_SIGMAS]
     assert report.selected_within_noise == len(within)
-    # the hook for the selection guard stays empty until the engine fills it
-    assert report.measurable is None and report.guard is None
+    # 60 binary-ish columns of 4 values: 16 cells each; the marginal budget over pi rho
+    rho = sum(e.rho for e in wide_run.ledger.entries if e.step == "marginal")
+    n = wide_run.consistency.total
+    assert report.measurable == min(1770, int(np.pi * rho * (0.1 * n / 16) ** 2))
+    assert (report.guard is None) == (wide_run.independent == ())
 
 
 def test_a_run_that_measured_no_scores_reports_none():

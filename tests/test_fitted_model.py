@@ -250,3 +250,35 @@ def test_the_gum_stage_says_which_table_it_kept_when_not_the_last():
     )
     assert "kept the starting table (score 0.1000" in _kept(history(0.3, 0.2), start=0.1)
     assert _kept([GumIterationRecord(0, 1.0, {}, 0.1)], start=0.1) == ""  # nothing measured
+
+
+def test_the_guard_replaces_a_table_that_independent_columns_beat_and_keeps_a_good_one():
+    """Issue 22: never worse than the cheapest model, judged on DP outputs only."""
+    from types import SimpleNamespace
+
+    from privsyn_core.domain import Domain
+    from privsyn_core.generation.fitted import _guard
+    from privsyn_core.generation.gum import GumTarget, fill_record_major, record_major
+    from privsyn_core.marginals import MarginalTable
+
+    n, names = 4000, ["a", "b", "c"]
+    uniform = np.full(4, n / 4)
+    model = SimpleNamespace(
+        engine=Domain(tuple(names), (4, 4, 4)),
+        one_way=tuple(MarginalTable((a,), (4,), uniform.copy()) for a in names),
+    )
+    target = GumTarget(("a", "b"), (0, 1), (4, 4), np.full(16, 1 / 16))
+    rng = np.random.default_rng(0)
+
+    collapsed = record_major(3, n, np.dtype(np.uint8))
+    fill_record_major(collapsed, np.zeros((3, n), dtype=np.uint8))  # every row the same
+    assert _guard([(names, collapsed, [target])], [None], model, rng) == names
+    assert len(np.unique(collapsed[0])) == 4  # now independent columns
+
+    good = record_major(3, n, np.dtype(np.uint8))
+    cells = np.repeat(np.arange(16), n // 16)
+    columns = np.stack([cells // 4, cells % 4, rng.integers(0, 4, n)]).astype(np.uint8)
+    fill_record_major(good, columns)  # meets the (a, b) target exactly
+    before = good.copy()
+    assert _guard([(names, good, [target])], [None], model, rng) == []
+    np.testing.assert_array_equal(good, before)

@@ -62,7 +62,7 @@ def test_every_field_outside_the_generation_list_counts_as_measurement():
         "selection": "all_pairs", "noise": "equal_gaussian", "target": "a", "target_weight": 2.0,
         "filter_low_counts": False, "threshold_sigmas": 2.0, "domain_share": 0.2,
         "structure_share": 0.05, "threshold_delta_share": 0.3, "privbayes_degree": 3,
-        "conversion": "paper",
+        "conversion": "paper", "indif_margin": 0.5,
     }  # fmt: skip
     for name, value in changed.items():
         assert measurement_settings(PrivSynConfig(**{name: value})) != measurement_settings(base)

@@ -114,28 +114,47 @@ def test_given_marginals_are_put_in_table_order_and_checked():
 
 
 def test_a_margin_over_the_indif_noise_leaves_out_pairs_that_only_noise_made_dependent():
-    """The winner's curse: scores within a noise sigma of zero are taken by the paper's rule
-    when their marginals are cheap, not with a margin of one sigma; a real dependency is
-    taken either way."""
-    names = ["a", "b", "c", "d"]
+    """The winner's curse: when half the scores are negative (noise around no dependency),
+    scores within a noise sigma of zero are taken by the paper's rule when their marginals
+    are cheap, not with a margin of one sigma; a real dependency is taken either way."""
+    names = ["a", "b", "c", "d", "e"]
     sizes = dict.fromkeys(names, 2)
     sigma = 300.0
-    scores = np.full((4, 4), 0.8 * sigma)
-    scores[0, 1] = scores[1, 0] = 10 * sigma
-    np.fill_diagonal(scores, 0)
+    upper = np.r_[10.0, 0.8, 0.8, 0.8, 0.8, -0.5, -0.5, -0.5, -0.5, -0.5] * sigma
+    scores = np.zeros((5, 5))
+    scores[np.triu_indices(5, 1)] = upper
+    scores += scores.T
     plain = select_marginals(frame(scores, names), sizes, 1.0, connect_isolated=False)
-    assert len(plain.steps) == 6
+    assert len(plain.steps) == 5
     kept = select_marginals(
         frame(scores, names), sizes, 1.0, connect_isolated=False, indif_sigma=sigma, margin=1.0
     )
     assert [s.pair for s in kept.steps] == [("a", "b")]
     assert kept.initial_error == pytest.approx(9 * sigma)  # the dependency beyond the margin
+    # where no score is negative, nothing looks like noise and the margin fades away
+    dependent = np.abs(scores)
+    fade = select_marginals(
+        frame(dependent, names), sizes, 1.0, connect_isolated=False, indif_sigma=sigma, margin=1.0
+    )
+    assert len(fade.steps) == 10
+
+
+def test_the_null_share_is_estimated_from_the_negative_scores():
+    from privsyn_core.selection.greedy import null_share
+
+    rng = np.random.default_rng(3)
+    null = rng.normal(0, 1, 900)
+    dependent = rng.normal(8, 1, 100)
+    assert null_share(np.r_[null, dependent]) == pytest.approx(0.9, abs=0.06)
+    assert null_share(dependent) == 0.0
+    assert null_share(np.array([])) == 0.0
+    assert null_share(-np.ones(5)) == 1.0
 
 
 def test_with_the_default_margin_a_noisy_wide_table_selects_few_independent_pairs():
     """Twelve independent columns and one dependent pair at epsilon 0.5 on 6,000 rows, 6
     seeds: the paper's rule takes 6 to 10 independent pairs on their noise alone (and the
-    table's sampling noise), the default margin 1 to 4, and both always take the dependent
+    table's sampling noise), the default margin 0 to 2, and both always take the dependent
     pair."""
     from privsyn_core import PrivSynConfig
     from privsyn_core.generation.gum import GumSettings
@@ -159,4 +178,20 @@ def test_with_the_default_margin_a_noisy_wide_table_selects_few_independent_pair
     plain = [null_pairs(0.0, seed) for seed in range(6)]
     default = [null_pairs(PrivSynConfig().indif_margin, seed) for seed in range(6)]
     assert np.mean(plain) >= 6
-    assert np.mean(default) <= np.mean(plain) / 2.5
+    assert np.mean(default) <= np.mean(plain) / 4
+
+
+def test_measurable_pairs_is_the_most_marginals_whose_expected_noise_stays_within_the_share():
+    from privsyn_core.selection.greedy import measurable_pairs
+
+    cells, rho, rows = [100] * 50, 0.02, 20_000
+
+    def expected_l1(k: int) -> float:  # k equal marginals of 100 cells, as a share of rows
+        sigma = math.sqrt(k / (2 * rho))
+        return math.sqrt(2 / math.pi) * sigma * 100 / rows
+
+    k = measurable_pairs(cells, rho, rows)
+    assert 0 < k < 50
+    assert expected_l1(k) <= 0.1 < expected_l1(k + 1)
+    assert measurable_pairs(cells, 100.0, rows) == 50  # never more than the candidates
+    assert measurable_pairs([], rho, rows) == 0

@@ -33,7 +33,7 @@ if report.scores is None or report.sigma is None:
 else:
     st.markdown(selection_summary(report))
     if report.guard:
-        st.warning(f"The selection guard cut the selection: {report.guard}")
+        st.warning(f"The guard against independent columns fired: {report.guard}.")
     st.caption(
         "InDif is the L1 distance (in records) between a pair's joint distribution and the "
         "one independence would give (paper section 4.1). Every score carries Gaussian noise "

@@ -50,7 +50,7 @@ from privsyn_core.generation.gum import (
 from privsyn_core.generation.initial import Initial, initial_columns
 from privsyn_core.generation.mcf import run_mcf
 from privsyn_core.generation.memory import check_fits
-from privsyn_core.generation.sampling import conditional_column
+from privsyn_core.generation.sampling import conditional_column, shuffled_column
 from privsyn_core.marginals import MarginalTable
 from privsyn_core.measuring.measurement import NoisyMarginal
 from privsyn_core.measuring.one_way import ValueGrouping, decode
@@ -102,6 +102,8 @@ class Sample:
     appended: tuple[AppendPlan, ...]
     stage_seconds: dict[str, float]
     settings: SamplingSettings
+    #: attributes the guard drew as independent columns (:func:`_guard`), in engine order
+    independent: tuple[str, ...] = ()
 
 
 def code_dtype(largest: int) -> np.dtype:
@@ -319,6 +321,8 @@ def _draw(
         )
 
     problems = [(arr, targets) for _, arr, targets in components]
+    independent: list[str] = []
+    judged: list[UnmeasuredPairs | None] = [None] * len(components)
     if settings.synthesis == "mcf":
         start = 0.0
         history, finished = run_mcf(problems, settings.gum, rng, on_iteration)
@@ -339,6 +343,8 @@ def _draw(
         history, finished = run_gum(problems, settings.gum, rng, on_iteration, judged)
     if not finished:
         report.stop()
+    if settings.synthesis == "gum" and settings.gum.keep_best:
+        independent = _guard(components, judged, model, rng)
     for names, arr, _ in components:
         # one transposing copy: reading a record-major attribute alone streams the whole array
         columns = columns_of(arr, len(names))
@@ -346,7 +352,9 @@ def _draw(
             synthetic[engine.index(name)] = columns[row]
         del columns
     report.finish(
-        f"{len(history)} iterations over {len(gum_marginals)} marginals" + _kept(history, start)
+        f"{len(history)} iterations over {len(gum_marginals)} marginals"
+        + _kept(history, start)
+        + (f"; {guard_message(independent)}" if independent else "")
     )
 
     report.start(Stage.APPEND)
@@ -370,7 +378,51 @@ def _draw(
         axis=1,
     )
     report.finish(f"{n} rows")
-    return Sample(frame, n, tuple(history), tuple(appended), dict(report.seconds), settings)
+    return Sample(
+        frame,
+        n,
+        tuple(history),
+        tuple(appended),
+        dict(report.seconds),
+        settings,
+        tuple(a for a in engine if a in set(independent)),
+    )
+
+
+def _guard(
+    components: Sequence[tuple[list[str], np.ndarray, list[GumTarget]]],
+    judged: Sequence[UnmeasuredPairs | None],
+    model: FittedModel,
+    rng: np.random.Generator,
+) -> list[str]:
+    """The method must not be worse than its own cheapest model (issue 22): each component's
+    table is weighed (:func:`~privsyn_core.generation.gum.table_score`, DP outputs only)
+    against independent columns drawn from the consistent 1-way marginals, and replaced by
+    them when they come closer. Returns the attributes so replaced."""
+    replaced: list[str] = []
+    for (names, arr, targets), pairs in zip(components, judged, strict=True):
+        if not targets:
+            continue
+        n = arr.shape[1]
+        columns = np.stack(
+            [shuffled_column(model.one_way[model.engine.index(a)].values, n, rng) for a in names]
+        ).astype(arr.dtype)
+        cheapest = record_major(len(names), n, arr.dtype)
+        fill_record_major(cheapest, columns)
+        del columns
+        if table_score(cheapest, targets, pairs) < table_score(arr, targets, pairs):
+            np.copyto(arr, cheapest)
+            replaced.extend(names)
+    return replaced
+
+
+def guard_message(attributes: Sequence[str]) -> str:
+    """What the guard did, for the GUM stage and the Marginals page."""
+    return (
+        f"{len(attributes)} attributes drawn as independent columns from their 1-way "
+        "marginals: that table comes closer to the noisy marginals and InDif scores than "
+        "any GUM made from the selected marginals"
+    )
 
 
 def _start_score(

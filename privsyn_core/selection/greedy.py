@@ -15,14 +15,18 @@ dependencies. Each carries Gaussian noise of scale ``sigma`` (Theorem 4.2), and 
 thousands of candidates: the pairs whose noise came out high look dependent and are taken, so
 the marginal budget is spread over pairs that hold nothing. On a 10,000 x 55 table at epsilon
 0.5 (1,485 candidates, sigma about 6,000 counts on 10,000 rows) Algorithm 1 takes 265 pairs,
-most of them noise. ``margin`` counts each pair's dependency as ``max(phi_i - margin * sigma,
-0)``, a lower confidence bound: a pair is only worth measuring if it is dependent beyond its
-noise. It reads only the noisy scores and their public noise scale.
+most of them noise. ``margin`` counts each pair's dependency as ``max(phi_i - margin * p0 *
+sigma, 0)``, a lower confidence bound: a pair is only worth measuring if it is dependent beyond
+its noise. ``p0`` (:func:`null_share`) is the estimated share of pairs with no dependency, so
+the margin bites where most candidates are noise (that table: 0.9) and fades where nearly
+every pair is dependent (Adult at epsilon 1: 0.04). It reads only the noisy scores and their
+public noise scale.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,6 +54,35 @@ class Selection:
     @property
     def pairs(self) -> tuple[tuple[str, str], ...]:
         return tuple(s.pair for s in self.steps) + self.isolated_links
+
+
+#: a marginal is measured well when its expected L1 noise is at most this share of the rows
+WELL_MEASURED_L1 = 0.1
+
+
+def measurable_pairs(
+    cells: Sequence[int], rho: float, rows: float, within: float = WELL_MEASURED_L1
+) -> int:
+    """How many pairs of the median size in ``cells`` the marginal budget ``rho`` can measure
+    each with expected L1 noise at most ``within`` of ``rows``, splitting ``rho`` equally.
+
+    ``k`` marginals of ``c`` cells get ``rho / k`` each, noise ``sigma = sqrt(k / (2 rho))``
+    per cell and expected L1 ``sqrt(2 / pi) sigma c``; so ``k <= pi rho (within rows / c)^2``.
+    Public sizes and DP outputs (the noisy row count) only."""
+    if not len(cells) or rho <= 0 or rows <= 0:
+        return 0
+    c = float(np.median(cells))
+    return min(len(cells), int(math.pi * rho * (within * rows / c) ** 2))
+
+
+def null_share(scores: np.ndarray) -> float:
+    """The share of candidate pairs whose noisy score is noise around no dependency,
+    estimated from the scores alone: an independent pair's score is Gaussian noise around
+    (nearly) zero, so it falls below zero half the time and a dependent pair's almost never;
+    twice the share of negative scores estimates it (Storey's estimator at lambda = 0)."""
+    if not scores.size:
+        return 0.0
+    return min(1.0, 2.0 * float(np.mean(scores < 0)))
 
 
 def noise_error(cell_power_sum: float, rho: float) -> float:
@@ -83,7 +116,7 @@ def select_marginals(
     pairs = [(names[i], names[j]) for i, j in zip(iu, ju, strict=True)]
     weight = np.array(marginal_weights(pairs, emphasis))
     scores = noisy_indif.to_numpy()[iu, ju]
-    phi = weight * np.maximum(scores - margin * indif_sigma, 0.0)
+    phi = weight * np.maximum(scores - margin * null_share(scores) * indif_sigma, 0.0)
     power = np.array(
         [float(w * sizes[a] * sizes[b]) ** (2 / 3) for w, (a, b) in zip(weight, pairs, strict=True)]
     )

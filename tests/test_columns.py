@@ -22,7 +22,7 @@ from privsyn_core.data.columns import (
 )
 from privsyn_core.data.schema import ColumnSchema, Kind, Provenance, Schema, infer_schema
 from privsyn_core.errors import InputError
-from privsyn_core.measuring.private_domain import DomainSplit
+from privsyn_core.measuring.private_domain import FIRST_RANGE_SHARE, DomainSplit
 
 DATA = Path(__file__).resolve().parent / "data"
 FAST = PrivSynConfig(gum=GumSettings(iterations=20))
@@ -353,6 +353,22 @@ def test_ledger_pays_for_private_structure_and_domains(penguins, penguins_privat
     assert ledger.reserved_delta == pytest.approx(FAST.threshold_delta_share * 1e-5)
     assert ledger.spent_delta <= ledger.reserved_delta * (1 + 1e-9)
     assert ledger.spent_delta > 0
+
+
+def test_domain_budget_the_ranges_leave_unspent_goes_to_privsyns_steps(penguins):
+    """Numbers only, at a budget where every range finds its bounds at first: the quarter of
+    the ranges' share kept for second estimates is not spent on domains but by PrivSyn."""
+    table = penguins[["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g"]]
+    ledger = run(table).ledger
+    steps = ledger.spent_by_step()
+    domain = [e for e in ledger.entries if e.step == "domain"]
+    assert len(domain) == 4  # one estimate a column: no second estimates
+    assert steps["domain"] == pytest.approx(
+        FIRST_RANGE_SHARE * FAST.domain_share * ledger.budget_rho, rel=1e-9
+    )
+    assert ledger.spent_rho == pytest.approx(ledger.budget_rho, rel=1e-9)
+    rest = ledger.budget_rho - steps["domain"] - steps["structure"]
+    assert steps["one_way"] == pytest.approx(FAST.one_way_share * rest, rel=1e-9)
 
 
 def test_fully_declared_schema_spends_nothing_on_domains(penguins):

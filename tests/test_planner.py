@@ -1,11 +1,14 @@
 import math
 
+import numpy as np
+import pandas as pd
 import pytest
 
-from privsyn_core import PrivSynConfig
+from privsyn_core import GumSettings, PrivSynConfig, synthesize
+from privsyn_core.data.schema import ColumnSchema, Kind, Schema
 from privsyn_core.measuring.indif import indif_sigma
 from privsyn_core.privacy.ledger import gaussian_sigma, rho_from_epsilon_delta
-from privsyn_core.privacy.planner import plan_budget
+from privsyn_core.privacy.planner import forecast_columns, plan_budget
 
 
 def test_plan_splits_rho_like_the_pipeline_and_reports_each_sigma():
@@ -82,3 +85,68 @@ def test_the_plan_names_the_prediction_targets_weight():
     assert "w = 4 for marginals with 'income'" in note
     assert "w =" not in {s.step: s.note for s in plain.steps}["selected marginals"]
     assert [s.rho for s in target.steps] == [s.rho for s in plain.steps]  # the same split
+
+
+# ------------------------------------------------------------------ the owner's forecast
+
+
+def _owner_table(rows: int = 3000) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    return pd.DataFrame(
+        {
+            "user": [f"u{i:05d}" for i in range(rows)],  # an identifier
+            "colour": rng.choice(["red", "green", "blue"], rows),
+            "amount": (10 ** rng.uniform(1, 4, rows)).round(2),
+            "town": rng.choice([f"t{i}" for i in range(60)], rows),  # 50 rows a town
+        }
+    ).astype(str)
+
+
+def test_forecast_names_the_columns_a_run_would_lose_and_why():
+    table = _owner_table()
+    schema = Schema.undeclared(list(table.columns))
+    forecast = forecast_columns(table, schema, 1.0, 1e-9)
+    by = {c.name: c for c in forecast.columns}
+    assert by["user"].status == "likely lost" and by["user"].lost == 1.0
+    assert "frequent enough" in by["user"].why and "Declare its categories" in by["user"].why
+    # at epsilon 1 with 4 open columns a town needs about 230 rows: it has 50
+    assert by["town"].status == "likely lost"
+    colour = by["colour"]
+    assert (colour.status, colour.kind, colour.cover) == ("kept", "categorical", 1.0)
+    assert by["amount"].status == "kept" and by["amount"].kind == "numeric"
+    assert by["amount"].cover > 0.9
+    assert [c.name for c in forecast.at_risk()] == ["user", "town"]
+    assert forecast.summary().startswith("2 of 4 columns likely left out")
+    # the same table and settings give the same forecast: it is seeded, not a release
+    assert forecast_columns(table, schema, 1.0, 1e-9) == forecast
+    # a larger budget keeps the towns; declared categories are never at risk
+    assert {c.name: c.status for c in forecast_columns(table, schema, 20.0, 1e-9).columns}[
+        "town"
+    ] == "kept"
+    towns = tuple(f"t{i}" for i in range(60))
+    declared = schema.with_column(ColumnSchema("town", Kind.CATEGORICAL, categories=towns))
+    by = {c.name: c for c in forecast_columns(table, declared, 1.0, 1e-9).columns}
+    assert by["town"].status == "kept" and by["town"].cover == 1.0
+
+
+def test_forecast_agrees_with_what_a_run_leaves_out():
+    table = _owner_table()
+    schema = Schema.undeclared(list(table.columns))
+    likely = {c.name for c in forecast_columns(table, schema, 1.0, 1e-9).columns if c.lost >= 0.5}
+    config = PrivSynConfig(gum=GumSettings(iterations=2))
+    for seed in range(2):
+        result = synthesize(table, 1.0, 1e-9, config=config, rng=np.random.default_rng(seed))
+        assert {name for name, _ in result.excluded} == likely
+
+
+def test_forecast_of_a_sparse_column_says_why_it_is_lost():
+    """A numeric column with 30 values in 3,000 rows: no doubling clears the noise, even with
+    a second estimate, and the forecast says so in the run's own words."""
+    table = _owner_table().assign(
+        rare=[str(v) if i < 30 else "" for i, v in enumerate(np.arange(3000) * 7.5)]
+    )
+    forecast = forecast_columns(table, Schema.undeclared(list(table.columns)), 1.0, 1e-9)
+    rare = {c.name: c for c in forecast.columns}["rare"]
+    assert rare.status == "likely lost" and rare.kind == "numeric"
+    assert "range could not be estimated privately" in rare.why
+    assert "second estimate" in rare.why

@@ -199,10 +199,18 @@ def histogram_of(values: np.ndarray) -> Histogram:
 SCALES = (1, 4, 16)
 #: the scales at which the grid of doublings is read: a doubling, four doublings
 DOUBLING_SCALES = (1, 4)
-#: the bounds grow by each next cell whose noisy count exceeds this many sigmas: a single
-#: test, so pure noise passes it with probability 2.3% (the range then grows by one cell),
-#: where a cell far from the bulk must clear the Bonferroni bound over the whole grid
+#: the bounds grow by each next cell whose noisy count exceeds this many sigmas, and a
+#: cleared block keeps its edge beyond the finer cleared blocks it holds when what lies there
+#: exceeds it: single tests next to the bulk, which pure noise passes with probability 2.3%
+#: (the bound is then a cell or a block wider than the data: at a large budget in about 6%
+#: of estimates), where a cell far from the bulk must clear the Bonferroni bound over the
+#: whole grid. On a wide table at a small budget it keeps the tails the noise hides cell by
+#: cell (lognormal amounts: 93% of the values inside the bounds, 90% at 3 sigmas)
 TAIL_Z = 2.0
+#: equal-width cells refine a range of at most this many doublings (years, timestamps, a
+#: narrow range far from zero); over more, equal cells are too wide at the bottom and too
+#: sparse at the top, so the second histogram is the log grid again, averaged with the first
+REFINE_SPAN = 3
 #: fewest fine cells worth a refining histogram; below it the second histogram counts the
 #: doublings instead
 MIN_REFINE = 4
@@ -273,7 +281,8 @@ def _outer_blocks(
     :data:`FALSE_CELL_RATE` over every block of every scale; the "1 +" keeps a block holding
     one record (an outlier) below it as often as an empty one. The bounds are the outer edges
     of the cleared blocks, each narrowed to the cleared finer blocks it holds, on each side
-    where what is left of it (its cells beyond them) does not clear on its own: where single
+    where what is left of it (its cells beyond them) does not clear :data:`TAIL_Z` on its
+    own, then grown by the next cells that clear it (single tests, not a scan): where single
     cells clear over the bulk of the column (a large budget) the bounds are as tight as the
     grid, and a doubling (or four) whose cells the noise hides still counts, as a whole,
     where the old rule (outermost single cells) cut the column's tails or, on a wide table at
@@ -283,8 +292,8 @@ def _outer_blocks(
     z = float(upper_quantile(FALSE_CELL_RATE / sum(len(blocks) for blocks in layouts)))
     cumulative = np.concatenate([[0.0], np.cumsum(noisy)])
 
-    def clears(a: int, b: int) -> bool:
-        return bool(cumulative[b] - cumulative[a] > 1.0 + sigma * math.sqrt(b - a) * z)
+    def clears(a: int, b: int, bound: float = z) -> bool:
+        return bool(cumulative[b] - cumulative[a] > 1.0 + sigma * math.sqrt(b - a) * bound)
 
     # cleared blocks as (start, stop, narrowed start, narrowed stop), finer ones first
     cleared: list[tuple[int, int, int, int]] = []
@@ -301,8 +310,8 @@ def _outer_blocks(
                 (
                     a,
                     b,
-                    a if low == a or clears(a, low) else low,
-                    b if high == b or clears(high, b) else high,
+                    a if low == a or clears(a, low, TAIL_Z) else low,
+                    b if high == b or clears(high, b, TAIL_Z) else high,
                 )
             )
         cleared = coarser + [
@@ -398,6 +407,22 @@ def range_from_histogram(
             RangeEvidence(_noisy(histogram, doublings, sigma, noise, clip=True), sigma)
         )
         return _whole(_doubling_bounds(evidence, measurement), integer)
+    if found.last - found.first + 1 > REFINE_SPAN * _STEPS_PER_DOUBLING:
+        # a wide range: a second look at the log grid, averaged with the first
+        average = (first_look + _noisy(histogram, coarse, sigma, noise, clip=True)) / 2
+        found = _outer_blocks(average, sigma / math.sqrt(2), (coarse.size - 1) // 2) or found
+        counts = np.clip(average, 0.0, None)[found.first : found.last + 1]
+        edges = coarse[found.first : found.last + 2]
+        return _whole(
+            PrivateRange(
+                float(edges[0]),
+                float(edges[-1]),
+                measurement,
+                tuple(float(e) for e in edges),
+                tuple(float(c) for c in counts),
+            ),
+            integer,
+        )
     lower, upper = float(coarse[found.first]), float(coarse[found.last + 1])
     fine = np.linspace(lower, upper, cells + 1)
     refined = _outer_blocks(_noisy(histogram, fine, sigma, noise, clip=False), sigma)

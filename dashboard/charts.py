@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 from privsyn_core.dependency_report import WITHIN_NOISE_SIGMAS, DependencyReport
 from privsyn_core.generation.gum import GumIterationRecord
 from privsyn_core.pipeline import SelectedMarginal
+from privsyn_core.selection.greedy import WELL_MEASURED_L1
 
 
 def _safe(names: Sequence[object]) -> list[str]:
@@ -237,7 +238,10 @@ def selection_summary(report: DependencyReport) -> str:
     selected = len(report.selected)
     line = f"**{selected:,} of {report.candidates:,} candidate pairs selected**"
     if report.measurable is not None:
-        line += f"; the budget can measure about {report.measurable:,} pairs well"
+        line += (
+            f"; the budget can measure about {report.measurable:,} pairs of the median size "
+            f"with noise under {WELL_MEASURED_L1:.0%} of the rows each"
+        )
     if selected:
         line += (
             f". {report.selected_within_noise:,} of the {selected:,} scored under "

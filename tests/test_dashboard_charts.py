@@ -130,6 +130,7 @@ def test_the_summary_line_counts_selected_against_candidates():
     assert f"{report.selected_within_noise:,} of the 221 scored under 2 sigma" in line
     assert "budget can measure" not in line
     # the hook: once the engine reports what the budget measures well, the line says it
-    assert "the budget can measure about 60 pairs well" in selection_summary(
-        replace(report, measurable=60)
+    assert (
+        "the budget can measure about 60 pairs of the median size with noise under 10%"
+        in selection_summary(replace(report, measurable=60))
     )

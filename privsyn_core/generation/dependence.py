@@ -13,8 +13,12 @@ can be counted for free, and ``|InDif_syn / N - InDif_real / n|`` is a lower bou
 pair's L1 error (up to the 1-way errors). Since the released score carries Gaussian noise of
 known scale ``s``, ``mean((InDif_syn / N - noisy / n)^2) - (s / n)^2`` is an unbiased estimate
 of the squared gap, so tables can be ranked on the unmeasured pairs without spending anything.
-GUM uses it to keep its best table (:class:`~privsyn_core.generation.gum.GumSettings`'s
-``keep_best``).
+Its standard error is at least ``sqrt(2 / P) (s / n)^2`` over ``P`` pairs, and the gap is
+taken two standard errors below the estimate: on 5,822 rows at epsilon 4 (caravan, 86
+columns) ``s / n`` is 0.19 while the gaps are a few hundredths, and the bare estimate picked a
+table 30% worse than the one it replaced. Where the noise swamps the gaps the term is 0 and
+the measured marginals decide alone. GUM uses it to keep its best table
+(:class:`~privsyn_core.generation.gum.GumSettings`'s ``keep_best``).
 """
 
 from __future__ import annotations
@@ -82,7 +86,8 @@ class UnmeasuredPairs:
 
     def gap(self, counts: Sequence[np.ndarray]) -> float:
         """Estimated root mean squared gap between the table's InDif and the real one, as a
-        share of the rows, from the table's ``counts`` of each judged pair (module docstring)."""
+        share of the rows, from the table's ``counts`` of each judged pair (module docstring),
+        at its lower confidence bound: 0 when the scores are too noisy to tell."""
         own = np.array(
             [
                 indif_of_joint(c.reshape(shape)) / max(c.sum(), 1)
@@ -90,7 +95,10 @@ class UnmeasuredPairs:
             ]
         )
         squared = float(np.mean((own - self.indif) ** 2)) - self.noise**2
-        return math.sqrt(max(squared, 0.0))
+        # two standard errors below the estimate (each term's variance is at least
+        # 2 noise^4): where the noise swamps the gaps the term is 0 and cannot decide
+        uncertain = 2 * math.sqrt(2.0 / len(own)) * self.noise**2
+        return math.sqrt(max(squared - uncertain, 0.0))
 
 
 def unmeasured_pairs(

@@ -871,3 +871,42 @@ def test_a_target_of_an_earlier_table_is_dropped_when_the_table_changes():
     at = go(at, "privacy")
     assert at.session_state["target"] is None
     assert "income" not in at.selectbox(key="target").options
+
+
+def test_privacy_page_forecasts_which_columns_a_run_would_lose_for_the_owner():
+    """Before a run, the owner sees which columns this budget is likely to leave out and why
+    (the engine's forecast), with the way to keep them; column names are shown as text."""
+    at = go(app(), "privacy")
+    # the Adult sample at epsilon 1: every column kept
+    assert any("all 15 columns are kept" in s.value for s in at.success)
+    rng = np.random.default_rng(0)
+    rows = 3000
+    table = pd.DataFrame(
+        {
+            "**user**": [f"u{i:05d}" for i in range(rows)],
+            "colour": rng.choice(["red", "green", "blue"], rows),
+            "amount": (10 ** rng.uniform(1, 4, rows)).round(2),
+        }
+    )
+    go(at, "data").file_uploader(key="upload").set_value(
+        ("ids.csv", table.to_csv(index=False).encode(), "text/csv")
+    ).run()
+    go(at, "privacy")
+    warning = at.warning[0].value
+    assert "Likely left out: 1 of 3 columns" in warning and r"\*\*user\*\*" in warning
+    shown = at.table[0].value
+    assert list(shown.index) == [r"\*\*user\*\*"]
+    assert "identifier?" in shown.loc[r"\*\*user\*\*", "why"]
+    assert any("declare what you would publish anyway" in i.value.lower() for i in at.info)
+    # kept in the session: the same settings do not simulate again, new ones do
+    forecast = at.session_state["forecast"]
+    at.run()
+    assert at.session_state["forecast"] is forecast
+    at.number_input(key="epsilon").set_value(50.0).run()
+    assert at.session_state["forecast"] is not forecast
+    assert not at.warning or "user" in at.warning[0].value
+    # the demo switch reads domains off the data: nothing to forecast
+    go(at, "data").toggle(key="raw_domains").set_value(True).run()
+    go(at, "privacy")
+    assert any("not end-to-end DP" in c.value for c in at.caption)
+    assert not at.table

@@ -1,7 +1,10 @@
 """Privacy: epsilon, delta and the budget split, with a live preview of the noise.
 
-The preview uses only public inputs (epsilon, delta, the number of columns and which
-domains are declared): it never touches the data.
+The noise plan uses only public inputs (epsilon, delta, the number of columns and which
+domains are declared): it never touches the data. Below it, the owner-only forecast of which
+columns a run at these settings is likely to leave out, and why, is the engine's
+(:func:`privsyn_core.privacy.planner.forecast_columns`): simulated runs of the private
+structure and domain estimates on the table's exact counts, spending nothing.
 """
 
 from __future__ import annotations
@@ -13,14 +16,22 @@ import streamlit as st
 
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.columns import open_parts
+from privsyn_core.data.schema import Schema
 from privsyn_core.errors import InputError
-from privsyn_core.privacy.planner import plan_budget
+from privsyn_core.measuring.reading import FrameTable
+from privsyn_core.privacy.planner import (
+    ColumnForecast,
+    CountsOnce,
+    TableForecast,
+    forecast_columns,
+    plan_budget,
+)
 
 # Streamlit runs a page as a script, without a package: it is named after its folders
 # ("dashboard" in a checkout, "privsyn_dashboard" installed) for the imports below.
 __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 
-from .. import state
+from .. import review, state
 from ..settings import current_config, parse_delta, parse_epsilon
 
 st.title("Privacy budget")
@@ -129,14 +140,140 @@ survival = plan.categories
 if survival is not None:
     st.subheader("How common must a category be?")
     small, sure = st.columns(2)
-    small.metric("records a category needs: kept half the time", f"{survival.count_50:,}")
-    sure.metric("records a category needs: kept 95% of the time", f"{survival.count_95:,}")
+    small.metric("records a category needs, at most: kept half the time", f"{survival.count_50:,}")
+    sure.metric("records a category needs, at most: kept 95% of the time", f"{survival.count_95:,}")
     st.info(
         f"Up to {survival.columns} column(s) may have their categories estimated privately "
         "(their kind is left open, or declared categorical without categories): each value's "
-        f"count gets noise (sigma {survival.sigma:.1f}) and only values whose noisy count "
-        f"reaches {survival.threshold:.1f} are kept. Rarer values become 'other'; a column in "
-        "which no value survives is dropped, after its share of the budget is spent. A small "
-        "table may lose every column: raise epsilon, or declare the categories on the Data "
-        "page (Declare what is public) so nothing is spent on them."
+        f"count gets noise and only values whose noisy count reaches the threshold are kept. "
+        f"The numbers above assume all {survival.columns} are categorical (sigma "
+        f"{survival.sigma:.1f}, threshold {survival.threshold:.1f}); columns read as numbers "
+        "take less of the domain budget, so the real threshold is lower (your table's is "
+        "below). Rarer values become 'other'; a column in which no value survives is dropped, "
+        "after its share of the budget is spent."
     )
+
+
+#: tables of at most this many cells are forecast as the page loads; larger ones on request
+FORECAST_CELLS = 2_000_000
+
+
+def _forecast(
+    epsilon: float, delta: float, config: PrivSynConfig, schema: Schema
+) -> TableForecast | None:
+    """The engine's forecast for the session's table at these settings, kept in the session
+    (the exact counts once per table, the forecast once per table, schema and settings)."""
+    ss = st.session_state
+    table = state.table()
+    fingerprint = state.dataset_fingerprint()
+    key = (fingerprint, schema.dumps(), epsilon, delta, config.domain_share)
+    cached = ss.get("forecast")
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    if table.size > FORECAST_CELLS and not st.button(
+        "Forecast which columns a run keeps",
+        key="forecast_button",
+        help=f"reads the whole table ({table.size:,} cells): a few seconds to a minute",
+    ):
+        return None
+    counts = ss.get("forecast_counts")
+    if counts is None or counts[0] != fingerprint:
+        counts = ss["forecast_counts"] = (fingerprint, CountsOnce(FrameTable(table)))
+    with st.spinner("Simulating the private estimates on your table..."):
+        forecast = forecast_columns(counts[1], schema, epsilon, delta, config=config)
+    ss["forecast"] = (key, forecast)
+    return forecast
+
+
+def _outlook(column: ColumnForecast, draws: int) -> str:
+    left_out = round(column.lost * draws)
+    if column.status == "likely lost":
+        return f"likely left out ({left_out} of {draws} runs)"
+    if left_out:
+        return f"left out in {left_out} of {draws} runs"
+    return "kept in every run, with few of its values"
+
+
+def _names(columns: list[str]) -> str:
+    """Column names for markdown: escaped (they come from the file), six at most."""
+    shown = ", ".join(review.literal(c) for c in columns[:6])
+    return shown + (f" and {len(columns) - 6} more" if len(columns) > 6 else "")
+
+
+st.subheader("Which columns will a run keep?")
+state.owner_badge()
+if raw:
+    st.caption(
+        "The raw-domains demo switch (Data page) reads categories and bounds off the data: no "
+        "column is lost to private estimates, and the run is not end-to-end DP."
+    )
+elif state.disk() is not None:
+    st.info(
+        "Not forecast for a table on disk: it would read the whole file. The category "
+        "threshold above still applies; declare what is public on the Data page to keep a "
+        "column whatever the budget."
+    )
+elif not parts.structure and not parts.domain_estimates:
+    st.caption("Every column's kind and domain is declared: nothing is estimated privately.")
+else:
+    forecast = _forecast(epsilon, delta, config, schema)
+    if forecast is not None:
+        draws = forecast.draws
+        st.caption(
+            f"The engine's own private estimates of each column's kind, categories and bounds, "
+            f"run {draws} times on your table with simulated noise at these settings. Nothing "
+            "is spent or released; this is shown to you, the owner, only."
+        )
+        risky = forecast.at_risk()
+        lost = [c.name for c in risky if c.status == "likely lost"]
+        unsure = [c.name for c in risky if c.status == "at risk"]
+        thin = [c.name for c in risky if c.status == "loses values"]
+        if forecast.category_threshold is not None:
+            st.caption(
+                "In your table, a category needs about "
+                f"**{forecast.category_threshold:,.0f} rows** to be kept half the time."
+            )
+        if not risky:
+            st.success(
+                f"At this budget all {len(forecast.columns)} columns are kept in all {draws} "
+                "simulated runs."
+            )
+        else:
+            lines = []
+            if lost:
+                lines.append(
+                    f"**Likely left out: {len(lost)} of {len(forecast.columns)} columns** "
+                    f"({_names(lost)})."
+                )
+            if unsure:
+                lines.append(f"Left out in some simulated runs: {_names(unsure)}.")
+            if thin:
+                lines.append(f"Kept, but most of their rows become 'other': {_names(thin)}.")
+            st.warning(" ".join(lines))
+            # st.table renders its cells as markdown: every cell is escaped (names come from
+            # the file)
+            st.table(
+                pd.DataFrame(
+                    {
+                        "column": [review.literal(c.name) for c in risky],
+                        "outlook": [_outlook(c, draws) for c in risky],
+                        "a run keeps": [review.literal(c.kept) for c in risky],
+                        "why": [review.literal(c.why) for c in risky],
+                    }
+                ).set_index("column"),
+            )
+            st.info(
+                "**To keep a column, declare what you would publish anyway**: its categories "
+                "(a fixed list such as grades or states) or a plausible range. Declared domains "
+                "cost nothing and no estimate can lose them. On the Data page, *Declare what is "
+                "public: review a drafted schema* drafts them from your table; tick the lines "
+                "you would publish. From the command line: `privsyn schema infer table.csv -o "
+                "schema.json`, review it, then `privsyn synthesize table.csv --schema "
+                "schema.json ...`. A larger epsilon or a larger share for private domains "
+                "(above) also keeps more."
+            )
+            st.page_link(
+                "views/data.py",
+                label="Review a drafted schema on the Data page",
+                icon=":material/edit_note:",
+            )

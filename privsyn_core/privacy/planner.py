@@ -25,6 +25,7 @@ import pandas as pd
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.codecs import BinnedCodec, CategoryCodec, ColumnCodec
 from privsyn_core.data.schema import Schema
+from privsyn_core.data.values import ValueClass
 from privsyn_core.measuring.counting import Counter
 from privsyn_core.measuring.indif import indif_sigma
 from privsyn_core.measuring.private_domain import CATEGORY_WEIGHT, FIRST_RANGE_SHARE, DomainSplit
@@ -278,6 +279,10 @@ class TableForecast:
 
     columns: tuple[ColumnForecast, ...]
     draws: int
+    #: the count a value needs to be released half the time, in this table's runs (their
+    #: median threshold: the kinds the runs decided set how the budget is split), or None
+    #: when no category is estimated
+    category_threshold: float | None = None
 
     def at_risk(self) -> tuple[ColumnForecast, ...]:
         """The columns a run may lose or keep little of, the likeliest losses first."""
@@ -296,9 +301,11 @@ class TableForecast:
         return "; ".join(parts)
 
 
-class _CountsOnce:
+class CountsOnce:
     """A :class:`~privsyn_core.measuring.reading.RawTable` that counts each aggregate once,
-    so that many simulated runs cost little more than one."""
+    so that many simulated runs cost little more than one (and a forecast redone at another
+    epsilon costs no counting at all, when the caller keeps it). Owner-only: it holds exact
+    counts of the private table."""
 
     def __init__(self, table: RawTable) -> None:
         self.table = table
@@ -339,7 +346,7 @@ class _NumbersOnce:
 
 
 def forecast_columns(
-    table: pd.DataFrame | RawTable,
+    table: pd.DataFrame | RawTable | CountsOnce,
     schema: Schema,
     epsilon: float,
     delta: float,
@@ -360,14 +367,18 @@ def forecast_columns(
     from privsyn_core.measuring.reading import FrameTable
 
     config = config or PrivSynConfig()
-    raw: RawTable = FrameTable(table) if isinstance(table, pd.DataFrame) else table
-    counted = _CountsOnce(raw)
+    if isinstance(table, CountsOnce):
+        counted = table
+    else:
+        counted = CountsOnce(FrameTable(table) if isinstance(table, pd.DataFrame) else table)
     parts = open_parts(schema)
     reserved = config.threshold_delta_share * delta if parts.possible_category_estimates else 0.0
     rho = rho_from_epsilon_delta(epsilon, delta - reserved, config.conversion)
     names = [c.name for c in schema.included()]
     runs: list[tuple[dict[str, ColumnCodec], dict[str, str]]] = []
+    thresholds: list[float] = []
     for seed in range(draws):
+        noise = ForecastNoise(np.random.default_rng(seed))
         try:
             prepared = prepare_columns(
                 counted,
@@ -375,54 +386,113 @@ def forecast_columns(
                 rho_per_structure=config.structure_share * rho / max(1, len(parts.structure)),
                 rho_per_estimate=config.domain_share * rho / max(1, parts.domain_estimates),
                 delta_for_thresholds=reserved,
-                rng=ForecastNoise(np.random.default_rng(seed)),
+                rng=noise,
             )
         except InputError as error:  # every column left out
             runs.append(({}, dict.fromkeys(names, str(error))))
-            continue
-        kept = {c.codec.name: c.codec for c in prepared.columns}
-        runs.append((kept, dict(prepared.excluded)))
-    return TableForecast(tuple(_column_forecast(counted, n, runs) for n in names), draws)
+            spent = error.spent
+        else:
+            kept = {c.codec.name: c.codec for c in prepared.columns}
+            runs.append((kept, dict(prepared.excluded)))
+            spent = prepared.measurements
+        # the category estimates' thresholds, as categories_from_counts sets them
+        thresholds += [
+            1.0 + m.sigma * noise.tail_quantile(m.delta)
+            for m in spent
+            if m.step == "domain" and m.delta > 0
+        ]
+    threshold = float(np.median(thresholds)) if thresholds else None
+    return TableForecast(
+        tuple(_column_forecast(counted, n, runs, threshold) for n in names), draws, threshold
+    )
 
 
 def _column_forecast(
-    table: _CountsOnce, name: str, runs: list[tuple[dict[str, ColumnCodec], dict[str, str]]]
+    table: CountsOnce,
+    name: str,
+    runs: list[tuple[dict[str, ColumnCodec], dict[str, str]]],
+    threshold: float | None,
 ) -> ColumnForecast:
+    """One column's line: what the runs did to it, explained with its exact counts (the
+    forecast is the owner's: it may say how many rows its commonest value holds)."""
     codecs = [kept[name] for kept, _ in runs if name in kept]
     reasons = [why[name] for _, why in runs if name in why]
     lost = len(reasons) / len(runs)
     why = max(set(reasons), key=reasons.count) if reasons else ""
     categorical = [c for c in codecs if isinstance(c, CategoryCodec)]
     binned = [c for c in codecs if isinstance(c, BinnedCodec)]
+    if (categorical and len(categorical) >= len(binned)) or (
+        not codecs and "frequent enough" in why
+    ):
+        return _categorical_forecast(table, name, lost, why, categorical, threshold)
+    classes = table.class_counts(name)
+    present = float(classes[ValueClass.INTEGER] + classes[ValueClass.DECIMAL])
     if not codecs:
-        kind = "categorical" if "frequent enough" in why else "numeric"
-        return ColumnForecast(name, kind, lost, "nothing", why, 0.0)
-    if len(categorical) >= len(binned):
-        values, counts = table.value_counts(name)
-        total = max(1.0, float(np.sum(counts)))
-        shares = [
-            float(np.sum(counts[np.isin(np.asarray(values, dtype=object), c.categories)])) / total
-            for c in categorical
-        ]
-        cover = float(np.mean(shares))
-        released = float(np.mean([len(c.categories) for c in categorical]))
-        kept = f"about {released:.0f} of {len(values):,} values, {cover:.0%} of its rows"
-        if not why and cover < 1.0:
-            why = "rarer values become 'other'"
-        return ColumnForecast(name, "categorical", lost, kept, why, cover)
-    covers = [_inside(table, c) for c in binned]
-    cover = float(np.mean(covers))
+        if why and "range could not be estimated" in why:
+            why = (
+                f"only {present:,.0f} values ({present / max(1.0, classes.sum()):.0%} of the "
+                f"rows): {why}"
+            )
+        return ColumnForecast(name, "numeric", lost, "nothing", why, 0.0)
+    cover = float(np.mean([_inside(table, c) for c in binned]))
     first = binned[0]
     kind = "datetime" if first.datetime else "numeric"
     kept = f"bounds about [{first.edges[0]:g}, {first.edges[-1]:g}], {cover:.0%} of its values"
     if kind == "datetime":
         kept = f"{cover:.0%} of its values inside the private bounds"
+    if lost:
+        kept = "when kept: " + kept
     if not why and cover < 0.9:
         why = "values beyond the private bounds fall in the end bins"
     return ColumnForecast(name, kind, lost, kept, why, cover)
 
 
-def _inside(table: _CountsOnce, codec: BinnedCodec) -> float:
+def _categorical_forecast(
+    table: CountsOnce,
+    name: str,
+    lost: float,
+    why: str,
+    codecs: list[CategoryCodec],
+    threshold: float | None,
+) -> ColumnForecast:
+    values, counts = table.value_counts(name)
+    total = max(1.0, float(np.sum(counts)))
+    top = float(np.max(counts)) if len(counts) else 0.0
+    if threshold is not None and (lost or not codecs):
+        hint = ": free text or an identifier?" if len(values) > total / 4 else ""
+        why = (
+            f"its commonest value holds {_rows(top)}, {top / total:.0%} of its values{hint}"
+            f"{'' if hint else '.'} A value needs about {threshold:,.0f} to be released at "
+            "this budget: declare its categories to keep it"
+        )
+    if not codecs:
+        return ColumnForecast(name, "categorical", lost, "nothing", why, 0.0)
+    known = np.asarray(values, dtype=object)
+    shares = [float(np.sum(counts[np.isin(known, c.categories)])) / total for c in codecs]
+    cover = float(np.mean(shares))
+    released = float(np.mean([len(c.categories) for c in codecs]))
+    kept = f"about {released:.0f} of {len(values):,} values, {cover:.0%} of its rows"
+    if lost:
+        kept = "when kept: " + kept
+    if not why and cover < 1.0:
+        why = "rarer values become 'other'"
+        if threshold is not None:
+            common = int(np.sum(counts >= threshold))
+            need = f"a value needs about {threshold:,.0f} rows to be released half the time"
+            why = (
+                f"{need}; {common} of its {len(values):,} values hold that many or more, the "
+                "rest become 'other'"
+                if common
+                else f"{need}; its commonest value holds {_rows(top)}, and most become 'other'"
+            )
+    return ColumnForecast(name, "categorical", lost, kept, why, cover)
+
+
+def _rows(count: float) -> str:
+    return f"{count:,.0f} row" + ("" if count == 1 else "s")
+
+
+def _inside(table: CountsOnce, codec: BinnedCodec) -> float:
     """Share of the column's present numbers inside ``codec``'s outer edges."""
     edges = np.array([-np.inf, codec.edges[0], codec.edges[-1], np.inf])
     below, inside, above = table.numbers(codec).histogram(edges, False)

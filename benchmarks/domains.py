@@ -21,10 +21,12 @@ Noise: seeded draws (reproducible), but category thresholds from the release mod
 bound (:meth:`privsyn_core.privacy.noise.SecureNoise.tail_quantile`, a little higher than the
 Gaussian quantile), so the columns lost are those a release run would lose.
 
-Run: ``python benchmarks/domains.py [--tables loans caravan happiness] [--epsilon 1]
-[--seeds 10] [--domain-shares 0.05] [--category-weights 2] [--before]``; ``--before`` runs the
-preparation of the commit before this benchmark was added, from ``git show`` into a temporary
-folder, for the before/after table.
+Run: ``python benchmarks/domains.py [--tables loans caravan happiness adult penguins]
+[--epsilon 1] [--seeds 10] [--domain-shares 0.1 ...] [--category-weights 3 ...]
+[--first-range-shares 0.75 ...] [--before] [--why]``; ``--before`` runs the preparation of
+the commit before issue 22's item 6 (``git archive`` into a temporary folder, at its own
+default share, 0.05), for the before/after table. Results of 2026-11-26:
+``benchmarks/evidence/domains-2026-11-26.txt``.
 """
 
 from __future__ import annotations
@@ -210,20 +212,23 @@ def main() -> None:
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--delta", type=float, default=1e-9)
     parser.add_argument("--seeds", type=int, default=10)
-    parser.add_argument("--domain-shares", type=float, nargs="+", default=[0.05])
-    parser.add_argument("--category-weights", type=float, nargs="+", default=[2.0])
-    parser.add_argument("--first-range-shares", type=float, nargs="+", default=[0.5])
+    parser.add_argument(
+        "--domain-shares", type=float, nargs="+", help="default: the package's own share"
+    )
+    parser.add_argument("--category-weights", type=float, nargs="+", default=[3.0])
+    parser.add_argument("--first-range-shares", type=float, nargs="+", default=[0.75])
     parser.add_argument("--before", action="store_true", help=f"the preparation of {BEFORE}")
     parser.add_argument("--why", action="store_true", help="print each lost column's reason")
     args = parser.parse_args()
     core = load_core(args.before)
+    shares = args.domain_shares or [core["config"].PrivSynConfig().domain_share]
     folder = Path(tempfile.gettempdir()) / "privsyn-domains"
     folder.mkdir(exist_ok=True)
     grid: list[dict[str, float]] = [
         {"domain_share": share}
         if args.before
         else {"domain_share": share, "category_weight": weight, "first_range_share": first}
-        for share in args.domain_shares
+        for share in shares
         for weight in ([0.0] if args.before else args.category_weights)
         for first in ([0.0] if args.before else args.first_range_shares)
     ]

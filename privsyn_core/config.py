@@ -104,11 +104,12 @@ class PrivSynConfig:
     #: share of rho spent estimating domains the schema leaves open (0 when none are; what
     #: the estimates leave unspent goes to PrivSyn's steps, see
     #: :class:`~privsyn_core.measuring.private_domain.DomainSplit`). 0.1 by
-    #: ``benchmarks/domains.py`` (raw tables, no schema, epsilon 1, 8 seeds): at 0.05 the
-    #: 10,000 x 55 loans table still loses its 32-value sub_grade in 7 seeds of 8, at 0.1 in
-    #: 1; the bounds of caravan's 85 numeric columns hold 96% of their values instead of 93%,
-    #: Adult's 96% instead of 94%. The price, 5% of rho taken from PrivSyn's own steps, raises
-    #: their noise by 2.8%; a column left out loses everything
+    #: ``benchmarks/domains.py`` (raw tables, no schema, epsilon 1, 10 seeds;
+    #: ``benchmarks/evidence/domains-2026-11-26.txt``): at 0.05 the 10,000 x 55 loans table
+    #: still loses its 32-value sub_grade in 9 seeds of 10, at 0.1 in 1; the bounds of
+    #: caravan's 85 numeric columns hold 96% of their values instead of 93%. The price, 5% of
+    #: rho taken from PrivSyn's own steps, raises their noise by 2.8%; a column left out
+    #: loses everything
     domain_share: float = 0.1
     #: share of rho spent on the noisy value-class counts that decide the kinds, whole
     #: numbers and date formats the schema leaves open (0 when none are; see

@@ -412,7 +412,12 @@ def independent_noisy(result: Any, table: Table, seed: int) -> np.ndarray:
     """Each column drawn on its own from the run's noisy 1-way counts as measured."""
     rng = np.random.default_rng(seed)
     n = result.n_records
-    one_way = {m.attributes[0]: m for m in result.model.noisy if len(m.attributes) == 1}
+    # the declared 1-way measurements come first; a column no selected pair covers is
+    # measured again on engine codes later in the list, which must not replace them
+    one_way: dict[str, Any] = {}
+    for m in result.model.noisy:
+        if len(m.attributes) == 1:
+            one_way.setdefault(m.attributes[0], m)
     out = np.empty((n, len(table.columns)), dtype=np.int64)
     for j, column in enumerate(table.columns):
         counts = np.clip(one_way[column].table.values, 0, None)

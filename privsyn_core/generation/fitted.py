@@ -344,7 +344,8 @@ def _draw(
     if not finished:
         report.stop()
     if settings.synthesis == "gum" and settings.gum.keep_best:
-        independent = _guard(components, judged, model, rng)
+        # its own stream: a table the guard keeps is drawn exactly as without the guard
+        independent = _guard(components, judged, model, rng.spawn(1)[0])
     for names, arr, _ in components:
         # one transposing copy: reading a record-major attribute alone streams the whole array
         columns = columns_of(arr, len(names))

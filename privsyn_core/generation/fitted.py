@@ -405,9 +405,9 @@ def _guard(
         if not targets:
             continue
         n = arr.shape[1]
-        columns = np.stack(
-            [shuffled_column(model.one_way[model.engine.index(a)].values, n, rng) for a in names]
-        ).astype(arr.dtype)
+        columns = np.empty((len(names), n), dtype=arr.dtype)  # codes, not int64: 8x less
+        for row, a in enumerate(names):
+            columns[row] = shuffled_column(model.one_way[model.engine.index(a)].values, n, rng)
         cheapest = record_major(len(names), n, arr.dtype)
         fill_record_major(cheapest, columns)
         del columns

@@ -315,10 +315,14 @@ def table_counts(
             pass
         else:
             return list(count_sets(columns, [tuple(r) for r in rows], [tuple(s) for s in shapes]))
-    return [
-        np.bincount(cell_index(columns, r, s), minlength=int(np.prod(s)))
-        for r, s in zip(rows, shapes, strict=True)
-    ]
+    wide = columns.astype(np.int32 if max(int(np.prod(s)) for s in shapes) < 2**31 else np.int64)
+    out = []
+    for r, s in zip(rows, shapes, strict=True):  # each attribute widened once, not per set
+        index = wide[r[0]] if len(r) == 1 else wide[r[0]] * s[1] + wide[r[1]]
+        for row, size in zip(r[2:], s[2:], strict=True):
+            index = index * size + wide[row]
+        out.append(np.bincount(index, minlength=int(np.prod(s))))
+    return out
 
 
 def table_score(
@@ -327,13 +331,33 @@ def table_score(
     """How far a component's table is from everything measured, per attribute set: each
     target's L1 and, for the ``unmeasured`` pairs, the estimated gap between the table's InDif
     and the noisy one (:mod:`privsyn_core.generation.dependence`), weighted by their count."""
-    errors = initial_errors(records, targets)
-    total, weight = float(sum(errors)), len(errors)
+    return score_below(records, targets, unmeasured, math.inf)[0]
+
+
+def score_below(
+    records: np.ndarray,
+    targets: Sequence[GumTarget],
+    unmeasured: UnmeasuredPairs | None,
+    bound: float,
+) -> tuple[float, bool]:
+    """:func:`table_score` and True, or a lower bound of it at or above ``bound`` and False:
+    the measured part is counted first, and the unmeasured pairs (a gap of at least 0) only
+    when it leaves room under ``bound``. GUM's kept table needs the exact score of candidates
+    only, and most iterations are not."""
+    n = records.shape[1]
+    counts = table_counts(records, [t.rows for t in targets], [t.shape for t in targets])
+    total = sum(
+        float(np.abs(c / n - t.frequencies).sum()) for c, t in zip(counts, targets, strict=True)
+    )
+    weight = len(targets) + (unmeasured.count if unmeasured is not None else 0)
+    if not weight:
+        return 0.0, True
+    if total / weight >= bound:
+        return total / weight, False
     if unmeasured is not None:
-        counts = table_counts(records, unmeasured.rows, unmeasured.shapes)
-        total += unmeasured.count * unmeasured.gap(counts)
-        weight += unmeasured.count
-    return total / weight if weight else 0.0
+        judged = table_counts(records, unmeasured.rows, unmeasured.shapes)
+        total += unmeasured.count * unmeasured.gap(judged)
+    return total / weight, True
 
 
 def _uniform_u32(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -835,10 +859,12 @@ class _BestTables:
         for c, (records, targets) in enumerate(components):
             if not targets:
                 continue
-            self.latest[c] = table_score(records, targets, self.unmeasured[c])
-            total += self.latest[c] * len(targets)
-            if self.latest[c] < self.scores[c]:
-                self.scores[c] = self.latest[c]
+            score, exact = score_below(records, targets, self.unmeasured[c], self.scores[c])
+            # inexact: a lower bound at or above the best, so this table is not kept
+            self.latest[c] = score if exact else math.inf
+            total += score * len(targets)
+            if exact and score < self.scores[c]:
+                self.scores[c] = score
                 np.copyto(self.saved[c], records)
         return total / max(1, sum(len(targets) for _, targets in components))
 

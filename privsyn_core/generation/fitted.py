@@ -45,6 +45,7 @@ from privsyn_core.generation.gum import (
     fill_record_major,
     record_major,
     run_gum,
+    score_below,
     table_score,
 )
 from privsyn_core.generation.initial import Initial, initial_columns
@@ -386,7 +387,7 @@ def _draw(
         tuple(appended),
         dict(report.seconds),
         settings,
-        tuple(a for a in engine if a in set(independent)),
+        tuple(a for a in engine if a in independent),
     )
 
 
@@ -411,7 +412,11 @@ def _guard(
         cheapest = record_major(len(names), n, arr.dtype)
         fill_record_major(cheapest, columns)
         del columns
-        if table_score(cheapest, targets, pairs) < table_score(arr, targets, pairs):
+        # independent columns usually lose on the measured marginals alone: their unmeasured
+        # pairs are then not counted
+        kept = table_score(arr, targets, pairs)
+        score, exact = score_below(cheapest, targets, pairs, kept)
+        if exact and score < kept:
             np.copyto(arr, cheapest)
             replaced.extend(names)
     return replaced

@@ -107,6 +107,35 @@ def chromium() -> Iterator[Browser]:
         browser.close()
 
 
+#: Counts, in the page, every time Streamlit's app root turns to ``running`` (a rerun or a
+#: page switch starting): :meth:`Session.idle` waits on the count, not on a pause.
+RUN_WATCH = """
+window.__privsynRuns = 0;
+new MutationObserver(records => {
+    for (const record of records) {
+        if (record.target.getAttribute('data-test-script-state') === 'running') {
+            window.__privsynRuns += 1;
+        }
+    }
+}).observe(document, {subtree: true, attributes: true,
+                      attributeFilter: ['data-test-script-state']});
+"""
+
+#: True (and the count reset) once a counted run has ended, or after ``grace`` ms without one.
+IDLE = """(grace) => {
+    const app = document.querySelector("[data-testid='stApp']");
+    const now = performance.now();
+    if (window.__privsynSince === undefined) window.__privsynSince = now;
+    if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+    if (window.__privsynRuns > 0 || now - window.__privsynSince > grace) {
+        window.__privsynRuns = 0;
+        window.__privsynSince = undefined;
+        return true;
+    }
+    return false;
+}"""
+
+
 class Session:
     """One browser context (one user) with every request it makes recorded. ``open_now``:
     load the app at once."""
@@ -118,6 +147,7 @@ class Session:
         )
         self.requests: list[str] = []
         self.dialogs: list[str] = []
+        self.context.add_init_script(RUN_WATCH)
         self.page: Page = self.context.new_page()
         self.page.on("request", lambda request: self.requests.append(request.url))
         self.page.on(
@@ -127,12 +157,17 @@ class Session:
             self.page.goto(url)
             self.idle()
 
-    def idle(self, timeout: float = 120_000) -> None:
-        """Wait until the app's script has finished its rerun."""
-        self.page.wait_for_timeout(300)
-        self.page.wait_for_selector(
-            "[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout
-        )
+    def idle(self, timeout: float = 120_000, grace: float = 2_000) -> None:
+        """Wait until the rerun that the last action started has finished.
+
+        A fixed pause before looking for ``notRunning`` (the old way) returns too early on a
+        loaded machine, where the server takes longer than the pause to start the rerun, and
+        the test then reads the previous run's page. Instead :data:`RUN_WATCH` counts in the
+        page every start of a run: this returns once a run has started since the last
+        ``idle()`` and the app is not running, or, for an action that starts no run (an
+        expander, a refused upload), once ``grace`` ms have passed with the app not running.
+        """
+        self.page.wait_for_function(IDLE, arg=grace, timeout=timeout, polling=50)
 
     def open(self, title: str) -> None:
         self.page.get_by_role("link", name=title).first.click()

@@ -47,8 +47,8 @@ def test_a_lab_comparison_of_three_strategies_over_three_seeds(server, chromium,
     cost = user.page.locator("[data-testid='stAlert']").filter(
         has_text="Privacy cost: 3 measurements of the table"
     )
-    cost.wait_for()
-    assert "S3, S5 and S6 share one" in cost.inner_text()
+    cost.first.wait_for()
+    assert "S3, S5 and S6 share one" in cost.first.inner_text()
     user.shot("lab-setup.png")
 
     started = time.perf_counter()
@@ -58,7 +58,7 @@ def test_a_lab_comparison_of_three_strategies_over_three_seeds(server, chromium,
     user.page.get_by_text(re.compile(r"^iteration \d+ of at most \d+")).first.wait_for()
     assert user.page.get_by_role("button", name="Cancel").is_enabled()
     user.shot("lab-progress.png")
-    user.page.get_by_text("How close to the real table").wait_for(timeout=1_200_000)
+    user.page.get_by_text("How close to the real table").first.wait_for(timeout=1_200_000)
     user.idle()
     charts = user.page.locator("[data-testid='stPlotlyChart'] .main-svg")
     charts.first.wait_for()
@@ -75,7 +75,8 @@ def test_a_lab_comparison_of_three_strategies_over_three_seeds(server, chromium,
     assert [r.config["outcome"] for r in runs] == [f"lab: {PRESET}"] * 3
     whole = PrivacyLedger.from_epsilon_delta(1.0, 1e-9).budget_rho
     assert all(0 < r.rho <= whole for r in runs)  # the raw sample reserves part of delta
-    spent = user.page.get_by_text(re.compile(r"^Spent rho [\d.e-]+ in 3 measurements")).inner_text()
+    spent_text = user.page.get_by_text(re.compile(r"^Spent rho [\d.e-]+ in 3 measurements"))
+    spent = spent_text.first.inner_text()
     assert f"runs {', '.join(str(r.id) for r in runs)}" in spent
 
     table = user.page.locator("[data-testid='stTable']").first

@@ -268,21 +268,24 @@ def test_cancel_takes_a_waiting_run_out_of_line(server, chromium):
         user.fill("GUM iterations (at most)", "500")
         user.page.get_by_role("button", name="Run synthesis").click()
     for user in holders:
-        user.page.get_by_text(re.compile(r"GUM iteration \d+ of at most")).wait_for(timeout=300_000)
+        gum = user.page.get_by_text(re.compile(r"GUM iteration \d+ of at most"))
+        gum.first.wait_for(timeout=300_000)
     late.page.get_by_role("button", name="Run synthesis").click()
-    late.page.get_by_text("Waiting for a free slot").wait_for(timeout=120_000)
+    late.page.get_by_text("Waiting for a free slot").first.wait_for(timeout=120_000)
     assert late.page.get_by_text("Your run is next in line").count()
-    late.page.get_by_role("button", name="Cancel").wait_for(timeout=60_000)
+    late.page.get_by_role("button", name="Cancel").last.wait_for(timeout=60_000)
     if SHOTS:
-        late.page.get_by_text(re.compile(r"Waiting for \d+ s")).wait_for(timeout=60_000)
+        late.page.get_by_text(re.compile(r"Waiting for \d+ s")).first.wait_for(timeout=60_000)
         Path(SHOTS).mkdir(parents=True, exist_ok=True)
         late.page.screenshot(path=str(Path(SHOTS) / "run-waiting.png"))
-    late.page.get_by_role("button", name="Cancel").click()
-    late.page.get_by_text("cancelled while it waited for a free slot").wait_for(timeout=120_000)
+    late.page.get_by_role("button", name="Cancel").last.click()
+    late.page.get_by_text("cancelled while it waited for a free slot").first.wait_for(
+        timeout=120_000
+    )
     assert late.page.get_by_text("It never started: nothing was spent").count()
     for user in holders:
-        user.page.get_by_role("button", name="Cancel").click()
-        user.page.get_by_text("The last run was cancelled").wait_for(timeout=120_000)
+        user.page.get_by_role("button", name="Cancel").last.click()
+        user.page.get_by_text("The last run was cancelled").first.wait_for(timeout=120_000)
     runs = Registry(server.registry).runs()[before:]
     assert len(runs) == CAP and all(run.config.get("outcome") == "cancelled" for run in runs)
     assert all(run.epsilon == 1.0 for run in runs), "nothing of the epsilon-9 session"

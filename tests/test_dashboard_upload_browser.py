@@ -40,8 +40,7 @@ def upload(user: Session, name: str, data: bytes) -> None:
         {"name": name, "mimeType": "application/octet-stream", "buffer": data}
     )
     user.page.locator("[data-testid='stFileUploader']").get_by_text(name).wait_for()
-    user.page.wait_for_timeout(500)  # the rerun the upload starts
-    user.idle()
+    user.idle()  # the rerun the upload starts (none for a file refused in the browser)
 
 
 def errors(user: Session) -> list[str]:

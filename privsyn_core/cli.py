@@ -21,6 +21,7 @@ from typing import Any
 from privsyn_core.errors import InputError, UsageError
 from privsyn_core.privacy.ledger import BudgetExceededError, check_epsilon_delta
 from privsyn_core.progress import SynthesisCancelled
+from privsyn_core.terminal import printable
 
 #: GUM's update strategies (paper 5.2), listed here so the parser needs no engine import
 _STRATEGIES = (
@@ -197,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--spark-master",
         help="Spark master URL for --engine spark (default local[2]: this machine's cores)",
     )
+    _csv_escape_option(syn)
     syn.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
     syn.set_defaults(run=_command("_synthesize"))
 
@@ -235,6 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="GUM's step-decay factor of alpha, in (0, 1] (default: the release's, 0.84)",
     )
+    _csv_escape_option(gen)
     gen.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
     gen.set_defaults(run=_command("_generate"))
 
@@ -362,10 +365,23 @@ def _add_read_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _csv_escape_option(parser: argparse.ArgumentParser) -> None:
+    """``--csv-escape-formulas``: off by default, because the CSV is data (see
+    :mod:`privsyn_core.release.csv_cells`)."""
+    parser.add_argument(
+        "--csv-escape-formulas",
+        action="store_true",
+        help="for a CSV to open in a spreadsheet: write a ' before text cells that start with "
+        "=, +, -, @, tab or carriage return, so that none runs as a formula (numbers are never "
+        "changed; by default cells are written verbatim and a warning names the columns)",
+    )
+
+
 def _one_line(error: BaseException) -> str:
     """An error's message on one line: a library's message (pyarrow's, pandas') may hold
-    line breaks, and the CLI promises one line per error."""
-    return " ".join(str(error).split())
+    line breaks, and the CLI promises one line per error. Control characters (from a column
+    name or a file name in the message) are escaped, never sent to the terminal."""
+    return printable(" ".join(str(error).split()))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -379,7 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"privsyn: error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except SynthesisCancelled as exc:
-        print(f"privsyn: {exc}", file=sys.stderr)
+        print(f"privsyn: {_one_line(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("privsyn: interrupted; no output written", file=sys.stderr)

@@ -46,6 +46,7 @@ from privsyn_core.progress import (
     StageStarted,
 )
 from privsyn_core.release.bundle import bundle_bytes, load_model
+from privsyn_core.release.csv_cells import csv_ready
 from privsyn_core.release.registry import (
     BudgetWarning,
     Registry,
@@ -53,6 +54,7 @@ from privsyn_core.release.registry import (
     RunRecord,
     file_fingerprint,
 )
+from privsyn_core.terminal import printable
 
 
 def _read(path: str, args: argparse.Namespace, *, infer_types: bool = False) -> pd.DataFrame:
@@ -148,8 +150,13 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def _write_atomically(frame: pd.DataFrame, target: Path) -> None:
-    """Write to a temporary file beside ``target`` and move it into place when complete."""
+def _write_atomically(frame: pd.DataFrame, target: Path, escape_formulas: bool = False) -> None:
+    """Write to a temporary file beside ``target`` and move it into place when complete. A
+    CSV's cells that a spreadsheet would run are written verbatim, or with a leading ``'``
+    with ``escape_formulas``; either way one warning line names their columns."""
+    found = None
+    if target.suffix.lower() not in (".parquet", ".pq"):
+        frame, found = csv_ready(frame, escape_formulas)
     handle, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
     os.close(handle)
     umask = os.umask(0)
@@ -166,6 +173,8 @@ def _write_atomically(frame: pd.DataFrame, target: Path) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+    if found:
+        print(f"privsyn: warning: {found.warning(escaped=escape_formulas)}", file=sys.stderr)
 
 
 class _ProgressBar:
@@ -266,7 +275,7 @@ def _synthesize(args: argparse.Namespace) -> int:
         if reservation is not None:  # on the books before anything is written
             run_id, bundle = reservation.record_result(result, config, settings)
             reservation.release()
-        _write_atomically(result.synthetic, targets["-o"])
+        _write_atomically(result.synthetic, targets["-o"], args.csv_escape_formulas)
         if args.bundle:
             _write_bytes_atomically(bundle or bundle_bytes(result, config), targets["--bundle"])
         if args.ledger:
@@ -275,7 +284,7 @@ def _synthesize(args: argparse.Namespace) -> int:
     if not args.quiet:
         ledger = result.ledger
         print(
-            f"wrote {result.n_records} synthetic rows to {args.output} in "
+            f"wrote {result.n_records} synthetic rows to {printable(args.output)} in "
             f"{time.perf_counter() - started:.1f} s; epsilon={args.epsilon:g}, "
             f"delta={args.delta:g} (rho={ledger.budget_rho:.5g}, spent {ledger.spent_rho:.5g}); "
             f"{len(result.marginals)} marginals; noise: {ledger.randomness}",
@@ -290,13 +299,14 @@ def _synthesize(args: argparse.Namespace) -> int:
             )
         decided = _decided_structure(result)
         if decided:
-            print(f"decided privately: {decided}", file=sys.stderr)
+            print(f"decided privately: {printable(decided)}", file=sys.stderr)
         for name, why in result.excluded:
-            print(f"left out column {name!r}: {why}", file=sys.stderr)
+            print(printable(f"left out column {name!r}: {why}"), file=sys.stderr)
     if not result.end_to_end_dp:
         print(
             "privsyn: warning: NOT end-to-end DP: the structure or domains of "
-            f"{', '.join(result.ledger.not_private)} were read off the raw data (--raw-domains)",
+            f"{printable(', '.join(result.ledger.not_private))} were read off the raw data "
+            "(--raw-domains)",
             file=sys.stderr,
         )
     return 0
@@ -378,13 +388,14 @@ def _generate(args: argparse.Namespace) -> int:
         drawn = model.generate(rows, seed=args.seed, gum=gum, on_progress=bar)
     finally:
         bar.close()
-    _write_atomically(drawn.table, target)
+    _write_atomically(drawn.table, target, args.csv_escape_formulas)
     if not args.quiet:
         ledger = model.ledger
         epsilon = "-" if ledger.epsilon is None else f"{ledger.epsilon:g}"
         print(
-            f"wrote {drawn.n_records} synthetic rows to {args.output} in "
-            f"{time.perf_counter() - started:.1f} s from {args.bundle}: read nothing but the "
+            f"wrote {drawn.n_records} synthetic rows to {printable(args.output)} in "
+            f"{time.perf_counter() - started:.1f} s from {printable(args.bundle)}: read nothing "
+            "but the "
             f"bundle and spent no privacy budget (the release cost epsilon={epsilon}, "
             f"rho={ledger.spent_rho:.5g}, once); {len(drawn.history)} GUM iterations; "
             + ("seed " + str(args.seed) if args.seed is not None else "no seed"),

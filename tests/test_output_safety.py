@@ -18,6 +18,7 @@ import pytest
 from privsyn_core.cli import main
 from privsyn_core.release.csv_cells import (
     FormulaCells,
+    FormulaScan,
     csv_ready,
     escape_formulas,
     find_formulas,
@@ -84,6 +85,21 @@ def test_chunks_merge_into_one_finding():
     second = FormulaCells(("=a",), (("y", 1), ("x", 3)))
     assert first.merged(second) == FormulaCells(("=a",), (("x", 5), ("y", 1)))
     assert not FormulaCells() and FormulaCells().merged(FormulaCells()) == FormulaCells()
+
+
+def test_a_streamed_writer_gets_one_warning_for_all_its_blocks(capsys):
+    scan = FormulaScan(escape=True)
+    table = frame()
+    blocks = [scan(table.iloc[:2]), scan(table.iloc[2:])]
+    assert list(pd.concat(blocks)["note"]) == list(escape_formulas(table)["note"])
+    assert scan.found == find_formulas(table)
+    scan.report()
+    err = capsys.readouterr().err
+    assert err.count("privsyn: warning:") == 1 and "4 cells" in err
+    quiet = FormulaScan(escape=False)
+    quiet(pd.DataFrame({"a": [-1]}))
+    quiet.report()
+    assert quiet.warning() is None and capsys.readouterr().err == ""
 
 
 def test_a_hostile_column_name_is_escaped_in_the_warning():

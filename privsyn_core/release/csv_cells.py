@@ -17,14 +17,17 @@ Numbers are never escaped: a numeric column's ``-3`` is written by pandas as a n
 text cell that is a plain number (``-3``, ``+1.5e3``) is a number to a spreadsheet too (it
 computes nothing), so escaping it would only corrupt negative values.
 
-The writers call these per frame or per chunk of rows (a streamed writer merges the
-:class:`FormulaCells` of its chunks and warns once at the end).
+A writer calls :class:`FormulaScan` on each frame or block of rows before it writes it (the
+``prepare`` hook of :class:`privsyn_core.data.streamed.TableFile`), then prints
+:meth:`FormulaScan.warning` once, after the last block.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
+from typing import TextIO
 
 import pandas as pd
 
@@ -153,3 +156,30 @@ def csv_ready(frame: pd.DataFrame, escape: bool) -> tuple[pd.DataFrame, FormulaC
     (escaped only when ``escape``) and what it found, for the one warning."""
     found = find_formulas(frame)
     return (escape_formulas(frame) if escape and found else frame), found
+
+
+class FormulaScan:
+    """A CSV writer's hook, called on each block of rows before it is written: returns the
+    block to write (escaped with ``escape``) and adds what it found to :attr:`found`, so that
+    a table written in a million blocks still gets one warning. Its one mutable field is
+    :attr:`found`, replaced (never changed in place) at each block."""
+
+    def __init__(self, escape: bool) -> None:
+        self.escape = escape
+        self.found = FormulaCells()
+
+    def __call__(self, frame: pd.DataFrame) -> pd.DataFrame:
+        frame, found = csv_ready(frame, self.escape)
+        if found:
+            self.found = self.found.merged(found)
+        return frame
+
+    def warning(self) -> str | None:
+        """The one warning line, or None when no cell would run."""
+        return self.found.warning(escaped=self.escape) if self.found else None
+
+    def report(self, stream: TextIO | None = None) -> None:
+        """Print the warning, if any, as one ``privsyn: warning:`` line (stderr)."""
+        line = self.warning()
+        if line is not None:
+            print(f"privsyn: warning: {line}", file=stream or sys.stderr)

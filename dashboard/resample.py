@@ -18,6 +18,8 @@ from privsyn_core.errors import InputError
 from privsyn_core.generation.fitted import FittedModel
 from privsyn_core.release.bundle import BundleError, load_model
 
+from . import downloads
+
 #: the largest table the page makes (the CLI's ``privsyn generate`` has no such cap)
 MAX_ROWS = 2_000_000
 
@@ -98,13 +100,11 @@ def sample_again(
         f"Drew {len(table):,} rows from run {run_id}'s release with seed {int(seed)}; "
         "privacy spent: none."
     )
-    st.download_button(
+    downloads.offer_csv(
         f"Download the new table ({len(table):,} rows, CSV)",
-        data=lambda: table.to_csv(index=False).encode(),
-        file_name=f"privsyn-run-{run_id}-sample-seed{int(seed)}-{len(table)}rows.csv",
-        mime="text/csv",
+        table,
+        f"privsyn-run-{run_id}-sample-seed{int(seed)}-{len(table)}rows.csv",
         key=f"{key}_download",
-        on_click="ignore",
     )
     st.caption("Its first rows:")
     st.dataframe(table.head(100), key=f"{key}_preview", width="stretch", height=250)

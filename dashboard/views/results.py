@@ -15,7 +15,7 @@ from privsyn_core.evaluation import encode_tables, fidelity_report, pairwise_l1
 # ("dashboard" in a checkout, "privsyn_dashboard" installed) for the imports below.
 __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 
-from .. import records, resample, state
+from .. import downloads, records, resample, state
 from ..charts import pair_error_heatmap, side_by_side
 
 st.title("Results")
@@ -28,14 +28,7 @@ state.dp_badge()
 if not result.end_to_end_dp:
     st.warning("NOT end-to-end DP: some domains were read off the raw data.")
 st.dataframe(synthetic.head(200), key="synthetic_preview", width="stretch")
-st.download_button(
-    "Download the synthetic CSV",
-    data=lambda: synthetic.to_csv(index=False).encode(),
-    file_name="synthetic.csv",
-    mime="text/csv",
-    key="download",
-    on_click="ignore",
-)
+downloads.offer_csv("Download the synthetic CSV", synthetic, "synthetic.csv", key="download")
 
 st.subheader("Release bundle")
 state.dp_badge()

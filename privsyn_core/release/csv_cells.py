@@ -72,9 +72,10 @@ class FormulaCells:
         names = self.names + tuple(n for n in other.names if n not in self.names)
         return FormulaCells(names, tuple(counts.items()))
 
-    def warning(self, escaped: bool) -> str:
+    def warning(self, escaped: bool, remedy: str = "write it with --csv-escape-formulas") -> str:
         """One line for stderr or the dashboard that names the columns (escaped for a
-        terminal), says what a spreadsheet does with them, and what was done about it."""
+        terminal), says what a spreadsheet does with them, and what was done about it;
+        ``remedy`` says how to escape them (the CLI's option, or the dashboard's box)."""
         parts = []
         if self.cells:
             listed = ", ".join(printable(repr(c)) for c, _ in self.cells[:_NAMED])
@@ -94,7 +95,7 @@ class FormulaCells:
         return (
             f"{where} start with =, +, -, @, tab or carriage return: a spreadsheet would run "
             "them as formulas. The CSV holds them verbatim (it is data); to open it in a "
-            "spreadsheet, write it with --csv-escape-formulas"
+            f"spreadsheet, {remedy}"
         )
 
 

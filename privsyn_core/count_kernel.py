@@ -6,7 +6,8 @@ cell index (three passes with their temporaries) and a ``bincount``: about 2 ms 
 600,000 rows, 10-20 s for the all-pairs batch, a third of the end-to-end budget of a wide
 table. Here each set is one compiled pass that reads its two or three byte columns (contiguous
 rows of the ``(d, n)`` array) and increments its histogram, with no temporary, and the sets
-are split over two threads (the kernel releases the GIL), about ten times faster.
+are split over the process's threads (:func:`privsyn_core.cores.threads`; the kernel
+releases the GIL), about ten times faster.
 
 numba is the optional 'compiled' extra: :func:`privsyn_core.marginals.count_marginals` only
 imports this module for batches large enough to repay the import (about half a second) and
@@ -22,8 +23,7 @@ from math import prod
 import numba as nb
 import numpy as np
 
-#: threads the batch is split over (the development machine has two cores)
-_WORKERS = 2
+from privsyn_core.cores import threads
 
 
 @nb.njit(cache=True, nogil=True)
@@ -79,7 +79,7 @@ def count_sets(
     strides = np.array([s for shape in shapes for s in _c_strides(shape)], dtype=np.int64)
     counts = np.zeros(int(offsets[-1]), dtype=np.int64)
     # each thread fills a disjoint range of sets, hence of ``counts``: no shared writes
-    bounds = np.linspace(0, len(rows), min(_WORKERS, len(rows)) + 1).astype(np.int64)
+    bounds = np.linspace(0, len(rows), min(threads(), len(rows)) + 1).astype(np.int64)
 
     def run(part: int) -> None:
         _count_sets(

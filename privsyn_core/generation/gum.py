@@ -36,10 +36,12 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import pairwise
 from typing import Literal
 
 import numpy as np
 
+from privsyn_core.cores import threads
 from privsyn_core.errors import InputError
 from privsyn_core.generation.dependence import UnmeasuredPairs
 from privsyn_core.generation.initial import INITIALS, Initial
@@ -76,9 +78,6 @@ DECAY_MATCHED_AT = 100
 #: which implementation runs an update: the fused numba loops, the NumPy passes, or "auto"
 #: (see :attr:`GumSettings.kernel`)
 GumKernel = Literal["auto", "compiled", "reference"]
-
-#: threads GUM splits its passes over (the development machine has two cores)
-_WORKERS = 2
 
 #: the compiled update gives each thread at least this many records or additions
 _ITEMS_PER_PART = 2**14
@@ -597,7 +596,7 @@ def _record_words(records: np.ndarray) -> np.ndarray:
 def _part_bounds(size: int, pool: ThreadPoolExecutor | None) -> np.ndarray:
     """Boundaries splitting ``size`` items into one part per worker of ``pool`` (a single
     part without a pool or when parts would be too small to repay a thread hand-off)."""
-    parts = 1 if pool is None else max(1, min(_WORKERS, size // _ITEMS_PER_PART))
+    parts = 1 if pool is None else max(1, min(threads(), size // _ITEMS_PER_PART))
     return np.linspace(0, size, parts + 1).astype(np.int64)
 
 
@@ -694,9 +693,9 @@ def _copy_records(
 
         if pool is None or rows.size < 20_000:
             copy_words(slice(None))
-        else:  # rows are distinct and never among the sources, so halves cannot collide
-            half = rows.size // 2
-            list(pool.map(copy_words, [slice(0, half), slice(half, None)]))
+        else:  # rows are distinct and never among the sources, so parts cannot collide
+            bounds = np.linspace(0, rows.size, threads() + 1).astype(np.int64)
+            list(pool.map(copy_words, [slice(lo, hi) for lo, hi in pairwise(bounds)]))
         return
 
     def copy(block: np.ndarray) -> None:
@@ -706,8 +705,8 @@ def _copy_records(
     if pool is None or records.shape[0] < 8 or rows.size * records.shape[0] < 2_000_000:
         copy(records)
         return
-    halves = np.array_split(np.arange(records.shape[0]), 2)
-    list(pool.map(copy, [records[h[0] : h[-1] + 1] for h in halves]))
+    parts = np.array_split(np.arange(records.shape[0]), min(threads(), records.shape[0]))
+    list(pool.map(copy, [records[p[0] : p[-1] + 1] for p in parts if p.size]))
 
 
 def record_major(n_attributes: int, n_records: int, dtype: np.dtype) -> np.ndarray:
@@ -782,7 +781,8 @@ def run_gum(
     history: list[GumIterationRecord] = []
     if not errors:
         return history, True
-    with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
+    # a pool of one thread still runs: the parts then run one after the other
+    with ThreadPoolExecutor(max_workers=threads()) as pool:
         judged = list(unmeasured) or [None] * len(components)
         return _iterate(components, settings, rng, on_iteration, errors, history, pool, judged)
 

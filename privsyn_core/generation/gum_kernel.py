@@ -21,18 +21,18 @@ Generator, so a run is reproducible from its seed, and because each draw depends
 position, the result is the same whatever the number of threads or how the work is split.
 
 Parallelism: every kernel works on a range (records ``lo`` to ``hi``, or additions) and
-releases the GIL, and :func:`privsyn_core.generation.gum.compiled_update` runs the ranges on GUM's
-two
-worker threads. Counting is bound by memory traffic (record-major storage puts each record on
-its own cache line and the loop gathers two or three bytes from each), which a second core's
-loads roughly halve on an idle machine; selection and rewriting split just as evenly, and
-each part keeps its own histogram and stretch of the output buffer, so threads never share a
-write. Plain threads rather than numba's ``parallel=True``: numba's OpenMP layer busy-waits
-between parallel regions, and on a shared two-core machine that made updates 2-3 times
-*slower* than one thread (measured 60-87 ms against 30 ms per update on the 600k x 100
-table while other processes ran); its workqueue layer aborts when two threads launch
-kernels at once (two dashboard sessions). Threads waiting on a future cost nothing, and
-without parfor lowering each kernel compiles in a fraction of the time.
+releases the GIL, and :func:`privsyn_core.generation.gum.compiled_update` runs the ranges on
+GUM's worker threads (:func:`privsyn_core.cores.threads`: the cores this process may use,
+shared out among block workers). Counting is bound by memory traffic (record-major storage puts
+each record on its own cache line and the loop gathers two or three bytes from each), which a
+second core's loads roughly halve on an idle machine; selection and rewriting split just as
+evenly, and each part keeps its own histogram and stretch of the output buffer, so threads
+never share a write. Plain threads rather than numba's ``parallel=True``: numba's OpenMP layer
+busy-waits between parallel regions, and on a shared two-core machine that made updates 2-3
+times *slower* than one thread (measured 60-87 ms against 30 ms per update on the 600k x 100
+table while other processes ran); its workqueue layer aborts when two threads launch kernels at
+once (two dashboard sessions). Threads waiting on a future cost nothing, and without parfor
+lowering each kernel compiles in a fraction of the time.
 
 Compilation is cached on disk (``cache=True``): the first call in a fresh environment
 compiles each kernel once per array type, later processes load them from the cache.

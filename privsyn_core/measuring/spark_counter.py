@@ -1,5 +1,5 @@
 """Counting on Spark: exact marginals of a pre-coded table where it lives, on a cluster or in
-``local[2]`` mode.
+local mode (``local[N]``, N the cores this process may use).
 
 The table is a Spark DataFrame: handed over through the API, a table of the session's
 catalogue, or a Parquet or CSV path. Codes are checked against their declared domain in Spark
@@ -45,14 +45,17 @@ from typing import Any
 
 import numpy as np
 
+from privsyn_core.cores import available_cores
 from privsyn_core.data.sources import is_parquet, spark_path
 from privsyn_core.domain import Domain
 from privsyn_core.errors import InputError
 from privsyn_core.marginals import MarginalTable
 from privsyn_core.measuring.sql_counting import check_codes
 
-#: the master a session is started with when none is given: both cores of this machine
-DEFAULT_MASTER = "local[2]"
+#: the master a session is started with when none is given: local mode on every core this
+#: process may use (:func:`privsyn_core.cores.available_cores`, its affinity, not the host's
+#: count)
+DEFAULT_MASTER = f"local[{available_cores()}]"
 
 #: count cells per scan: bounds each task's count arrays (8 bytes a cell) and each partial
 #: sent to the driver; all 2-way marginals of a 50-column table with 40 codes a column are

@@ -26,6 +26,7 @@ _HOMES = {
     "PrivacyLedger": "privsyn_core.privacy.ledger",
     "epsilon_from_rho": "privsyn_core.privacy.ledger",
     "rho_from_epsilon_delta": "privsyn_core.privacy.ledger",
+    "BlockProgress": "privsyn_core.progress",
     "GumProgress": "privsyn_core.progress",
     "ProgressEvent": "privsyn_core.progress",
     "Stage": "privsyn_core.progress",
@@ -36,6 +37,7 @@ _HOMES = {
 }
 
 __all__ = [
+    "BlockProgress",
     "BudgetExceededError",
     "Domain",
     "FittedModel",
@@ -84,6 +86,7 @@ if TYPE_CHECKING:
         rho_from_epsilon_delta,
     )
     from privsyn_core.progress import (
+        BlockProgress,
         GumProgress,
         ProgressEvent,
         Stage,

@@ -1,7 +1,8 @@
 """Typed progress events the engine sends while it works.
 
 ``synthesize(..., on_progress=callback)`` calls ``callback(event)`` at the start and end of
-every stage and after every GUM iteration. A callback that returns ``False`` stops the run
+every stage and after every GUM iteration (after every block, when the rows are made as
+several blocks). A callback that returns ``False`` stops the run
 cleanly: :class:`SynthesisCancelled` is raised, carrying the ledger of what was already spent
 (measurements made before the stop cannot be taken back).
 """
@@ -71,7 +72,22 @@ class GumProgress:
     seconds: float
 
 
-ProgressEvent = StageStarted | StageFinished | GumProgress
+@dataclass(frozen=True)
+class BlockProgress:
+    """One finished block of a sample made as several blocks
+    (:mod:`privsyn_core.generation.blocks`). Blocks run GUM in worker processes, so their
+    iterations are not reported one by one; a sample of one block reports
+    :class:`GumProgress` instead."""
+
+    block: int
+    blocks: int
+    rows: int
+    #: GUM iterations this block ran
+    iterations: int
+    seconds: float
+
+
+ProgressEvent = StageStarted | StageFinished | GumProgress | BlockProgress
 ProgressCallback = Callable[[ProgressEvent], bool | None]
 
 

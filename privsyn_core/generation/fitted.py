@@ -21,7 +21,9 @@ history and the stage timings. The same seed gives the same table.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -31,6 +33,15 @@ import pandas as pd
 
 from privsyn_core.domain import Domain
 from privsyn_core.errors import InputError
+from privsyn_core.generation.blocks import (
+    DEFAULT_BLOCK_ROWS,
+    BlockSizes,
+    block_generators,
+    block_sizes,
+    check_block_rows,
+    check_workers,
+    run_blocks,
+)
 from privsyn_core.generation.consistency import (
     ConsistencyReport,
     make_consistent,
@@ -50,13 +61,19 @@ from privsyn_core.generation.gum import (
 )
 from privsyn_core.generation.initial import Initial, initial_columns
 from privsyn_core.generation.mcf import run_mcf
-from privsyn_core.generation.memory import check_fits
+from privsyn_core.generation.memory import check_blocks_fit, check_fits
 from privsyn_core.generation.sampling import conditional_column, shuffled_column
 from privsyn_core.marginals import MarginalTable
 from privsyn_core.measuring.measurement import NoisyMarginal
 from privsyn_core.measuring.one_way import ValueGrouping, decode
 from privsyn_core.privacy.ledger import PrivacyLedger
-from privsyn_core.progress import GumProgress, ProgressCallback, Stage, StageReporter
+from privsyn_core.progress import (
+    BlockProgress,
+    GumProgress,
+    ProgressCallback,
+    Stage,
+    StageReporter,
+)
 from privsyn_core.selection.marginal_graph import AppendPlan, gum_components, plan_appending
 
 
@@ -87,10 +104,18 @@ class SamplingSettings:
     #: "gum" (paper 5.2) or the paper's min-cost-flow strawman "mcf" (paper 5.1), the lab's
     #: comparison; MCF reads the same ``gum`` settings for its passes and plateau rule
     synthesis: str = "gum"
+    #: rows per block: a sample of more rows is made as independent blocks, each a whole draw
+    #: (GUM, appending, decoding) with its own seed (:mod:`privsyn_core.generation.blocks`).
+    #: The rows a sample holds, and the same seed with the same block size gives the same
+    #: rows whatever the number of workers. Default chosen by ``benchmarks/blocks.py``
+    #: (README, "Blocks and workers"): GUM's accuracy is about the same from tens of
+    #: thousands of rows up, while its time per iteration grows with the rows
+    block_rows: int = DEFAULT_BLOCK_ROWS
 
     def __post_init__(self) -> None:
         if self.synthesis not in ("gum", "mcf"):
             raise InputError(f"synthesis must be 'gum' or 'mcf', got {self.synthesis!r}")
+        object.__setattr__(self, "block_rows", check_block_rows(self.block_rows))
 
 
 @dataclass(frozen=True)
@@ -103,8 +128,16 @@ class Sample:
     appended: tuple[AppendPlan, ...]
     stage_seconds: dict[str, float]
     settings: SamplingSettings
-    #: attributes the guard drew as independent columns (:func:`_guard`), in engine order
+    #: attributes the guard drew as independent columns (:func:`_guard`), in engine order;
+    #: of a sample of several blocks, those it drew so in any block
     independent: tuple[str, ...] = ()
+    #: GUM's iterations in each block, when there were several (``history`` is the first
+    #: block's; a hundred million rows are thousands of blocks, whose histories are not kept)
+    block_iterations: tuple[int, ...] = ()
+
+    @property
+    def blocks(self) -> int:
+        return max(1, len(self.block_iterations))
 
 
 def code_dtype(largest: int) -> np.dtype:
@@ -171,11 +204,18 @@ class FittedModel:
     def check_fits(self, n_records: int) -> None:
         """Refuse (:class:`InputError`) a row count below 1 or one the machine's memory
         cannot hold, before any work."""
-        if isinstance(n_records, bool) or not isinstance(n_records, int | np.integer):
-            raise InputError(f"the number of rows must be a whole number, got {n_records!r}")
-        if n_records < 1:
-            raise InputError(f"the number of synthetic rows must be at least 1, got {n_records}")
+        _check_rows(n_records)
         check_fits(int(n_records), len(self.engine), self.code_dtype.itemsize)
+
+    def check_blocks_fit(self, n_records: int, block_rows: int, workers: int) -> None:
+        """Refuse (:class:`InputError`) a streamed sample (:meth:`generate_blocks`) whose
+        blocks in flight would not fit in memory: only ``workers`` blocks are held at once,
+        so any number of rows is fine when one block is."""
+        _check_rows(n_records)
+        sizes = block_sizes(int(n_records), block_rows)
+        check_blocks_fit(
+            sizes.largest, min(workers, len(sizes)), len(self.engine), self.code_dtype.itemsize
+        )
 
     def sample(
         self,
@@ -184,11 +224,39 @@ class FittedModel:
         seed: int | None = None,
         rng: np.random.Generator | None = None,
         gum: GumSettings | None = None,
+        workers: int | None = None,
     ) -> pd.DataFrame:
         """A synthetic table of ``n`` rows (default :attr:`default_rows`), at no privacy
         cost. ``seed`` (or an explicit ``rng``) makes it reproducible: the same seed gives
-        the same table. ``gum`` overrides GUM's settings for this sample only."""
-        return self.generate(n, seed=seed, rng=rng, gum=gum).table
+        the same table. ``gum`` overrides GUM's settings for this sample only. ``workers``
+        processes make its blocks (default: every core this process may use; the table is
+        the same for any number)."""
+        return self.generate(n, seed=seed, rng=rng, gum=gum, workers=workers).table
+
+    def sample_blocks(
+        self,
+        n: int | None = None,
+        *,
+        seed: int | None = None,
+        rng: np.random.Generator | None = None,
+        gum: GumSettings | None = None,
+        settings: SamplingSettings | None = None,
+        workers: int | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> Iterator[pd.DataFrame]:
+        """:meth:`sample`'s rows as they are made, block by block (their concatenation is
+        :meth:`sample`'s table for the same seed and settings): for writing a table larger
+        than memory (``privsyn generate --rows 100000000``)."""
+        drawn = self.generate_blocks(
+            n,
+            seed=seed,
+            rng=rng,
+            gum=gum,
+            settings=settings,
+            workers=workers,
+            on_progress=on_progress,
+        )
+        return (block.table for block in drawn)
 
     def generate(
         self,
@@ -199,21 +267,68 @@ class FittedModel:
         gum: GumSettings | None = None,
         settings: SamplingSettings | None = None,
         on_progress: ProgressCallback | None = None,
+        workers: int | None = None,
     ) -> Sample:
         """:meth:`sample` with everything about the draw: GUM's history, the appended
         attributes and stage timings. ``settings`` replaces all sampling settings; ``gum``
         only GUM's. ``on_progress`` gets the GUM, appending and decoding stages (returning
         ``False`` stops with :class:`~privsyn_core.progress.SynthesisCancelled`, whose
-        ledger is this model's: a sample spends nothing)."""
+        ledger is this model's: a sample spends nothing). The whole table is held in
+        memory; :meth:`generate_blocks` hands it over block by block."""
+        settings = self._settings(gum, settings)
+        n = self.default_rows if n is None else n
+        self.check_fits(n)
+        blocks = list(
+            self.generate_blocks(
+                n, seed=seed, rng=rng, settings=settings, workers=workers, on_progress=on_progress
+            )
+        )
+        return blocks[0] if len(blocks) == 1 else _joined(blocks)
+
+    def generate_blocks(
+        self,
+        n: int | None = None,
+        *,
+        seed: int | None = None,
+        rng: np.random.Generator | None = None,
+        gum: GumSettings | None = None,
+        settings: SamplingSettings | None = None,
+        on_progress: ProgressCallback | None = None,
+        workers: int | None = None,
+    ) -> Generator[Sample, None, None]:
+        """The sample's blocks (:mod:`privsyn_core.generation.blocks`) in order, each a
+        :class:`Sample` of its rows, made by ``workers`` processes and handed over as each
+        is decoded; at most ``workers`` blocks are held at once. The arguments are checked,
+        and the blocks' memory, when this is called, not when the first block is asked for.
+
+        A sample of one block (``n`` at most :attr:`SamplingSettings.block_rows`) is drawn
+        here from ``rng`` itself and reports every GUM iteration; a sample of several
+        reports the GUM stage over all blocks and a
+        :class:`~privsyn_core.progress.BlockProgress` per block."""
         if seed is not None and rng is not None:
             raise InputError("give a seed or a random generator, not both")
         rng = rng if rng is not None else np.random.default_rng(seed)
-        settings = settings or self.defaults
-        if gum is not None:
-            settings = replace(settings, gum=gum)
+        settings = self._settings(gum, settings)
         n = self.default_rows if n is None else n
-        self.check_fits(n)
-        return _draw(self, int(n), settings, rng, on_progress)
+        count = check_workers(workers)
+        self.check_blocks_fit(n, settings.block_rows, count)
+        sizes = block_sizes(int(n), settings.block_rows)
+        if len(sizes) == 1:
+            return _single(self, int(n), settings, rng, on_progress)
+        work = _BlockDraw(self, settings)
+        return _reported(
+            self,
+            run_blocks(work, sizes, block_generators(rng, len(sizes)), count),
+            sizes,
+            count,
+            on_progress,
+        )
+
+    def _settings(
+        self, gum: GumSettings | None, settings: SamplingSettings | None
+    ) -> SamplingSettings:
+        settings = settings or self.defaults
+        return settings if gum is None else replace(settings, gum=gum)
 
     def save(self, path: str | Path, synthetic: pd.DataFrame | None = None) -> None:
         """Write this model as a release bundle (with ``synthetic``, if given, as its
@@ -229,6 +344,13 @@ class FittedModel:
         from privsyn_core.release.bundle import load_model
 
         return load_model(path)
+
+
+def _check_rows(n_records: object) -> None:
+    if isinstance(n_records, bool) or not isinstance(n_records, int | np.integer):
+        raise InputError(f"the number of rows must be a whole number, got {n_records!r}")
+    if n_records < 1:
+        raise InputError(f"the number of synthetic rows must be at least 1, got {n_records}")
 
 
 def fit_model(
@@ -269,6 +391,116 @@ def fit_model(
         schema=tuple(schema),
         config=dict(config or {}),
         dependence=dependence,
+    )
+
+
+def _single(
+    model: FittedModel,
+    n: int,
+    settings: SamplingSettings,
+    rng: np.random.Generator,
+    on_progress: ProgressCallback | None,
+) -> Generator[Sample, None, None]:
+    """A sample of one block, drawn when asked for (as the blocks of a larger one)."""
+    yield _draw(model, n, settings, rng, on_progress)
+
+
+@dataclass(frozen=True)
+class _BlockDraw:
+    """One block's draw: what a worker process needs, sent to it once (picklable)."""
+
+    model: FittedModel
+    settings: SamplingSettings
+
+    def __call__(self, rows: int, rng: np.random.Generator) -> Sample:
+        return _draw(self.model, rows, self.settings, rng, None)
+
+
+def _reported(
+    model: FittedModel,
+    blocks: Generator[Sample, None, None],
+    sizes: BlockSizes,
+    workers: int,
+    on_progress: ProgressCallback | None,
+) -> Generator[Sample, None, None]:
+    """``blocks`` as they come, reported as one GUM stage (a :class:`BlockProgress` per
+    block; ``False`` from the callback stops, closing ``blocks``), then the appending and
+    decoding stages, which ran inside each block."""
+    report = StageReporter(on_progress)
+    report.ledger = model.ledger
+    report.start(Stage.GUM)
+    iterations: list[int] = []
+    independent = 0
+    started = time.perf_counter()
+    with closing(blocks):  # a consumer that stops early stops the workers
+        for index, block in enumerate(blocks):
+            iterations.append(len(block.history))
+            independent += bool(block.independent)
+            progress = BlockProgress(
+                index + 1,
+                len(sizes),
+                block.n_records,
+                iterations[-1],
+                time.perf_counter() - started,
+            )
+            if not report.send(progress):
+                report.stop()
+            yield block
+    workers = min(workers, len(sizes))
+    report.finish(
+        f"{len(sizes)} blocks of {sizes.largest:,} rows or fewer on {workers} "
+        f"worker{'s' * (workers != 1)}; {min(iterations)}-{max(iterations)} iterations each"
+        + (f"; the guard drew independent columns in {independent} blocks" if independent else "")
+    )
+    for stage in (Stage.APPEND, Stage.DECODE):
+        report.start(stage)
+        report.finish("within each block")
+
+
+def written(blocks: Iterator[Sample], write: Callable[[Iterator[pd.DataFrame]], object]) -> Sample:
+    """Hand the tables of ``blocks`` (:meth:`FittedModel.generate_blocks`) to ``write`` (a
+    streamed writer, which consumes them one by one) and return the sample without its
+    rows: a sample of several blocks holds an empty table of its columns; a sample of one
+    block keeps its table (no larger than a block), as :meth:`FittedModel.generate` would."""
+    kept: list[Sample] = []
+
+    def tables() -> Iterator[pd.DataFrame]:
+        for block in blocks:
+            if kept:  # a second block: none of the rows is kept, nor its history
+                kept[0] = replace(kept[0], table=kept[0].table.iloc[:0])
+                light = replace(block, table=block.table.iloc[:0], history=(), appended=())
+                kept.append(replace(light, block_iterations=(len(block.history),)))
+            else:
+                kept.append(block)
+            yield block.table
+            del block
+
+    write(tables())
+    return kept[0] if len(kept) == 1 else _joined(kept)
+
+
+def _iterations_of(block: Sample) -> int:
+    return block.block_iterations[0] if block.block_iterations else len(block.history)
+
+
+def _joined(blocks: Sequence[Sample]) -> Sample:
+    """Blocks as one sample: their rows in order, the first block's history (every block
+    runs the same settings over the same targets), each stage's seconds summed over blocks
+    (work, which exceeds the wall time when workers ran in parallel)."""
+    first = blocks[0]
+    seconds: dict[str, float] = {}
+    for block in blocks:
+        for stage, spent in block.stage_seconds.items():
+            seconds[stage] = seconds.get(stage, 0.0) + spent
+    return Sample(
+        pd.concat([block.table for block in blocks], ignore_index=True),
+        sum(block.n_records for block in blocks),
+        first.history,
+        first.appended,
+        seconds,
+        first.settings,
+        tuple(dict.fromkeys(a for block in blocks for a in block.independent)),
+        tuple(_iterations_of(block) for block in blocks),
     )
 
 

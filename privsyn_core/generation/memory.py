@@ -74,6 +74,27 @@ def check_fits(rows: int, columns: int, itemsize: int, available: int | None = N
     )
 
 
+def check_blocks_fit(
+    block_rows: int, blocks: int, columns: int, itemsize: int, available: int | None = None
+) -> None:
+    """Refuse a streamed synthesis whose ``blocks`` blocks in flight, of ``block_rows`` rows
+    each, would not fit in memory (:mod:`privsyn_core.generation.blocks`: one per worker is
+    made at a time, and its rows are written before more are made, so the total row count
+    does not matter)."""
+    free = available_bytes() if available is None else available
+    if free is None:
+        return
+    needed = blocks * synthesis_bytes(block_rows, columns, itemsize)
+    usable = USABLE_SHARE * free
+    if needed <= usable:
+        return
+    raise InputError(
+        f"{blocks} blocks of {block_rows:,} rows x {columns} columns made at once need about "
+        f"{needed / 2**30:.1f} GB of memory, but about {free / 2**30:.1f} GB is free; use "
+        "fewer workers (--workers) or smaller blocks (--block-rows), or free memory"
+    )
+
+
 def check_load_fits(
     what: str,
     rows: int,

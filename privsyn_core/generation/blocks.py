@@ -1,0 +1,186 @@
+"""Synthetic rows made as independent blocks, on worker processes (issue 23).
+
+GUM's cost grows with the rows it updates, and one GUM over all the rows runs on one
+process and holds the whole table. The rows are instead made as blocks of at most
+:attr:`~privsyn_core.generation.fitted.SamplingSettings.block_rows` rows, each block a whole
+draw of its own (GUM, appending, decoding) over the same fitted model. A block is a
+post-processing of the DP measurements like any other sample, so blocks cost nothing and
+may run anywhere, in any order.
+
+Reproducibility: block ``i`` draws from the ``i``-th child of a seed sequence spawned from
+the run's generator (:func:`block_generators`), and the rows are split by
+:func:`block_sizes` from the row count and the block size alone, so a seed and a block size
+give the same rows whatever the number of workers (and GUM's kernels give the same result
+whatever the number of threads, :mod:`privsyn_core.generation.gum_kernel`). A run of one
+block draws from the run's generator itself, so tables no larger than a block are made
+exactly as before blocks existed.
+
+Workers: ``workers`` processes (default: every core this process may use,
+:func:`~privsyn_core.cores.available_cores`), each with ``cores // workers`` threads so they
+do not oversubscribe the cores. One worker runs the blocks in this process, with no pool.
+The pool starts its processes with ``forkserver`` where there is one (Linux): a fork of
+this process could inherit a lock held by one of its threads (GUM's thread pools, a
+dashboard session's), and ``spawn`` re-imports the engine per worker; the fork server
+imports it once and forks a clean, single-threaded copy per worker. The model is sent to
+each worker once, at its start. At most ``workers`` blocks are out at a time and they come
+back in order, so memory is bounded by the workers times the block size, not by the rows.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections import deque
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+
+from privsyn_core.cores import available_cores, limit_threads, threads_per_worker
+from privsyn_core.errors import InputError
+
+T = TypeVar("T")
+
+#: rows per block when a sample does not say (see :class:`SamplingSettings.block_rows`
+#: for the measurement that chose it)
+DEFAULT_BLOCK_ROWS = 50_000
+
+#: a block is a callable (picklable, for the pool) from (rows, generator) to its result
+BlockWork = Callable[[int, np.random.Generator], T]
+
+
+@dataclass(frozen=True)
+class BlockSizes(Sequence[int]):
+    """``rows`` rows as ``count`` blocks as even as possible (sizes differ by at most one),
+    computed when asked: a hundred million rows in blocks of a thousand are 100,000 blocks,
+    never listed."""
+
+    rows: int
+    count: int
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index: int) -> int:  # type: ignore[override]
+        if not -self.count <= index < self.count:
+            raise IndexError(index)
+        base, extra = divmod(self.rows, self.count)
+        return base + (1 if index % self.count < extra else 0)
+
+    @property
+    def largest(self) -> int:
+        return -(-self.rows // self.count)
+
+
+def block_sizes(n: int, block_rows: int) -> BlockSizes:
+    """``n`` rows as the fewest blocks of at most ``block_rows``, as even as possible: a
+    short last block would be a small GUM, whose sampling error is larger than its
+    siblings'."""
+    return BlockSizes(n, max(1, -(-n // block_rows)))
+
+
+def block_generators(rng: np.random.Generator, count: int) -> Iterator[np.random.Generator]:
+    """One independent generator per block: the run's own for a single block (the draw is
+    then the one without blocks); else the children of one seed sequence spawned from it,
+    made one at a time as blocks start. Child ``i`` is ``base.spawn(count)[i]``, made
+    without spawning all of them."""
+    if count == 1:
+        yield rng
+        return
+    base = rng.bit_generator.seed_seq.spawn(1)[0]
+    kind = type(rng.bit_generator)
+    for index in range(count):
+        child = np.random.SeedSequence(
+            base.entropy, spawn_key=(*base.spawn_key, index), pool_size=base.pool_size
+        )
+        yield np.random.Generator(kind(child))
+
+
+def check_workers(workers: object) -> int:
+    """``workers`` as a count (None: every core this process may use); an
+    :class:`InputError` for anything but a whole number of at least 1."""
+    if workers is None:
+        return available_cores()
+    if isinstance(workers, bool) or not isinstance(workers, int | np.integer):
+        raise InputError(f"workers must be a whole number, got {workers!r}")
+    if workers < 1:
+        raise InputError(f"workers must be at least 1, got {workers}")
+    return int(workers)
+
+
+def check_block_rows(block_rows: object) -> int:
+    """``block_rows`` as a count, or an :class:`InputError` for anything but a whole number
+    of at least 1."""
+    if isinstance(block_rows, bool) or not isinstance(block_rows, int | np.integer):
+        raise InputError(f"the block size must be a whole number of rows, got {block_rows!r}")
+    if block_rows < 1:
+        raise InputError(f"the block size must be at least 1 row, got {block_rows}")
+    return int(block_rows)
+
+
+def run_blocks(
+    work: BlockWork[T],
+    sizes: Sequence[int],
+    generators: Iterable[np.random.Generator],
+    workers: int,
+) -> Generator[T, None, None]:
+    """``work(size, generator)`` for every block, results in block order.
+
+    With one worker (or one block) the blocks run here, one after the other. Otherwise on a
+    pool of ``min(workers, blocks)`` processes with at most that many blocks out at once;
+    closing the iterator early (a failed write, a cancelled run) cancels the blocks not
+    started and waits for the running ones (at most one per worker).
+    """
+    if workers == 1 or len(sizes) == 1:
+        for size, generator in zip(sizes, generators, strict=False):
+            yield work(size, generator)
+        return
+    processes = min(workers, len(sizes))
+    pool = ProcessPoolExecutor(
+        max_workers=processes,
+        mp_context=_context(),
+        initializer=_start_worker,
+        initargs=(work, threads_per_worker(processes)),
+    )
+    try:
+        jobs = iter(zip(sizes, generators, strict=False))
+        pending: deque[Future[Any]] = deque()
+        for size, generator in _take(jobs, processes):
+            pending.append(pool.submit(_run, size, generator))
+        while pending:
+            result = pending.popleft().result()
+            for size, generator in _take(jobs, 1):
+                pending.append(pool.submit(_run, size, generator))
+            yield result
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _take(jobs: Iterator[tuple[int, np.random.Generator]], count: int) -> list:
+    return [job for _, job in zip(range(count), jobs, strict=False)]
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    """``forkserver`` with the engine preloaded where the platform has it, else ``spawn``
+    (see the module docstring for why never a plain fork)."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["privsyn_core.generation.fitted"])
+        return context
+    return multiprocessing.get_context("spawn")
+
+
+#: the block work of this worker process, set once at its start (:func:`_start_worker`)
+_work: BlockWork[Any] | None = None
+
+
+def _start_worker(work: BlockWork[Any], threads: int) -> None:
+    global _work
+    _work = work
+    limit_threads(threads)
+
+
+def _run(size: int, generator: np.random.Generator) -> Any:
+    assert _work is not None, "a block ran in a process the pool did not start"
+    return _work(size, generator)

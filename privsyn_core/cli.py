@@ -178,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     syn.add_argument(
         "--rows", type=_count(1), default=None, help="rows to synthesise (default: the noisy total)"
     )
+    _block_options(syn)
     syn.add_argument(
         "--target",
         default=None,
@@ -196,7 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     syn.add_argument(
         "--spark-master",
-        help="Spark master URL for --engine spark (default local[2]: this machine's cores)",
+        help="Spark master URL for --engine spark (default local[N], N the cores this process "
+        "may use)",
     )
     _csv_escape_option(syn)
     syn.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
@@ -217,6 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--rows", type=_count(1), default=None,
         help="rows to synthesise (default: the release's noisy total)",
     )  # fmt: skip
+    _block_options(gen)
     gen.add_argument(
         "--seed", type=_count(0), default=None,
         help="make the table reproducible: the same seed and settings give the same table",
@@ -343,6 +346,26 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("-o", "--output", required=True, help="the release bundle (.zip)")
     export.set_defaults(run=_command("_runs_export"))
     return parser
+
+
+def _block_options(parser: argparse.ArgumentParser) -> None:
+    """``--workers`` and ``--block-rows`` (:mod:`privsyn_core.generation.blocks`); their
+    defaults are the engine's, so the parser imports none of it."""
+    parser.add_argument(
+        "--workers",
+        type=_count(1),
+        default=None,
+        help="processes that make the rows' blocks at once (default: every core this process "
+        "may use); the rows are the same for any number",
+    )
+    parser.add_argument(
+        "--block-rows",
+        type=_count(1),
+        default=None,
+        help="rows per block: more rows are made as independent blocks, each GUM with its own "
+        "seed, and written as each is done (default 50000); memory grows with workers times "
+        "this, not with --rows",
+    )
 
 
 def _add_read_options(parser: argparse.ArgumentParser) -> None:

@@ -29,7 +29,10 @@ from tqdm import tqdm
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.io import read_table
 from privsyn_core.data.schema import DRAFT_WARNING, Provenance, Schema, infer_schema
+from privsyn_core.data.streamed import TableFile, is_parquet
 from privsyn_core.errors import FailedAfterSpending, InputError, UsageError
+from privsyn_core.generation.blocks import block_sizes
+from privsyn_core.generation.fitted import Sample, written
 from privsyn_core.generation.gum import GumSettings
 from privsyn_core.pipeline import SynthesisResult, synthesize
 from privsyn_core.privacy.ledger import (
@@ -40,13 +43,14 @@ from privsyn_core.privacy.noise import SecureNoise, SeededNoise
 from privsyn_core.privacy.planner import plan_budget
 from privsyn_core.progress import (
     STAGE_TITLES,
+    BlockProgress,
     GumProgress,
     ProgressEvent,
     StageFinished,
     StageStarted,
 )
 from privsyn_core.release.bundle import bundle_bytes, load_model
-from privsyn_core.release.csv_cells import csv_ready
+from privsyn_core.release.csv_cells import FormulaScan
 from privsyn_core.release.registry import (
     BudgetWarning,
     Registry,
@@ -150,33 +154,6 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def _write_atomically(frame: pd.DataFrame, target: Path, escape_formulas: bool = False) -> None:
-    """Write to a temporary file beside ``target`` and move it into place when complete. A
-    CSV's cells that a spreadsheet would run are written verbatim, or with a leading ``'``
-    with ``escape_formulas``; either way one warning line names their columns."""
-    found = None
-    if target.suffix.lower() not in (".parquet", ".pq"):
-        frame, found = csv_ready(frame, escape_formulas)
-    handle, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
-    os.close(handle)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file normal permissions
-    try:
-        if target.suffix.lower() in (".parquet", ".pq"):
-            frame.to_parquet(tmp, index=False)
-        else:
-            frame.to_csv(tmp, index=False)
-        os.replace(tmp, target)
-    except OSError as exc:
-        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    if found:
-        print(f"privsyn: warning: {found.warning(escaped=escape_formulas)}", file=sys.stderr)
-
-
 class _ProgressBar:
     """One tqdm bar over all stages and GUM iterations, on stderr. It also keeps the ledger of
     the last finished stage: what an interrupted run had spent (the bar has shown results of
@@ -184,6 +161,8 @@ class _ProgressBar:
 
     def __init__(self, iterations: int, enabled: bool, stages: int = len(STAGE_TITLES)) -> None:
         self.spent: PrivacyLedger | None = None
+        self.iterations = iterations
+        self.blocks = 0
         self.bar = tqdm(
             total=stages + iterations,
             file=sys.stderr,
@@ -204,10 +183,27 @@ class _ProgressBar:
                 f"GUM {event.iteration + 1}/{event.iterations}, mean L1 {event.mean_error:.4f}"
             )
             self.bar.update(1)
+        elif isinstance(event, BlockProgress):
+            if not self.blocks:  # several blocks: a step per block, not per iteration
+                self.blocks = event.blocks
+                self.bar.total = self.bar.total - self.iterations + event.blocks
+            self.bar.set_description_str(
+                f"GUM block {event.block}/{event.blocks} ({event.iterations} iterations)"
+            )
+            self.bar.update(1)
         return True
 
     def close(self) -> None:
         self.bar.close()
+
+
+def _table_file(
+    target: Path, escape_formulas: bool, rows: int | None
+) -> tuple[TableFile, FormulaScan]:
+    """The synthetic table's output, written block by block (:class:`TableFile`), and the
+    scan of its CSV cells that warns once at the end."""
+    cells = FormulaScan(escape_formulas)
+    return TableFile(target, rows=rows, prepare=None if is_parquet(target) else cells), cells
 
 
 def _synthesize(args: argparse.Namespace) -> int:
@@ -243,6 +239,9 @@ def _synthesize(args: argparse.Namespace) -> int:
     else:
         table = _read(args.input, args)
         run = partial(synthesize, table, domain=domain, schema=schema, raw_domains=args.raw_domains)
+    output, cells = _table_file(targets["-o"], args.csv_escape_formulas, args.rows)
+    # rows are made in blocks on worker processes and written as each is decoded
+    run = partial(run, workers=args.workers, block_rows=args.block_rows, write=output.write)
     # the same file has the same fingerprint on every engine (its bytes), so its budget is
     # counted once whichever engine reads it
     dataset = file_fingerprint(args.input)
@@ -269,13 +268,14 @@ def _synthesize(args: argparse.Namespace) -> int:
                 rho_from_epsilon_delta(args.epsilon, args.delta),
                 purpose,
             )
-    with reservation or nullcontext():
+    with reservation or nullcontext(), output:
         result, started = _measured(run, args, config, rng, settings, reservation)
         run_id, bundle = None, None
         if reservation is not None:  # on the books before anything is written
             run_id, bundle = reservation.record_result(result, config, settings)
             reservation.release()
-        _write_atomically(result.synthetic, targets["-o"], args.csv_escape_formulas)
+        output.commit()  # the rows were written to a temporary file as they were made
+        cells.report()
         if args.bundle:
             _write_bytes_atomically(bundle or bundle_bytes(result, config), targets["--bundle"])
         if args.ledger:
@@ -380,15 +380,25 @@ def _generate(args: argparse.Namespace) -> int:
     if args.decay is not None:
         changes["decay"] = args.decay
     gum = replace(model.defaults.gum, **changes)
+    sampling = replace(model.defaults, gum=gum)
+    if args.block_rows is not None:
+        sampling = replace(sampling, block_rows=args.block_rows)
     rows = model.default_rows if args.rows is None else args.rows
-    model.check_fits(rows)  # before any work: a count beyond memory is one line, no file
-    bar = _ProgressBar(gum.iterations, enabled=not args.quiet, stages=3)
+    blocks = len(block_sizes(rows, sampling.block_rows))
+    bar = _ProgressBar(gum.iterations if blocks == 1 else blocks, not args.quiet, stages=3)
     started = time.perf_counter()
+    output, cells = _table_file(target, args.csv_escape_formulas, rows)
     try:
-        drawn = model.generate(rows, seed=args.seed, gum=gum, on_progress=bar)
+        with output:
+            # checks the blocks' memory before any work: one line, no file
+            made = model.generate_blocks(
+                rows, seed=args.seed, settings=sampling, workers=args.workers, on_progress=bar
+            )
+            drawn = written(made, output.write)
+            output.commit()
     finally:
         bar.close()
-    _write_atomically(drawn.table, target, args.csv_escape_formulas)
+    cells.report()
     if not args.quiet:
         ledger = model.ledger
         epsilon = "-" if ledger.epsilon is None else f"{ledger.epsilon:g}"
@@ -397,7 +407,7 @@ def _generate(args: argparse.Namespace) -> int:
             f"{time.perf_counter() - started:.1f} s from {printable(args.bundle)}: read nothing "
             "but the "
             f"bundle and spent no privacy budget (the release cost epsilon={epsilon}, "
-            f"rho={ledger.spent_rho:.5g}, once); {len(drawn.history)} GUM iterations; "
+            f"rho={ledger.spent_rho:.5g}, once); {_iterations(drawn)}; "
             + ("seed " + str(args.seed) if args.seed is not None else "no seed"),
             file=sys.stderr,
         )
@@ -408,6 +418,14 @@ def _generate(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     return 0
+
+
+def _iterations(drawn: Sample) -> str:
+    """GUM's iterations, per block when the rows were made as several."""
+    if drawn.blocks == 1:
+        return f"{len(drawn.history)} GUM iterations"
+    counts = drawn.block_iterations
+    return f"{drawn.blocks} blocks of {min(counts)}-{max(counts)} GUM iterations"
 
 
 def _decided_structure(result: SynthesisResult) -> str:

@@ -34,11 +34,12 @@ from privsyn_core.data.table import ColumnCodec as TableCodec
 from privsyn_core.data.table import DomainSpec, encode_table
 from privsyn_core.domain import Domain
 from privsyn_core.errors import FailedAfterSpending, InputError
+from privsyn_core.generation.blocks import block_sizes, check_workers
 from privsyn_core.generation.consistency import ConsistencyReport
 from privsyn_core.generation.dependence import NoisyDependence
-from privsyn_core.generation.fitted import FittedModel, SamplingSettings, fit_model
+from privsyn_core.generation.fitted import FittedModel, SamplingSettings, fit_model, written
 from privsyn_core.generation.gum import GumIterationRecord
-from privsyn_core.generation.memory import check_fits, check_width
+from privsyn_core.generation.memory import check_blocks_fit, check_fits, check_width
 from privsyn_core.measuring.counting import ArrayCounter, Counter, RecodedCounter
 from privsyn_core.measuring.indif import indif_sigma, measure_indif
 from privsyn_core.measuring.measurement import NoisyMarginal, measure_marginals
@@ -110,6 +111,9 @@ class SynthesisResult:
     #: attributes the guard drew as independent columns (see
     #: :func:`~privsyn_core.generation.fitted.guard_message`)
     independent: tuple[str, ...] = ()
+    #: the rows went to ``write`` block by block (more than one block, see :func:`generate`)
+    #: and ``synthetic`` holds none of them, only the columns
+    synthetic_written: bool = False
 
     @property
     def end_to_end_dp(self) -> bool:
@@ -205,6 +209,9 @@ def synthesize(
     rng: np.random.Generator | None = None,
     on_progress: ProgressCallback | None = None,
     spark: Any = None,
+    workers: int | None = None,
+    block_rows: int | None = None,
+    write: BlockWriter | None = None,
 ) -> SynthesisResult:
     """Synthesise a DP copy of ``table`` with PrivSyn at (epsilon, delta)-DP: :func:`measure`
     then :func:`generate`.
@@ -228,9 +235,12 @@ def synthesize(
     Randomness (:mod:`privsyn_core.privacy.noise`): without ``rng`` the run is in release mode, with
     exact discrete Gaussian noise from secure randomness, never reproducible. Passing a seeded
     ``rng`` selects debug mode: reproducible, and marked "not for release" in the ledger.
+
+    ``workers``, ``block_rows`` and ``write``: see :func:`generate`.
     """
     config = config or PrivSynConfig()
     columns = source_width(table, engine)
+    sampling = _Sampling(workers, block_rows, write)
 
     def measured(noise_rng: np.random.Generator | None) -> Measurements:
         return measure(
@@ -247,7 +257,7 @@ def synthesize(
             on_progress=on_progress,
         )
 
-    return _measured_and_generated(measured, columns, n_records, config, rng, on_progress)
+    return _measured_and_generated(measured, columns, n_records, config, rng, on_progress, sampling)
 
 
 def synthesize_coded(
@@ -274,6 +284,20 @@ def synthesize_coded(
     )
 
 
+@dataclass(frozen=True)
+class _Sampling:
+    """How :func:`generate` makes and hands over the rows (see there); not a setting of
+    the measurements."""
+
+    workers: int | None = None
+    block_rows: int | None = None
+    write: BlockWriter | None = None
+
+
+#: a streamed writer: consumes the synthetic table's blocks, one DataFrame at a time
+BlockWriter = Callable[[Iterator[pd.DataFrame]], object]
+
+
 def _measured_and_generated(
     measured: Callable[[np.random.Generator | None], Measurements],
     columns: int,
@@ -281,12 +305,17 @@ def _measured_and_generated(
     config: PrivSynConfig,
     rng: np.random.Generator | None,
     on_progress: ProgressCallback | None,
+    sampling: _Sampling = _Sampling(),
 ) -> SynthesisResult:
     if n_records is not None and n_records < 1:
         raise InputError(f"the number of synthetic rows must be at least 1, got {n_records}")
     check_width(columns)  # before anything is spent: InDif measures every pair
-    if n_records is not None and columns:
+    workers = check_workers(sampling.workers)
+    if n_records is not None and columns and sampling.write is None:
         check_fits(n_records, columns, 2)  # before anything is spent (codes of 2 bytes at most)
+    elif n_records is not None and columns:  # streamed: only the blocks in flight are held
+        sizes = block_sizes(n_records, sampling.block_rows or SamplingSettings().block_rows)
+        check_blocks_fit(sizes.largest, min(workers, len(sizes)), columns, 2)
     # the synthesis itself (GUM, sampling) needs no secure randomness: post-processing
     generation_rng = rng if rng is not None else np.random.default_rng()
     return generate(
@@ -295,6 +324,9 @@ def _measured_and_generated(
         config=config,
         rng=generation_rng,
         on_progress=on_progress,
+        workers=sampling.workers,
+        block_rows=sampling.block_rows,
+        write=sampling.write,
     )
 
 
@@ -712,6 +744,9 @@ def generate(
     config: PrivSynConfig | None = None,
     rng: np.random.Generator | None = None,
     on_progress: ProgressCallback | None = None,
+    workers: int | None = None,
+    block_rows: int | None = None,
+    write: BlockWriter | None = None,
 ) -> SynthesisResult:
     """A synthetic table from ``measurements`` alone (paper Algorithm 3, lines 5-6:
     consistency, GUM, appending, decoding): post-processing, free of privacy cost, with no
@@ -721,7 +756,14 @@ def generate(
     carries the model (``result.model``) for more samples and the release bundle. Only
     ``config``'s generation fields are read here (``consistency``, ``consistency_rounds``,
     ``synthesis``, ``gum``, ``append_attributes``, ``separate_and_join``), so one set of
-    measurements can be generated from many times with different ones (the paper lab)."""
+    measurements can be generated from many times with different ones (the paper lab).
+
+    The rows are made as blocks of ``block_rows`` (default: the model's,
+    :attr:`~privsyn_core.generation.fitted.SamplingSettings.block_rows`) on ``workers``
+    processes (default: every core this process may use). With ``write`` they are handed to
+    it block by block as they are decoded (memory bounded by the blocks in flight, not the
+    rows; the check before GUM is per block) and the result's ``synthetic`` holds them only
+    when they were one block (``synthetic_written`` says which)."""
     config = config or PrivSynConfig()
     rng = rng if rng is not None else np.random.default_rng()
     if n_records is not None and n_records < 1:
@@ -731,13 +773,32 @@ def generate(
     report.ledger = ledger
     model = _fitted(measurements, config, report)
     n = n_records if n_records is not None else model.default_rows
+    settings = (
+        model.defaults if block_rows is None else replace(model.defaults, block_rows=block_rows)
+    )
     try:  # the noisy total is known only now: refuse before GUM rather than die in it
-        model.check_fits(n)
+        if write is None:
+            model.check_fits(n)
+        else:
+            model.check_blocks_fit(n, settings.block_rows, check_workers(workers))
     except InputError as error:
         raise FailedAfterSpending(
             f"{error} (the budget is spent: rho {ledger.spent_rho:.4g})", ledger
         ) from None
-    drawn = model.generate(n, rng=rng, on_progress=on_progress)
+    if write is None:
+        drawn = model.generate(
+            n, rng=rng, settings=settings, on_progress=on_progress, workers=workers
+        )
+    else:
+        blocks = model.generate_blocks(
+            n, rng=rng, settings=settings, on_progress=on_progress, workers=workers
+        )
+        try:
+            drawn = written(blocks, write)
+        except InputError as error:  # the writer's refusal (a full disk) comes after the spend
+            raise FailedAfterSpending(
+                f"{error} (the budget is spent: rho {ledger.spent_rho:.4g})", ledger
+            ) from None
     preparation = measurements.preparation
     seconds = {**measurements.stage_seconds, **report.seconds, **drawn.stage_seconds}
     return SynthesisResult(
@@ -760,6 +821,7 @@ def generate(
         noisy_marginals=model.noisy,
         model=model,
         independent=drawn.independent,
+        synthetic_written=len(drawn.table) < n,
     )
 
 

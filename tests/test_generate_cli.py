@@ -8,6 +8,7 @@ release's columns and types. (Refusals, one line each with no file left behind, 
 
 import io
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,9 @@ import pandas as pd
 import pytest
 
 import privsyn_core.release.registry as registry_module
+from privsyn_core import FittedModel
 from privsyn_core.cli import main
+from privsyn_core.generation import fitted
 from privsyn_core.model import PrivSyn
 from privsyn_core.release.registry import Registry, file_fingerprint
 
@@ -131,3 +134,120 @@ def test_a_runs_export_bundle_samples_like_the_bundle_written_by_synthesize(rele
     for source, out in zip((bundle, exported), outs, strict=True):
         assert main(["generate", str(source), "--rows", "300", "-o", str(out), "-q"]) == 0
     assert len(pd.read_csv(outs[1])) == 300
+
+
+# Blocks, workers and streamed output (issue 23)
+
+
+@pytest.fixture(scope="module")
+def adult_bundle(tmp_path_factory) -> Path:
+    table = pd.read_csv(Path(__file__).resolve().parent.parent / "assets" / "adult-coded.csv")
+    domain = {
+        c: int(table[c].max()) + 1 for c in table.columns
+    }  # public enough for a test: the file's own codes
+    bundle = tmp_path_factory.mktemp("adult") / "adult.zip"
+    model = PrivSyn(1.0, 1e-9, domain=domain).fit(table, rng=np.random.default_rng(0))
+    model.save(bundle)
+    return bundle
+
+
+def generated(bundle: Path, out: Path, *extra: str) -> Path:
+    argv = ["generate", str(bundle), "-o", str(out), "-q", "--seed", "3", *extra]
+    assert main(argv) == 0
+    return out
+
+
+def test_blocks_written_as_made_are_the_in_memory_sample_on_any_worker_count(
+    adult_bundle, tmp_path
+):
+    blocks = ["--rows", "5000", "--block-rows", "2000", "--iterations", "5"]
+    one = generated(adult_bundle, tmp_path / "one.csv", *blocks, "--workers", "1")
+    two = generated(adult_bundle, tmp_path / "two.csv", *blocks, "--workers", "2")
+    assert one.read_bytes() == two.read_bytes()
+    model = FittedModel.load(adult_bundle)
+    settings = replace(
+        model.defaults, gum=replace(model.defaults.gum, iterations=5), block_rows=2000
+    )
+    memory = model.generate(5000, seed=3, settings=settings, workers=1).table
+    assert one.read_text() == memory.to_csv(index=False)
+    parquet = generated(adult_bundle, tmp_path / "two.parquet", *blocks, "--workers", "2")
+    pd.testing.assert_frame_equal(pd.read_parquet(parquet), memory)
+    other = generated(adult_bundle, tmp_path / "other.csv", "--rows", "5000", "--iterations", "5")
+    assert other.read_bytes() != one.read_bytes()  # another block size, other rows
+
+
+def test_a_failure_mid_stream_leaves_no_file_and_the_old_one_as_it_was(
+    adult_bundle, tmp_path, monkeypatch, capsys
+):
+    calls = []
+    draw = fitted._BlockDraw.__call__
+
+    def second_fails(self, rows, rng):
+        calls.append(rows)
+        if len(calls) == 2:
+            raise RuntimeError("block 2 failed")
+        return draw(self, rows, rng)
+
+    monkeypatch.setattr(fitted._BlockDraw, "__call__", second_fails)
+    for name in ("out.csv", "out.parquet"):
+        calls.clear()
+        out = tmp_path / name
+        out.write_text("the previous table")
+        argv = ["generate", str(adult_bundle), "-o", str(out), "-q", "--rows", "3000",
+                "--block-rows", "1000", "--workers", "1", "--iterations", "2"]  # fmt: skip
+        assert main(argv) == 70
+        assert "block 2 failed" in capsys.readouterr().err
+        assert out.read_text() == "the previous table"
+        assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".part")] == []
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--workers", "0"), ("--workers", "-2"), ("--workers", "two"), ("--block-rows", "0")],
+)
+def test_bad_workers_or_block_size_is_one_line_and_status_2(
+    adult_bundle, tmp_path, capsys, option, value
+):
+    out = tmp_path / "out.csv"
+    assert main(["generate", str(adult_bundle), "-o", str(out), option, value]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and option in err and not out.exists()
+
+
+def test_rows_beyond_memory_are_made_in_blocks_and_refused_only_beyond_the_disk(
+    adult_bundle, tmp_path, monkeypatch, capsys
+):
+    """10^11 rows would need terabytes of memory at once; in blocks they need a few blocks'
+    memory, and the disk check refuses them after the first block, with no file left."""
+    import privsyn_core.data.streamed as streamed
+
+    real = streamed.shutil.disk_usage
+    monkeypatch.setattr(streamed.shutil, "disk_usage", lambda path: real(path)._replace(free=10**9))
+    out = tmp_path / "huge.csv"
+    argv = ["generate", str(adult_bundle), "-o", str(out), "--rows", "100000000000",
+            "--block-rows", "1000", "--workers", "1", "--iterations", "1"]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "100,000,000,000 rows need about" in err and "fewer rows" in err
+    assert not out.exists() and [p for p in tmp_path.iterdir() if p.name.endswith(".part")] == []
+
+
+def test_synthesize_streams_its_blocks_and_bundles_the_model_without_them(tmp_path):
+    table = raw_csv(tmp_path, n=3000)
+    out, bundle = tmp_path / "out.parquet", tmp_path / "release.zip"
+    argv = ["synthesize", str(table), "--epsilon", "2", "--iterations", "3", "-q",
+            "--seed", "1", "--rows", "2500", "--block-rows", "1000", "--workers", "2",
+            "--no-registry", "-o", str(out), "--bundle", str(bundle)]  # fmt: skip
+    assert main(argv) == 0
+    assert len(pd.read_parquet(out)) == 2500
+    with zipfile.ZipFile(bundle) as archive:
+        assert "synthetic.csv" not in archive.namelist()  # the rows are in -o
+    again = tmp_path / "again.parquet"
+    assert main([*argv[:-4], "-o", str(again), "--workers", "1"]) == 0
+    pd.testing.assert_frame_equal(pd.read_parquet(again), pd.read_parquet(out))
+    small = tmp_path / "small.csv"
+    argv = ["synthesize", str(table), "--epsilon", "2", "--iterations", "3", "-q",
+            "--seed", "1", "--no-registry", "-o", str(small), "--bundle", str(bundle)]  # fmt: skip
+    assert main(argv) == 0  # one block: the bundle holds the rows, as before blocks
+    with zipfile.ZipFile(bundle) as archive:
+        assert archive.read("synthetic.csv") == small.read_bytes()

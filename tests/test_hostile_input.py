@@ -498,10 +498,17 @@ REFUSED = [
     ),
     Refused("generate: rows 0", generate("--rows", "0"), ("--rows", "at least 1")),
     Refused("generate: rows negative", generate("--rows", "-5"), ("--rows", "at least 1")),
+    # rows are made and written block by block (issue 23): memory holds the blocks in flight,
+    # and a count beyond the disk is refused after the first block
     Refused(
-        "generate: rows beyond memory",
-        generate("--rows", "100000000000"),
-        ("100,000,000,000 rows", "GB of memory", "fewer rows"),
+        "generate: rows beyond the disk",
+        generate("--rows", "100000000000", "--workers", "1"),
+        ("100,000,000,000 rows", "of disk", "fewer rows"),
+    ),
+    Refused(
+        "generate: blocks beyond memory",
+        generate("--rows", "300000000", "--block-rows", "100000000", "--workers", "2"),
+        ("2 blocks of 100,000,000 rows", "GB of memory", "--workers", "--block-rows"),
     ),
     Refused("generate: decay 0", generate("--decay", "0"), ("decay must lie in (0, 1]",)),
     # found only by measuring: the spend is recorded, and the message says so

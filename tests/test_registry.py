@@ -409,6 +409,7 @@ def _killed_at(point: str, argv: list[str]) -> None:
 
     from privsyn_core import commands
     from privsyn_core.cli import main
+    from privsyn_core.data.streamed import TableFile
     from privsyn_core.release import registry as registry_module
 
     def die() -> None:
@@ -427,8 +428,8 @@ def _killed_at(point: str, argv: list[str]) -> None:
         registry_module.Registry.reserve = after(registry_module.Registry.reserve)
     elif point == "recorded":
         registry_module.Reservation.record_result = after(registry_module.Reservation.record_result)
-    elif point == "written":
-        commands._write_atomically = after(commands._write_atomically)
+    elif point == "written":  # the synthetic table moved into place
+        TableFile.commit = after(TableFile.commit)
     else:
         commands._ProgressBar.__call__ = after(
             commands._ProgressBar.__call__,

@@ -175,7 +175,7 @@ def bundle_bytes(result: SynthesisResult, config: PrivSynConfig | None = None) -
         else released_schema(result.columns, result.groupings, result.excluded)
     )
     files = _files(
-        result.synthetic,
+        None if result.synthetic_written else result.synthetic,  # streamed: in -o, not here
         result.noisy_marginals,
         schema,
         result.ledger,

@@ -27,7 +27,16 @@ import pytest
 import streamlit as st
 from conftest import ROOT
 from streamlit.testing.v1 import AppTest
-from test_hostile_input import ACCEPTED, DELTA_FIX, FREE, REFUSED, Accepted, N, Refused
+from test_hostile_input import (
+    ACCEPTED,
+    BUNDLE_REFUSED,
+    DELTA_FIX,
+    FREE,
+    REFUSED,
+    Accepted,
+    N,
+    Refused,
+)
 
 import privsyn_core.generation.memory as memory
 from dashboard.state import SAMPLE_NAME as SAMPLE
@@ -141,7 +150,10 @@ DASHBOARD: dict[str, Answer | NotHere] = {
     # privsyn generate: the dashboard's "Sample again" (dashboard/resample.py)
     "generate: rows 0": NotHere("Sample again's rows box is bounded (1 to 2,000,000)"),
     "generate: rows negative": NotHere("Sample again's rows box is bounded (1 to 2,000,000)"),
-    "generate: rows beyond memory": NotHere(
+    "generate: rows beyond the disk": NotHere(
+        "Sample again's rows box stops at 2,000,000 and the table is held, not written to disk"
+    ),
+    "generate: blocks beyond memory": NotHere(
         "Sample again's rows box stops at 2,000,000; FittedModel.sample's memory check "
         "(tests/test_fitted_model.py) answers as 'Cannot draw that table'"
     ),
@@ -157,6 +169,14 @@ DASHBOARD: dict[str, Answer | NotHere] = {
         "load_model (tests/test_bundle.py)"
     ),
     "target not a column": NotHere("the Run page's target box lists the table's columns only"),
+    # untrusted release bundles (issue 24): the dashboard samples only from bundles it stored
+    **{
+        case.name: NotHere(
+            "Sample again reads bundles the dashboard stored itself; a bundle from elsewhere "
+            "is read by load_model, whose refusals these are"
+        )
+        for case in BUNDLE_REFUSED
+    },
     # accepted: loaded as the command line reads them, and run
     **{case.name: Answer("upload") for case in ACCEPTED},
 }

@@ -21,6 +21,7 @@ import hashlib
 import io
 import json
 import os
+import tracemalloc
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ from privsyn_core.errors import InputError
 from privsyn_core.model import PrivSyn
 from privsyn_core.pipeline import synthesize
 from privsyn_core.privacy.ledger import PrivacyLedger
-from privsyn_core.release.bundle import model_bytes
+from privsyn_core.release.bundle import load_model, model_bytes
 from privsyn_core.release.registry import Registry
 
 FREE = 2**30  # the free memory the size checks see
@@ -521,6 +522,301 @@ REFUSED = [
 ]
 
 
+# --------------------------------------------------------------------------------------------
+# untrusted release bundles (issue 24): each answered from what the zip's directory or the
+# parsed JSON says, before the reader inflates or allocates for it
+# --------------------------------------------------------------------------------------------
+
+
+@cache
+def rich_bundle() -> bytes:
+    """A release bundle with a category, a binned number and a binned date column."""
+    rng = np.random.default_rng(1)
+    days = pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 365, N), "D")
+    table = pd.DataFrame(
+        {
+            "colour": colours(),
+            "amount": rng.uniform(0, 1000, N).round(2),
+            "day": days.strftime("%Y-%m-%d"),
+        }
+    )
+    return model_bytes(PrivSyn(2.0, 1e-9).fit(table, rng=np.random.default_rng(0)))
+
+
+def zipped(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def edited_json(name: str, edit: Callable[[dict], None], base: Callable[[], bytes] = rich_bundle):
+    """A bundle whose JSON member ``name`` was edited by ``edit`` and re-hashed in the
+    manifest, as anyone can: every checksum holds."""
+
+    def build(folder: Path) -> Path:
+        with zipfile.ZipFile(io.BytesIO(base())) as archive:
+            files = {n: archive.read(n) for n in archive.namelist()}
+        value = json.loads(files[name])
+        edit(value)
+        files[name] = json.dumps(value).encode()
+        manifest = json.loads(files["manifest.json"])
+        manifest["files"][name] = hashlib.sha256(files[name]).hexdigest()
+        files["manifest.json"] = json.dumps(manifest).encode()
+        path = folder / "release.zip"
+        path.write_bytes(zipped(files))
+        return path
+
+    return build
+
+
+def column(model: dict, name: str) -> dict:
+    return next(c for c in model["columns"] if c["name"] == name)
+
+
+def patched_member(member: str, *, flags: int = 0, method: int | None = None):
+    """The bundle with the zip headers (local and central) of ``member`` patched: general
+    purpose ``flags`` set (bit 0: encrypted), or the compression ``method`` replaced. Python
+    cannot write either, so the bytes are edited."""
+
+    def build(folder: Path) -> Path:
+        data = bytearray(rich_bundle())
+        encoded = member.encode()
+        # signature, offsets of flags, method, name length and name
+        for signature, at_flags, at_method, at_length, at_name in (
+            (b"PK\x03\x04", 6, 8, 26, 30),
+            (b"PK\x01\x02", 8, 10, 28, 46),
+        ):
+            start = data.find(signature)
+            while start >= 0:
+                length = int.from_bytes(data[start + at_length : start + at_length + 2], "little")
+                if bytes(data[start + at_name : start + at_name + length]) == encoded:
+                    old = int.from_bytes(data[start + at_flags : start + at_flags + 2], "little")
+                    data[start + at_flags : start + at_flags + 2] = (old | flags).to_bytes(
+                        2, "little"
+                    )
+                    if method is not None:
+                        data[start + at_method : start + at_method + 2] = method.to_bytes(
+                            2, "little"
+                        )
+                start = data.find(signature, start + 4)
+        path = folder / "release.zip"
+        path.write_bytes(bytes(data))
+        return path
+
+    return build
+
+
+GIB = 2**30
+
+
+@cache
+def gib_member_bundle(member: str) -> bytes:
+    """The bundle with a member of 1 GiB of zeros (about 1 MB deflated) named ``member``,
+    listed in the manifest with a SHA-256 it does not have."""
+    with zipfile.ZipFile(io.BytesIO(rich_bundle())) as archive:
+        files = {n: archive.read(n) for n in archive.namelist()}
+    manifest = json.loads(files.pop("manifest.json"))
+    manifest["files"][member] = "0" * 64
+    if member == "model.json":
+        files.pop("model.json")
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+        with archive.open(member, "w", force_zip64=True) as stream:
+            zeros = bytes(2**24)
+            for _ in range(GIB // len(zeros)):
+                stream.write(zeros)
+        archive.writestr("manifest.json", json.dumps(manifest))
+    return buffer.getvalue()
+
+
+def gib_member(member: str) -> Callable[[Path], Path]:
+    def build(folder: Path) -> Path:
+        path = folder / "release.zip"
+        path.write_bytes(gib_member_bundle(member))
+        return path
+
+    return build
+
+
+def corrupted_member(folder: Path) -> Path:
+    """model.json's deflated bytes damaged in the middle (its CRC-32 no longer holds)."""
+    data = bytearray(rich_bundle())
+    with zipfile.ZipFile(io.BytesIO(rich_bundle())) as archive:
+        info = archive.getinfo("model.json")
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+    middle = start + info.compress_size // 2
+    data[middle : middle + 8] = bytes(8)
+    path = folder / "release.zip"
+    path.write_bytes(bytes(data))
+    return path
+
+
+def set_in(path: tuple, value: object) -> Callable[[dict], None]:
+    """An edit that sets the entry at ``path`` (keys and indices) to ``value``."""
+
+    def edit(document: dict) -> None:
+        target = document
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+
+    return edit
+
+
+REFETCH = "'privsyn runs export'"
+BUNDLE_REFUSED = [
+    Refused(
+        "bundle: total NaN",
+        generate(bundle=edited_json("model.json", set_in(("consistency", "total"), float("nan")))),
+        ("consistent total (the default row count) is nan", REFETCH),
+    ),
+    Refused(
+        "bundle: total inf",
+        generate(bundle=edited_json("model.json", set_in(("consistency", "total"), float("inf")))),
+        ("consistent total (the default row count) is inf", REFETCH),
+    ),
+    Refused(
+        "bundle: total negative",
+        generate(bundle=edited_json("model.json", set_in(("consistency", "total"), -5.0))),
+        ("consistent total (the default row count) is -5.0", REFETCH),
+    ),
+    Refused(
+        "bundle: total beyond memory",
+        generate(bundle=edited_json("model.json", set_in(("consistency", "total"), 1e15))),
+        ("1,000,000,000,000,000 rows", "fewer rows"),  # of memory, or of disk when streamed
+    ),
+    Refused(
+        "bundle: NaN grouping weight",
+        generate(
+            bundle=edited_json(
+                "model.json", set_in(("groupings", 0, "member_weights", 0, 0), float("nan"))
+            )
+        ),
+        ("column 'colour' has grouping weights that are not finite numbers", REFETCH),
+    ),
+    Refused(
+        "bundle: infinite grouping weight",
+        generate(
+            bundle=edited_json(
+                "model.json", set_in(("groupings", 0, "member_weights", 0, 0), float("inf"))
+            )
+        ),
+        ("grouping weights that are not finite numbers",),
+    ),
+    Refused(
+        "bundle: encrypted member",
+        generate(bundle=patched_member("model.json", flags=0x1)),
+        ("model.json is encrypted", "decrypt it before use"),
+    ),
+    Refused(
+        "bundle: encrypted data member",
+        generate(bundle=patched_member("versions.json", flags=0x1)),
+        ("versions.json is encrypted",),
+    ),
+    Refused(
+        "bundle: Deflate64 member",
+        generate(bundle=patched_member("model.json", method=9)),
+        ("compression method 9", "zip it again with deflate"),
+    ),
+    Refused(
+        "bundle: AES member",
+        generate(bundle=patched_member("ledger.json", method=99)),
+        ("compression method 99", "zip it again with deflate"),
+    ),
+    Refused(
+        "bundle: damaged deflate data",
+        generate(bundle=corrupted_member),
+        ("is damaged",),
+    ),
+    Refused(
+        "bundle: infinite bin edge",
+        generate(
+            bundle=edited_json(
+                "model.json", lambda m: column(m, "amount")["edges"].__setitem__(-1, float("inf"))
+            )
+        ),
+        ("column 'amount' has a bin edge that is not a finite number (inf)", REFETCH),
+    ),
+    Refused(
+        "bundle: NaN bin edge",
+        generate(
+            bundle=edited_json(
+                "model.json", lambda m: column(m, "amount")["edges"].__setitem__(0, float("nan"))
+            )
+        ),
+        ("bin edge that is not a finite number (nan)",),
+    ),
+    Refused(
+        "bundle: 12 KB date format",
+        generate(
+            bundle=edited_json(
+                "model.json", lambda m: column(m, "day").update(datetime_format="%Y-%m-%d" * 1500)
+            )
+        ),
+        ("column 'day' has a date format of 12000 characters", "more than the 64"),
+    ),
+    Refused(
+        "bundle: marginal of 30 million cells",
+        generate(bundle=edited_json("model.json", set_in(("marginals", 0, "shape"), [6000, 5000]))),
+        ("of 30,000,000 cells", "more than the 16,777,216", REFETCH),
+    ),
+    Refused(
+        "bundle: noisy marginal of 30 million cells",
+        generate(bundle=edited_json("marginals.json", set_in((0, "shape"), [30_000_000]))),
+        ("marginals.json holds a marginal", "of 30,000,000 cells"),
+    ),
+    Refused(
+        "bundle: a billion codes",
+        generate(
+            bundle=edited_json(
+                "model.json",
+                lambda m: m["columns"].__setitem__(
+                    0,
+                    {
+                        "codec": "codes",
+                        "name": "colour",
+                        "size": 10**9,
+                        "categories": None,
+                        "dtype": "int64",
+                    },
+                ),
+            )
+        ),
+        ("declares 1,000,000,000 codes",),
+    ),
+    Refused(
+        "bundle: GUM iterations 10^9",
+        generate(
+            bundle=edited_json(
+                "model.json",
+                lambda m: m["sampling"]["gum"].update(iterations=10**9, patience=None),
+            )
+        ),
+        ("asks GUM for 1,000,000,000 iterations", "more than the 10,000", REFETCH),
+    ),
+    Refused(
+        "bundle: GUM iterations as a float",
+        generate(bundle=edited_json("model.json", set_in(("sampling", "gum", "iterations"), 1e9))),
+        ("asks GUM for 1000000000.0 iterations",),
+    ),
+    Refused(
+        "bundle: 1 GiB data member, hashed in a stream",
+        generate(bundle=gib_member("synthetic.csv")),
+        ("synthetic.csv does not match its SHA-256",),
+    ),
+    Refused(
+        "bundle: 1 GiB model, refused unread",
+        generate(bundle=gib_member("model.json")),
+        ("model.json is 1.0 GB uncompressed", "more than the", REFETCH),
+    ),
+]
+REFUSED += BUNDLE_REFUSED
+
+
 def all_missing_constant_unique() -> pd.DataFrame:
     return pd.DataFrame(
         {
@@ -803,3 +1099,17 @@ def test_the_load_check_refuses_from_the_footer_alone(tmp_path, free_memory):
         read_table(path)
     # with room enough, the same estimate lets it through (not loaded here)
     memory.check_load_fits(str(path), 30_000_000, 1, "parquet", available=64 * FREE)
+
+
+def test_a_gib_member_is_hashed_in_a_stream_not_held(tmp_path):
+    """The 1 GiB member of ``bundle: 1 GiB data member`` costs the reader its 1 MiB pieces,
+    not the 2.2 GB it once read before the checksum refused it."""
+    path = gib_member("synthetic.csv")(tmp_path)
+    tracemalloc.start()
+    try:
+        with pytest.raises(InputError, match="does not match its SHA-256"):
+            load_model(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 32 * 2**20, f"{peak / 2**20:.0f} MiB held"

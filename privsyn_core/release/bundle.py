@@ -40,6 +40,7 @@ import os
 import platform
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, fields
 from importlib import metadata
@@ -67,6 +68,14 @@ from privsyn_core.privacy.ledger import (
     agrees,
     gaussian_rho,
     verified,
+)
+from privsyn_core.release.bundle_limits import (
+    REFETCH,
+    BundleCheckError,
+    check_marginals_json,
+    check_member,
+    check_model_json,
+    member_sha256,
 )
 
 if TYPE_CHECKING:
@@ -377,17 +386,30 @@ def load_model(source: str | Path | bytes) -> FittedModel:
                 raise BundleError(
                     f"{where} is a zip file but not a PrivSyn release bundle (no manifest.json)"
                 )
-            manifest = _json(archive.read("manifest.json"), where, "manifest.json")
+            manifest = _json(_member(archive, "manifest.json", True), where, "manifest.json")
             _check_manifest(manifest, where)
-            files = {name: archive.read(name) for name in manifest["files"] if name in names}
-    except zipfile.BadZipFile:
+            parsed = _PARSED | {manifest.get("model")}
+            listed = [name for name in manifest["files"] if name in names]
+            for name in listed:  # all of them, before a byte of any is inflated
+                check_member(archive.getinfo(name), name in parsed)
+            files = {name: archive.read(name) for name in listed if name in parsed}
+            hashes = {name: member_sha256(archive, name, files) for name in listed}
+    except zipfile.BadZipFile as exc:
+        if "CRC" in str(exc):  # read as a zip, but a member's data was damaged
+            raise BundleError(f"{where} is damaged: {exc}; {REFETCH}") from None
         raise BundleError(f"{where} is not a release bundle: it is not a zip file") from None
+    except (zlib.error, EOFError) as exc:
+        raise BundleError(
+            f"{where} is damaged: a member cannot be inflated ({exc}); {REFETCH}"
+        ) from None
+    except BundleCheckError as exc:
+        raise BundleError(f"{where}: {exc}") from None
     except OSError as exc:
         raise BundleError(f"cannot read {where}: {exc.strerror or exc}") from None
     for name, digest in manifest["files"].items():
-        if name not in files:
+        if name not in hashes:
             raise BundleError(f"{where} is damaged: {name} is listed in its manifest but missing")
-        if hashlib.sha256(files[name]).hexdigest() != digest:
+        if hashes[name] != digest:
             raise BundleError(
                 f"{where} is damaged or was edited: {name} does not match its SHA-256 in the "
                 "manifest"
@@ -403,15 +425,22 @@ def load_model(source: str | Path | bytes) -> FittedModel:
                 "from the registry"
             )
     try:
+        model = _json(files[model_file], where, model_file)
+        marginals = _json(files["marginals.json"], where, "marginals.json")
+        if isinstance(model, dict) and model.get("format") == MODEL_FORMAT:
+            check_model_json(model)  # before any array is built from them
+            check_marginals_json(marginals)
         return _model_from_json(
-            _json(files[model_file], where, model_file),
+            model,
             _json(files["ledger.json"], where, "ledger.json"),
-            _json(files["marginals.json"], where, "marginals.json"),
+            marginals,
             _json(files["schema.json"], where, "schema.json") if "schema.json" in files else [],
             _json(files["config.json"], where, "config.json") if "config.json" in files else {},
         )  # fmt: skip
     except BundleError:
         raise
+    except BundleCheckError as exc:
+        raise BundleError(f"{where}: {exc}; {REFETCH}") from None
     except LedgerMismatchError as exc:
         raise BundleError(
             f"{where}: {exc}; the bundle was edited after it was written. Use the original "
@@ -420,6 +449,18 @@ def load_model(source: str | Path | bytes) -> FittedModel:
     except (KeyError, TypeError, ValueError, IndexError, InputError) as exc:
         detail = f"{type(exc).__name__}: {exc}" if isinstance(exc, KeyError) else str(exc)
         raise BundleError(f"{where} holds a malformed model ({detail})") from None
+
+
+#: the members :func:`load_model` parses (and so holds), with the model's; the others are
+#: only hashed, in a stream
+_PARSED = frozenset({"ledger.json", "marginals.json", "schema.json", "config.json"})
+
+
+def _member(archive: zipfile.ZipFile, name: str, parsed: bool) -> bytes:
+    """A member's bytes, once :func:`check_member` has allowed them into memory."""
+    info = archive.getinfo(name)
+    check_member(info, parsed)
+    return archive.read(info)
 
 
 def _json(data: bytes, where: str, name: str) -> Any:

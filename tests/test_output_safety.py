@@ -40,7 +40,25 @@ def test_text_that_a_spreadsheet_runs_is_a_formula(value):
 
 
 @pytest.mark.parametrize(
-    "value", ["-3", "+1.5", "-1e5", "-.5", "3-2", "a=b", "", "x@y", 5, -5, -1.5, None, np.nan]
+    "value",
+    [
+        "-3",
+        "+1.5",
+        "-1e5",
+        "-.5",
+        "-inf",
+        "+Infinity",
+        "-NaN",
+        "3-2",
+        "a=b",
+        "",
+        "x@y",
+        5,
+        -5,
+        -1.5,
+        None,
+        np.nan,
+    ],
 )
 def test_plain_numbers_and_other_text_are_not(value):
     assert not is_formula(value)

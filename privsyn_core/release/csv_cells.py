@@ -35,8 +35,9 @@ from privsyn_core.terminal import printable
 
 #: OWASP's characters that make a spreadsheet treat a cell as a formula
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-#: a text cell that is a plain decimal number: a spreadsheet computes nothing from it
-_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+#: a text cell that is a plain decimal number, or an infinity or NaN as pandas and NumPy spell
+#: them (``-inf``): a number in the data's sense, from which a spreadsheet computes nothing
+_PLAIN_NUMBER = re.compile(r"[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|inf|infinity|nan)", re.I)
 #: how many column names a warning lists before it says "and N more"
 _NAMED = 5
 

@@ -494,7 +494,7 @@ def _schema_infer(args: argparse.Namespace) -> int:
     print(f"privsyn: note: {DRAFT_WARNING}", file=sys.stderr)
     if target is not None:
         _write_text_atomically(text, target)
-        print(f"wrote the draft schema to {args.output}", file=sys.stderr)
+        print(f"wrote the draft schema to {printable(args.output)}", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return 0
@@ -553,7 +553,7 @@ def _runs_export(args: argparse.Namespace) -> int:
         )
     target = _check_output(args.output, {"the run registry": registry.path})
     _write_bytes_atomically(registry.bundle(run.id), target)
-    print(f"wrote the release bundle of run {run.id} to {args.output}", file=sys.stderr)
+    print(f"wrote the release bundle of run {run.id} to {printable(args.output)}", file=sys.stderr)
     return 0
 
 

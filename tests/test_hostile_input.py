@@ -655,6 +655,20 @@ def corrupted_member(folder: Path) -> Path:
     return path
 
 
+def duplicate_key(folder: Path) -> Path:
+    """ledger.json with ``epsilon`` stated twice, the first one small (what a reader that
+    keeps the first value shows), re-hashed."""
+    with zipfile.ZipFile(io.BytesIO(rich_bundle())) as archive:
+        files = {n: archive.read(n) for n in archive.namelist()}
+    files["ledger.json"] = b'{"epsilon": 0.01, ' + files["ledger.json"].lstrip()[1:]
+    manifest = json.loads(files["manifest.json"])
+    manifest["files"]["ledger.json"] = hashlib.sha256(files["ledger.json"]).hexdigest()
+    files["manifest.json"] = json.dumps(manifest).encode()
+    path = folder / "release.zip"
+    path.write_bytes(zipped(files))
+    return path
+
+
 def set_in(path: tuple, value: object) -> Callable[[dict], None]:
     """An edit that sets the entry at ``path`` (keys and indices) to ``value``."""
 
@@ -802,6 +816,11 @@ BUNDLE_REFUSED = [
         "bundle: GUM iterations as a float",
         generate(bundle=edited_json("model.json", set_in(("sampling", "gum", "iterations"), 1e9))),
         ("asks GUM for 1000000000.0 iterations",),
+    ),
+    Refused(
+        "bundle: a JSON key stated twice",
+        generate(bundle=duplicate_key),
+        ("its ledger.json names the key 'epsilon' twice in one object", REFETCH),
     ),
     Refused(
         "bundle: 1 GiB data member, hashed in a stream",

@@ -76,6 +76,7 @@ from privsyn_core.release.bundle_limits import (
     check_member,
     check_model_json,
     member_sha256,
+    unique_keys,
 )
 
 if TYPE_CHECKING:
@@ -465,7 +466,9 @@ def _member(archive: zipfile.ZipFile, name: str, parsed: bool) -> bytes:
 
 def _json(data: bytes, where: str, name: str) -> Any:
     try:
-        return json.loads(data)
+        return json.loads(data, object_pairs_hook=unique_keys)
+    except BundleCheckError as exc:
+        raise BundleError(f"{where}: its {name} {exc}; {REFETCH}") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise BundleError(f"{where} is damaged: {name} is not valid JSON ({exc})") from None
 

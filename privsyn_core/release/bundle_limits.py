@@ -145,6 +145,18 @@ def check_marginals_json(marginals: Sequence[Mapping[str, Any]]) -> None:
     _check_tables([(m["attributes"], m["shape"]) for m in marginals], "marginals.json")
 
 
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``' ``object_pairs_hook``: an object that names a key twice is refused.
+    Python keeps the last value and other readers the first, so a duplicated key can show a
+    reviewer one price or setting and the sampler another."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise BundleCheckError(f"names the key {key!r} twice in one object")
+        out[key] = value
+    return out
+
+
 def _check_cells(model: Mapping[str, Any]) -> None:
     sizes = [int(s) for s in model["engine"]["sizes"]]
     if any(s < 1 for s in sizes):

@@ -642,6 +642,37 @@ def gib_member(member: str) -> Callable[[Path], Path]:
     return build
 
 
+@cache
+def thirty_million_cells_bundle() -> bytes:
+    """The bundle with a 2-way marginal of 6,000 x 5,000 cells, every count written out (as
+    ``0,``: 60 MB of JSON, 60 KB deflated): the old reader parsed it into gigabytes."""
+    with zipfile.ZipFile(io.BytesIO(rich_bundle())) as archive:
+        files = {n: archive.read(n) for n in archive.namelist()}
+    model = json.loads(files.pop("model.json"))
+    model["marginals"][0].update(shape=[6000, 5000], values="VALUES")
+    head, tail = json.dumps(model).split('"VALUES"')
+    manifest = json.loads(files.pop("manifest.json"))
+    digest = hashlib.sha256()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+        with archive.open("model.json", "w", force_zip64=True) as stream:
+            piece = b"0," * 1_000_000
+            for part in [head.encode(), b"[", *[piece] * 29, piece[:-2], b"0]", tail.encode()]:
+                stream.write(part)
+                digest.update(part)
+        manifest["files"]["model.json"] = digest.hexdigest()
+        archive.writestr("manifest.json", json.dumps(manifest))
+    return buffer.getvalue()
+
+
+def thirty_million_cells(folder: Path) -> Path:
+    path = folder / "release.zip"
+    path.write_bytes(thirty_million_cells_bundle())
+    return path
+
+
 def corrupted_member(folder: Path) -> Path:
     """model.json's deflated bytes damaged in the middle (its CRC-32 no longer holds)."""
     data = bytearray(rich_bundle())
@@ -775,6 +806,11 @@ BUNDLE_REFUSED = [
     ),
     Refused(
         "bundle: marginal of 30 million cells",
+        generate(bundle=thirty_million_cells),
+        ("model.json holds a marginal of 30,000,000 cells", "more than the 16,777,216", REFETCH),
+    ),
+    Refused(
+        "bundle: a shape of 30 million cells",
         generate(bundle=edited_json("model.json", set_in(("marginals", 0, "shape"), [6000, 5000]))),
         ("of 30,000,000 cells", "more than the 16,777,216", REFETCH),
     ),
@@ -1120,15 +1156,29 @@ def test_the_load_check_refuses_from_the_footer_alone(tmp_path, free_memory):
     memory.check_load_fits(str(path), 30_000_000, 1, "parquet", available=64 * FREE)
 
 
+def peak_while_refused(path: Path, says: str) -> int:
+    """The most bytes Python held at once while :func:`load_model` refused ``path``."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(InputError, match=says):
+            load_model(path)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def test_a_gib_member_is_hashed_in_a_stream_not_held(tmp_path):
     """The 1 GiB member of ``bundle: 1 GiB data member`` costs the reader its 1 MiB pieces,
     not the 2.2 GB it once read before the checksum refused it."""
-    path = gib_member("synthetic.csv")(tmp_path)
-    tracemalloc.start()
-    try:
-        with pytest.raises(InputError, match="does not match its SHA-256"):
-            load_model(path)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    peak = peak_while_refused(gib_member("synthetic.csv")(tmp_path), "does not match its SHA")
     assert peak < 32 * 2**20, f"{peak / 2**20:.0f} MiB held"
+
+
+def test_a_marginal_of_30_million_cells_is_refused_before_it_is_parsed(tmp_path):
+    """Its 60 MB of JSON are read (within the member limit) but never parsed: the shape is
+    read off the raw bytes first."""
+    path = thirty_million_cells(tmp_path)
+    with zipfile.ZipFile(path) as archive:
+        assert archive.getinfo("model.json").file_size > 60_000_000
+    peak = peak_while_refused(path, "30,000,000 cells")
+    assert peak < 200 * 2**20, f"{peak / 2**20:.0f} MiB held"

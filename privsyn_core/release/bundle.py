@@ -76,6 +76,7 @@ from privsyn_core.release.bundle_limits import (
     check_member,
     check_model_json,
     member_sha256,
+    prescan_json,
     unique_keys,
 )
 
@@ -426,6 +427,8 @@ def load_model(source: str | Path | bytes) -> FittedModel:
                 "from the registry"
             )
     try:
+        prescan_json(files[model_file], model_file)  # before parsing: see prescan_json
+        prescan_json(files["marginals.json"], "marginals.json")
         model = _json(files[model_file], where, model_file)
         marginals = _json(files["marginals.json"], where, "marginals.json")
         if isinstance(model, dict) and model.get("format") == MODEL_FORMAT:

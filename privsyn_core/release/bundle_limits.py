@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import zipfile
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -108,6 +109,23 @@ def member_sha256(archive: zipfile.ZipFile, name: str, held: Mapping[str, bytes]
     return digest.hexdigest()
 
 
+#: a table's ``"shape": [a, b, ...]`` as the writer spells it, found in the raw JSON
+_SHAPE = re.compile(rb'"shape"\s*:\s*\[([0-9,\s]*)\]')
+
+
+def prescan_json(data: bytes, name: str) -> None:
+    """The table shapes in a model or marginals file, read off its raw bytes before it is
+    parsed: parsing a 30-million-cell marginal takes a gigabyte or more (a Python object per
+    number) before the parsed checks could refuse it. A file whose shapes understate its
+    values is still bounded by its member size (:func:`check_member`) and refused once
+    parsed."""
+    shapes = []
+    for match in _SHAPE.finditer(data):
+        numbers = [int(n) for n in match.group(1).split(b",") if n.strip()]
+        shapes.append((None, numbers))
+    _check_tables(shapes, name)
+
+
 def check_model_json(model: Mapping[str, Any]) -> None:
     """The parsed ``model.json``, before any array is built from it: table sizes, the
     default row count, GUM's iteration count, and the numbers its decoders and groupings
@@ -162,7 +180,7 @@ def _check_cells(model: Mapping[str, Any]) -> None:
     if any(s < 1 for s in sizes):
         raise BundleCheckError("its model's domain has a column of no codes")
     tables = [(t["attributes"], t["shape"]) for t in (*model["one_way"], *model["marginals"])]
-    _check_tables(tables, "model")
+    _check_tables(tables, "model.json")
     for column in model["columns"]:
         if column.get("codec") == "codes" and int(column["size"]) > MAX_MARGINAL_CELLS:
             raise BundleCheckError(
@@ -176,8 +194,9 @@ def _check_tables(tables: Sequence[tuple[Any, Any]], where: str) -> None:
     for attributes, shape in tables:
         cells = math.prod(int(s) for s in shape)
         if cells > MAX_MARGINAL_CELLS:
+            on = "" if attributes is None else f" on {list(attributes)}"
             raise BundleCheckError(
-                f"its {where} holds a marginal on {list(attributes)} of {cells:,} cells, more "
+                f"its {where} holds a marginal{on} of {cells:,} cells, more "
                 f"than the {MAX_MARGINAL_CELLS:,} this version reads (about "
                 f"{_size(8 * cells)} a copy)"
             )

@@ -775,7 +775,7 @@ BUNDLE_REFUSED = [
     Refused(
         "bundle: damaged deflate data",
         generate(bundle=corrupted_member),
-        ("is damaged",),
+        ("Bad CRC-32 for file 'model.json'", REFETCH),
     ),
     Refused(
         "bundle: infinite bin edge",

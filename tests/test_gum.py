@@ -16,6 +16,7 @@ from privsyn_core.generation.gum import (
     record_major,
     run_gum,
     update_towards,
+    with_blankets,
 )
 from privsyn_core.generation.sampling import shuffled_column
 from privsyn_core.marginals import cell_index
@@ -406,3 +407,47 @@ def test_keeping_the_best_table_changes_nothing_when_gum_improves():
 def test_gum_settings_refuse_an_unknown_initial_table():
     with pytest.raises(InputError, match="initial must be one of tree, independent"):
         GumSettings(initial="random")
+
+
+def test_a_blanket_holds_the_targets_attributes_and_their_partners():
+    freq = np.full(4, 0.25)
+    targets = [
+        GumTarget(("a", "b"), (0, 1), (2, 2), freq),
+        GumTarget(("b", "c"), (1, 2), (2, 2), freq),
+        GumTarget(("d", "e"), (3, 4), (2, 2), freq),
+        GumTarget(("c", "d"), (2, 3), (2, 2), freq),
+    ]
+    blankets = [t.copied for t in with_blankets(targets)]
+    assert blankets == [(0, 1, 2), (0, 1, 2, 3), (2, 3, 4), (1, 2, 3, 4)]
+    # a blanket holding every attribute stays empty: the whole-record copy
+    star = [GumTarget(("a", x), (0, i), (2, 2), freq) for i, x in enumerate("bcd", start=1)]
+    assert [t.copied for t in with_blankets(star)] == [(), (), ()]
+
+
+@pytest.mark.parametrize("kernel", ["reference", "compiled"])
+@pytest.mark.parametrize("copied", [(), (0, 1, 2)])
+def test_a_duplication_copies_its_blanket_and_leaves_the_rest_of_the_row(kernel, copied):
+    """Attribute 3 is a row id outside the blanket: with a blanket its values stay distinct
+    (no record is cloned there); with whole-row copies duplicated ids appear."""
+    records, target, _ = _distribution_start()
+    before = l1_error(records, target)
+    n = records.shape[1]
+    table = record_major(4, n, np.int32)
+    table[:3] = records[:3]
+    table[3] = np.arange(n)
+    follows_before = np.mean(table[2] == table[0])
+    target = replace(target, copied=copied)
+    update_towards(table, target, 0.6, 1.0, np.random.default_rng(3), kernel=kernel)
+    ids = np.unique(table[3]).size
+    if copied:
+        assert ids == n
+    else:
+        assert ids < n - 500
+    # the blanket's own attributes travel together: c still follows a as often as before
+    assert abs(np.mean(table[2] == table[0]) - follows_before) < 0.02
+    assert l1_error(table, target) < before
+
+
+def test_gum_settings_refuse_an_unknown_copy_scope():
+    with pytest.raises(InputError, match="copy must be one of"):
+        GumSettings(copy="half")  # type: ignore[arg-type]

@@ -34,7 +34,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from itertools import pairwise
 from typing import Literal
@@ -93,6 +93,11 @@ _DUPLICATE_SHARE: dict[str, tuple[float, float]] = {
 }
 
 
+#: what a duplicated record copies: the whole row, or the marginal's blanket (see GumSettings)
+CopyScope = Literal["row", "blanket"]
+COPY_SCOPES: tuple[str, ...] = ("row", "blanket")
+
+
 @dataclass(frozen=True)
 class GumSettings:
     """GUM's knobs; the decay follows the paper and the authors' code (alpha = 0.84^(t/20)).
@@ -146,8 +151,17 @@ class GumSettings:
     #: judge the kept table on the pairs no marginal covers too, by the noisy InDif scores
     #: (:mod:`privsyn_core.generation.dependence`); False judges the measured marginals alone
     judge_unmeasured: bool = True
+    #: what a duplicated record carries into the row it overwrites: "row", the whole record
+    #: (the paper), or "blanket", only the marginal's attributes and those sharing a target
+    #: with one of them (:func:`with_blankets`). Whole-row copies make the pairs no target
+    #: covers drift towards dependence on sparse wide tables (planted 100k x 40, epsilon 4:
+    #: unmeasured independent pairs reach L1 0.35 after 100 iterations); see
+    #: ``benchmarks/evidence/gum-drift-2026-11-26.txt``. Opt-in until measured everywhere.
+    copy: CopyScope = "row"
 
     def __post_init__(self) -> None:
+        if self.copy not in COPY_SCOPES:
+            raise InputError(f"copy must be one of {', '.join(COPY_SCOPES)}, got {self.copy!r}")
         if self.initial not in INITIALS:
             raise InputError(f"initial must be one of {', '.join(INITIALS)}, got {self.initial!r}")
         if self.iterations < 0:
@@ -232,6 +246,8 @@ class GumTarget:
     rows: tuple[int, ...]
     shape: tuple[int, ...]
     frequencies: np.ndarray
+    #: the attribute rows a duplicated record copies; empty: the whole record
+    copied: tuple[int, ...] = ()
 
     @cached_property
     def pair_code_cells(self) -> np.ndarray:
@@ -559,6 +575,7 @@ def compiled_update(
     new_cells = gum_kernel.shuffled_cells(quota_counts(plan.add, removed.size), pairing_seed)
     words = _record_words(records)
     flat_words = words.reshape(-1)
+    copied = np.asarray(target.copied, dtype=np.int64)
 
     def rewrite(part: int, lo: int, hi: int) -> None:
         gum_kernel.apply_additions(
@@ -575,6 +592,7 @@ def compiled_update(
             available,
             rows,
             shape,
+            copied,
             lo,
             hi,
         )
@@ -660,7 +678,11 @@ def reference_update(
             rng.random(wanted_cells.size) * available[wanted_cells]
         ).astype(np.int64)
         dup_rows = removed[duplicate][has_source]
-        _copy_records(records, dup_rows, sources[picks[has_source]], pool)
+        if target.copied:
+            for row in target.copied:
+                records[row, dup_rows] = records[row, sources[picks[has_source]]]
+        else:
+            _copy_records(records, dup_rows, sources[picks[has_source]], pool)
         duplicate[np.flatnonzero(duplicate)[~has_source]] = False
 
     replace = ~duplicate
@@ -773,6 +795,8 @@ def run_gum(
     plateau rule of :meth:`GumSettings.converged`) rather than by ``on_iteration`` returning
     ``False``.
     """
+    if settings.copy == "blanket":
+        components = [(records, with_blankets(targets)) for records, targets in components]
     errors = {
         (c, k): error
         for c, (records, targets) in enumerate(components)
@@ -785,6 +809,28 @@ def run_gum(
     with ThreadPoolExecutor(max_workers=threads()) as pool:
         judged = list(unmeasured) or [None] * len(components)
         return _iterate(components, settings, rng, on_iteration, errors, history, pool, judged)
+
+
+def with_blankets(targets: Sequence[GumTarget]) -> list[GumTarget]:
+    """``targets`` with :attr:`GumTarget.copied` set to each one's blanket: its own attribute
+    rows and every row that shares a target with one of them.
+
+    A duplication exists to keep a record coherent across the marginals its rewritten
+    attributes sit in; the rest of the record it need not carry. Copying it anyway clones the
+    unmeasured part of records over thousands of updates until pairs no target covers look
+    dependent (genetic drift). A blanket that holds every attribute stays empty: the fast
+    whole-record copy."""
+    neighbours: dict[int, set[int]] = {}
+    for target in targets:
+        for row in target.rows:
+            neighbours.setdefault(row, set()).update(target.rows)
+    everything = set(neighbours)
+    out = []
+    for target in targets:
+        blanket = set().union(*(neighbours[row] for row in target.rows))
+        copied = () if blanket >= everything else tuple(sorted(blanket))
+        out.append(replace(target, copied=copied))
+    return out
 
 
 def _iterate(

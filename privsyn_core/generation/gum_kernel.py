@@ -231,6 +231,7 @@ def apply_additions(
     available: np.ndarray,
     rows: np.ndarray,
     shape: np.ndarray,
+    copied: np.ndarray,
     lo: int,
     hi: int,
 ) -> None:
@@ -242,7 +243,8 @@ def apply_additions(
     ``words`` is the same memory as records of 64-bit words, one row per record (a copy is
     then a dozen word moves instead of a hundred byte moves), and ``flat_words`` its flat
     view (for prefetching); both are empty when the layout does not allow it. ``removed``
-    ascends, so the rows written sweep the table in one direction.
+    ascends, so the rows written sweep the table in one direction. A copy carries the
+    attributes ``copied`` when it is not empty (a marginal's blanket), else the whole record.
     """
     width = records.shape[0]
     by_words = words.shape[0] > 0
@@ -262,7 +264,10 @@ def apply_additions(
         if duplicable[cell] and available[cell] > 0 and _unit(seed, 2 * j) < duplicate_share:
             pick = start[cell] + np.int64(_unit(seed, 2 * j + 1) * available[cell])
             source = sources[pick]
-            if by_words:
+            if copied.size > 0:
+                for a in copied:
+                    records[a, row] = records[a, source]
+            elif by_words:
                 for w in range(n_words):
                     words[row, w] = words[source, w]
             else:

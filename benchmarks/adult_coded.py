@@ -43,19 +43,26 @@ def main() -> None:
         default=PrivSynConfig().indif_margin,
         help="Algorithm 1's margin over the InDif noise, in sigmas (0: the paper's rule)",
     )
+    parser.add_argument(
+        "--copy",
+        choices=["row", "blanket"],
+        default=GumSettings().copy,
+        help="what GUM's duplications copy: the whole row, or the target's blanket",
+    )
     args = parser.parse_args()
 
     table = pd.read_csv(ROOT / "assets" / "adult-coded.csv")
     domain = json.loads((ROOT / "assets" / "adult-coded-domain.json").read_text())
     delta = 1 / len(table) ** 2
     config = PrivSynConfig(
-        gum=GumSettings(iterations=args.iterations),
+        gum=GumSettings(iterations=args.iterations, copy=args.copy),
         target=LABEL if args.target else None,
         indif_margin=args.indif_margin,
     )
     print(
         f"adult-coded: {len(table)} rows x {table.shape[1]} columns, delta = 1/n^2 = "
-        f"{delta:.3g}, prediction target: {config.target}, InDif margin {config.indif_margin:g}"
+        f"{delta:.3g}, prediction target: {config.target}, InDif margin {config.indif_margin:g}, "
+        f"GUM copies: {config.gum.copy}"
     )
 
     rows = []

@@ -23,6 +23,17 @@ SYNTHESIS_METHODS: tuple[str, ...] = ("gum", "mcf")
 
 
 @dataclass(frozen=True)
+class BudgetSplit:
+    """rho for each of Algorithm 3's measurements: the 1-way marginals (rho_1), the
+    selection (rho_2: InDif scores, or PrivBayes's parent sets) and the chosen marginals
+    (rho_3)."""
+
+    one_way: float
+    selection: float
+    marginals: float
+
+
+@dataclass(frozen=True)
 class PrivSynConfig:
     """Everything a run can change besides epsilon, delta and the seed.
 
@@ -194,6 +205,20 @@ class PrivSynConfig:
     @property
     def marginal_share(self) -> float:
         return 1.0 - self.one_way_share - self.indif_share
+
+    @property
+    def selection_reads_data(self) -> bool:
+        """Whether the selection spends budget to choose (InDif scores, or the exponential
+        mechanism of "privbayes"); "all_pairs" and "given" choose without reading rows."""
+        return self.selection in ("densemarg", "privbayes")
+
+    def split(self, rho: float, n_columns: int) -> BudgetSplit:
+        """Algorithm 3's split of ``rho`` over its measurements: the one rule the run and
+        the planner both follow. The selection share goes to the marginals when the
+        selection reads no data or there is no pair to score."""
+        one_way = self.one_way_share * rho
+        selection = self.indif_share * rho if n_columns > 1 and self.selection_reads_data else 0.0
+        return BudgetSplit(one_way, selection, rho - one_way - selection)
 
 
 def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:

@@ -538,11 +538,8 @@ def _measure_counts(
         )
         if config.emphasis is not None:
             config.emphasis.check_column(declared.attributes)
-    # all_pairs and given read no data to choose: their selection budget goes to marginals
-    selects = config.selection in ("densemarg", "privbayes")
-    rho_one_way = config.one_way_share * rho
-    rho_indif = config.indif_share * rho if d > 1 and selects else 0.0
-    rho_marginals = rho - rho_one_way - rho_indif
+    split = config.split(rho, d)
+    rho_one_way, rho_indif, rho_marginals = split.one_way, split.selection, split.marginals
 
     report.start(Stage.ONE_WAY)
     one_way, spends = measure_one_way(counter, rho_one_way, noise)

@@ -152,3 +152,44 @@ def test_forecast_of_a_sparse_column_says_why_it_is_lost():
     assert rare.status == "likely lost" and rare.kind == "numeric"
     assert "range could not be estimated privately" in rare.why
     assert "second estimate" in rare.why
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        PrivSynConfig(),
+        PrivSynConfig(selection="privbayes"),
+        PrivSynConfig(selection="all_pairs"),
+        PrivSynConfig(selection="given", marginals=(("a", "b"), ("c", "d"))),
+        PrivSynConfig(selection="all_pairs", noise="equal_gaussian"),
+    ],
+    ids=["densemarg", "privbayes", "all_pairs", "given", "equal_gaussian"],
+)
+def test_the_plan_spends_what_the_run_spends_for_every_selection(config):
+    """One budget split (PrivSynConfig.split) for the run and the plan: the plan's rho per
+    step is what the ledger records, including the selection share that "all_pairs" and
+    "given" give to the marginals."""
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame({c: rng.integers(0, 3, 500) for c in "abcd"})
+    run = synthesize(table, 1.0, 1e-6, domain=dict.fromkeys("abcd", 3), config=config, rng=rng)
+    spent: dict[str, float] = {}
+    for entry in run.ledger.entries:
+        spent[entry.step] = spent.get(entry.step, 0.0) + entry.rho
+    plan = {s.step: s for s in plan_budget(1.0, 1e-6, 4, config=config).steps}
+    assert plan["1-way marginals"].rho == pytest.approx(spent.pop("one_way"))
+    assert plan["selected marginals"].rho == pytest.approx(spent.pop("marginal"))
+    scores = plan.get("InDif scores") or plan.get("parent sets")
+    assert (scores.rho if scores else 0.0) == pytest.approx(sum(spent.values()))
+    pairs = {"all_pairs": 6, "given": 2}.get(config.selection)
+    if pairs:  # the count of marginals is known before the run: the sigma is theirs
+        each = plan["selected marginals"].rho / pairs
+        assert plan["selected marginals"].sigma == pytest.approx(gaussian_sigma(each))
+
+
+def test_the_plan_of_laplace_marginals_shows_the_laplace_deviation():
+    config = PrivSynConfig(selection="all_pairs", noise="equal_laplace")
+    step = {s.step: s for s in plan_budget(1.0, 1e-6, 4, config=config).steps}
+    marginals = step["selected marginals"]
+    gaussian = gaussian_sigma(marginals.rho / 6)
+    assert marginals.sigma != pytest.approx(gaussian)
+    assert "Laplace" in marginals.note

@@ -30,7 +30,7 @@ from privsyn_core.measuring.counting import Counter
 from privsyn_core.measuring.indif import indif_sigma
 from privsyn_core.measuring.private_domain import CATEGORY_WEIGHT, FIRST_RANGE_SHARE, DomainSplit
 from privsyn_core.measuring.reading import Numbers, RawTable
-from privsyn_core.privacy.ledger import gaussian_sigma, rho_from_epsilon_delta
+from privsyn_core.privacy.ledger import gaussian_sigma, laplace_scale, rho_from_epsilon_delta
 from privsyn_core.privacy.noise import NoiseSource, SecureNoise, SeededNoise
 
 
@@ -189,44 +189,67 @@ def plan_budget(
             )
         )
     rest = rho - rho_structure - rho_domain
-    one_way = config.one_way_share * rest
+    split = config.split(rest, n_columns)
     steps.append(
         StepPlan(
             "1-way marginals",
-            one_way,
-            gaussian_sigma(one_way / max(1, n_columns)),
+            split.one_way,
+            gaussian_sigma(split.one_way / max(1, n_columns)),
             f"{n_columns} marginals",
             "values below 3 sigma are combined or dropped",
         )
     )
     pairs = n_columns * (n_columns - 1) // 2
-    indif = config.indif_share * rest if pairs else 0.0
-    if pairs:
+    if split.selection and config.selection == "densemarg":
         steps.append(
             StepPlan(
                 "InDif scores",
-                indif,
-                indif_sigma(n_columns, indif),
+                split.selection,
+                indif_sigma(n_columns, split.selection),
                 f"{pairs} pairs",
                 "sensitivity 4; noise variance 8m / rho_2",
             )
         )
-    marginals = rest - one_way - indif
-    split = "cells^(2/3)"
-    if config.target is not None:
-        split = (
-            f"(w x cells)^(2/3), w = {config.target_weight:g} for marginals with {config.target!r}"
+    elif split.selection:
+        steps.append(
+            StepPlan(
+                "parent sets",
+                split.selection,
+                None,
+                f"{n_columns} attributes",
+                "PrivBayes's exponential mechanism: no additive noise",
+            )
         )
-    steps.append(
-        StepPlan(
-            "selected marginals",
-            marginals,
-            gaussian_sigma(marginals / max(1, n_columns)),
-            "chosen by the data",
-            f"sigma shown for {max(1, n_columns)} equal marginals; the real split follows " + split,
-        )
-    )
+    steps.append(_marginals_step(split.marginals, n_columns, config))
     return BudgetPlan(epsilon, delta, rho, tuple(steps), survival)
+
+
+def _marginals_step(rho: float, n_columns: int, config: PrivSynConfig) -> StepPlan:
+    """The chosen marginals' step: how many there will be (known before the run unless the
+    data chooses them) and each one's noise under ``config.noise``."""
+    pairs = n_columns * (n_columns - 1) // 2
+    if config.selection == "all_pairs":
+        count, chosen = max(1, pairs), f"all {pairs} pairs"
+    elif config.selection == "given":
+        count, chosen = len(config.marginals), f"{len(config.marginals)} given"
+    else:
+        count, chosen = max(1, n_columns), "chosen by the data"
+    if config.noise == "equal_laplace":
+        sigma = math.sqrt(2) * laplace_scale(rho / count)
+        how = f"rho / {count} each, Laplace noise (pure DP); its standard deviation shown"
+    elif config.noise == "equal_gaussian":
+        sigma = gaussian_sigma(rho / count)
+        how = f"rho / {count} each"
+    else:
+        sigma = gaussian_sigma(rho / count)
+        rule = "cells^(2/3)"
+        if config.target is not None:
+            rule = (
+                f"(w x cells)^(2/3), w = {config.target_weight:g} for marginals with "
+                f"{config.target!r}"
+            )
+        how = f"sigma shown for {count} equal marginals; the real split follows {rule}"
+    return StepPlan("selected marginals", rho, sigma, chosen, how)
 
 
 # ------------------------------------------------------------------ the owner's forecast

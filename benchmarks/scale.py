@@ -15,7 +15,15 @@ varies with the neighbours' load, CPU time much less), the number of marginals a
 iterations, and peak resident memory (the process's high-water mark, which includes the
 table itself).
 Run: ``python benchmarks/scale.py [--table planted|dense] [--rows 600000] [--cols 100]
-[--epsilon 1] [--repeats 3] [--kernel auto|compiled|reference]``.
+[--epsilon 1] [--repeats 3] [--kernel auto|compiled|reference] [--workers 1 2 all]
+[--block-rows N] [--l1]``.
+
+``--workers`` (issue 23): the synthetic rows are made as blocks on worker processes; each
+count listed is run ``--repeats`` times and gets a line of median seconds, CPU seconds and
+peak memory of the process tree (this process, the fork server and its workers: PSS summed
+at one moment, sampled, :mod:`benchmarks.tree_rss`), then the speed-up from 1 to all
+workers. ``all`` is every core this process may use. ``--l1`` adds the 2-way L1
+against the real table (all pairs; an owner-only diagnostic).
 """
 
 from __future__ import annotations
@@ -33,7 +41,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import median, print_table  # noqa: E402
+from benchmarks.tree_rss import PeakTreeRss  # noqa: E402
 from privsyn_core import GumProgress, PrivSynConfig, StageFinished, synthesize  # noqa: E402
+from privsyn_core.cores import available_cores  # noqa: E402
+from privsyn_core.evaluation import two_way_l1  # noqa: E402
 from privsyn_core.generation.gum import GumSettings  # noqa: E402
 
 
@@ -74,6 +85,12 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def worker_counts(asked: list[str]) -> list[int]:
+    """``asked`` as counts, ``all`` as every core this process may use, without repeats."""
+    counts = [available_cores() if w == "all" else int(w) for w in asked]
+    return list(dict.fromkeys(counts))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--table", choices=sorted(TABLES), default="planted")
@@ -84,6 +101,11 @@ def main() -> None:
     parser.add_argument("--kernel", choices=["auto", "compiled", "reference"], default="auto")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3, help="runs (seeds seed, seed+1, ...)")
+    parser.add_argument(
+        "--workers", nargs="+", default=["1", "2", "all"], help="worker counts to run ('all')"
+    )
+    parser.add_argument("--block-rows", type=int, default=None, help="rows per block")
+    parser.add_argument("--l1", action="store_true", help="also the 2-way L1 (all pairs)")
     args = parser.parse_args()
 
     table, domain = TABLES[args.table](args.rows, args.cols, np.random.default_rng(args.seed))
@@ -110,39 +132,66 @@ def main() -> None:
         return True
 
     config = PrivSynConfig(gum=GumSettings(iterations=args.iterations, kernel=args.kernel))
-    totals, stage_runs, cpu = [], [], []
-    for run in range(args.repeats):
-        started, cpu_started = time.perf_counter(), time.process_time()
-        result = synthesize(
-            table,
-            args.epsilon,
-            1 / args.rows**2,
-            domain=domain,
-            config=config,
-            rng=np.random.default_rng(args.seed + run),
-            on_progress=progress,
+    real = table.to_numpy(dtype=np.int64) if args.l1 else None
+    summary = []
+    for workers in worker_counts(args.workers):
+        totals, stage_runs, cpu, peaks, l1s = [], [], [], [], []
+        for run in range(args.repeats):
+            started = time.perf_counter()
+            with PeakTreeRss() as peak:
+                result = synthesize(
+                    table,
+                    args.epsilon,
+                    1 / args.rows**2,
+                    domain=domain,
+                    config=config,
+                    rng=np.random.default_rng(args.seed + run),
+                    on_progress=progress,
+                    workers=workers,
+                    block_rows=args.block_rows,
+                )
+            totals.append(time.perf_counter() - started)
+            cpu.append(peak.cpu)
+            peaks.append(peak.mb)
+            stage_runs.append(result.stage_seconds)
+            if real is not None:
+                synthetic = result.synthetic[table.columns].to_numpy(dtype=np.int64)
+                l1s.append(two_way_l1(real, synthetic, [domain[c] for c in table.columns]))
+            per_iteration = [h.seconds for h in result.history]
+            print(
+                f"{workers} workers, run {run}: {totals[-1]:.1f} s ({cpu[-1]:.1f} CPU s), "
+                f"peak {peaks[-1]:.0f} MB, {len(result.marginals)} marginals, "
+                f"{len(result.history)} GUM iterations in the first block "
+                f"(median {median(per_iteration) if per_iteration else 0:.2f} s each), "
+                f"{len(result.appended)} appended" + (f", 2-way L1 {l1s[-1]:.4f}" if l1s else ""),
+                flush=True,
+            )
+        stages = [
+            {"stage": k, "median_s": median([r[k] for r in stage_runs])} for k in stage_runs[0]
+        ]
+        print()
+        print_table(stages)
+        summary.append(
+            {
+                "workers": workers,
+                "median_s": round(median(totals), 1),
+                "min_s": round(min(totals), 1),
+                "cpu_s": round(median(cpu), 1),
+                "peak_mb": round(max(peaks)),
+                **({"l1": round(median(l1s), 4)} if l1s else {}),
+            }
         )
-        totals.append(time.perf_counter() - started)
-        cpu.append(time.process_time() - cpu_started)
-        stage_runs.append(result.stage_seconds)
-        per_iteration = [h.seconds for h in result.history]
-        print(
-            f"run {run}: {totals[-1]:.1f} s ({cpu[-1]:.1f} CPU s), "
-            f"{len(result.marginals)} marginals, "
-            f"{len(result.history)} GUM iterations "
-            f"(median {median(per_iteration) if per_iteration else 0:.2f} s each), "
-            f"{len(result.appended)} appended",
-            flush=True,
-        )
-    stages = [{"stage": k, "median_s": median([r[k] for r in stage_runs])} for k in stage_runs[0]]
-    print()
-    print_table(stages)
     print(
-        f"\nrows {args.rows}, cols {args.cols}, epsilon {args.epsilon:g}, {args.repeats} runs: "
-        f"median total {median(totals):.1f} s (min {min(totals):.1f}, max {max(totals):.1f}; "
-        f"median CPU {median(cpu):.1f} s), "
-        f"peak RSS {peak_rss_mb():.0f} MB (table alone {before:.0f} MB)"
+        f"\nrows {args.rows}, cols {args.cols}, epsilon {args.epsilon:g}, {args.repeats} runs "
+        f"per worker count, {available_cores()} cores available (table alone {before:.0f} MB):"
     )
+    print_table(summary)
+    if len(summary) > 1:
+        first, last = summary[0], summary[-1]
+        print(
+            f"speed-up from {first['workers']} to {last['workers']} workers: "
+            f"{first['median_s'] / last['median_s']:.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -15,6 +15,13 @@ whatever the number of threads, :mod:`privsyn_core.generation.gum_kernel`). A ru
 block draws from the run's generator itself, so tables no larger than a block are made
 exactly as before blocks existed.
 
+The guard (:func:`~privsyn_core.generation.fitted._guard`, GUM's table against independent
+columns) runs in every block, on that block's table: it judges the rows that will be
+written, and judging once would mean either holding all blocks (no streaming) or applying
+one block's verdict to tables it never saw. A block's table is scored from DP outputs only,
+like the whole table's was, so the guard costs no budget in any number of blocks; the GUM
+stage's summary says in how many blocks it drew independent columns.
+
 Workers: ``workers`` processes (default: every core this process may use,
 :func:`~privsyn_core.cores.available_cores`), each with ``cores // workers`` threads so they
 do not oversubscribe the cores. One worker runs the blocks in this process, with no pool.

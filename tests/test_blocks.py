@@ -198,3 +198,13 @@ def test_a_streamed_sample_needs_memory_for_the_blocks_in_flight_only(model, mon
     assert first.n_records == 1000
     with pytest.raises(InputError, match="fewer workers"):
         model.generate_blocks(10**8, seed=0, settings=blocks_of(model, 10**6), workers=2)
+
+
+def test_the_blocks_seeds_are_fixed_when_the_blocks_are_asked_for(model):
+    """What the caller's generator does after asking changes no block."""
+    settings = blocks_of(model, 1000)
+    rng = np.random.default_rng(21)
+    blocks = model.sample_blocks(2000, rng=rng, settings=settings, workers=1)
+    rng.spawn(1), rng.random(10)  # the caller goes on using its generator
+    late = pd.concat(list(blocks), ignore_index=True)
+    pd.testing.assert_frame_equal(late, model.generate(2000, seed=21, settings=settings).table)

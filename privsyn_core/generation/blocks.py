@@ -89,14 +89,18 @@ def block_sizes(n: int, block_rows: int) -> BlockSizes:
 
 def block_generators(rng: np.random.Generator, count: int) -> Iterator[np.random.Generator]:
     """One independent generator per block: the run's own for a single block (the draw is
-    then the one without blocks); else the children of one seed sequence spawned from it,
-    made one at a time as blocks start. Child ``i`` is ``base.spawn(count)[i]``, made
-    without spawning all of them."""
+    then the one without blocks); else the children of one seed sequence spawned from it
+    now (so what ``rng`` does later changes no block), each made when its block starts.
+    Child ``i`` is ``base.spawn(count)[i]``, made without spawning all of them."""
     if count == 1:
-        yield rng
-        return
+        return iter([rng])
     base = rng.bit_generator.seed_seq.spawn(1)[0]
-    kind = type(rng.bit_generator)
+    return _children(base, type(rng.bit_generator), count)
+
+
+def _children(
+    base: np.random.SeedSequence, kind: type[np.random.BitGenerator], count: int
+) -> Iterator[np.random.Generator]:
     for index in range(count):
         child = np.random.SeedSequence(
             base.entropy, spawn_key=(*base.spawn_key, index), pool_size=base.pool_size

@@ -58,10 +58,11 @@ TABLES = ("adult-coded", "nltcs", "adult-raw", "penguins")
 #: The paper's own choices (Algorithm 3, appendices I and J, the authors' code), spelled out so
 #: that the lab measures the paper's settings even when the engine's defaults differ from them.
 PAPER_GUM = {"strategy": "S5", "decay_schedule": "step", "alpha0": 1.0, "decay": 0.84,
-             "decay_every": 20, "initial": "independent", "keep_best": False}  # fmt: skip
+             "decay_every": 20, "initial": "independent", "keep_best": False,
+             "copy": "row"}  # fmt: skip
 PAPER = {"selection": "densemarg", "noise": "weighted_gaussian", "consistency": True,
          "synthesis": "gum", "connect_isolated": True, "one_way_share": 0.1,
-         "indif_share": 0.1, "combine": "paper"}  # fmt: skip
+         "indif_share": 0.1, "combine": "paper", "indif_margin": 0.0}  # fmt: skip
 
 #: (comparison, arm, measurement key, generation changes) ; the paper's winner first
 ARMS: list[tuple[str, str, str, dict[str, Any]]] = [

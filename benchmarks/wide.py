@@ -13,7 +13,7 @@ benchmark puts each (table, epsilon) through these arms and scores them the same
   (``append_attributes``), and the 1-way targets are the consistent ones.
 * ``gum-indep``: the same measurements through GUM as the paper runs it (and this engine did
   before c3facce): independent initial columns, the last table kept
-  (``initial="independent", keep_best=False``).
+  (``initial="independent", keep_best=False, copy="row"``).
 * ``ind-dp1``: every column drawn independently from the same run's noisy 1-way counts as
   measured (negative counts at 0; largest-remainder quotas, shuffled), no other measurement.
 * ``ind-dp1c``: every column drawn independently from the run's consistent 1-way targets
@@ -377,8 +377,11 @@ def sampled_arms(arms: list[str]) -> list[tuple[str, SamplingSettings]]:
     ``gum-indep`` and ``ind-dp1c`` need GUM's ``initial`` setting; an engine without it
     starts GUM from independent columns anyway, so there they are ``ours`` and ``ours-it0``
     without appending."""
-    has_initial = "initial" in {f.name for f in dataclasses.fields(GumSettings)}
+    fields = {f.name for f in dataclasses.fields(GumSettings)}
+    has_initial = "initial" in fields
     paper = {"initial": "independent", "keep_best": False} if has_initial else {}
+    if "copy" in fields:
+        paper["copy"] = "row"
     independent = {"initial": "independent"} if has_initial else {}
     settings = {
         "ours-it0": SamplingSettings(gum=GumSettings(iterations=0)),

@@ -56,6 +56,12 @@ PRESETS: dict[str, tuple[str, list[tuple[str, dict[str, Any]]]]] = {
         "S6 half-half + replace",
         [("S3", {"strategy": "S3"}), ("S5", {"strategy": "S5"}), ("S6", {"strategy": "S6"})],
     ),
+    "What a GUM duplication copies": (
+        "section 5.2 duplicates whole records; our default copies only the marginal's "
+        "neighbourhood (the attributes measured with it), so that on wide tables the pairs no "
+        "marginal covers do not drift towards dependence",
+        [("neighbourhood", {}), ("whole record", {"copy": "row"})],
+    ),
     "Alpha decay": (
         "section 5.3 and appendix J: how fast GUM's step size shrinks",
         [
@@ -79,7 +85,7 @@ PRESETS: dict[str, tuple[str, list[tuple[str, dict[str, Any]]]]] = {
     ),
 }
 CUSTOM = "Custom"
-GUM_FIELDS = ("strategy", "decay_schedule")
+GUM_FIELDS = ("strategy", "decay_schedule", "copy")
 #: the custom editor's choices: field -> (label, options)
 CHOICES: dict[str, tuple[str, tuple[Any, ...]]] = {
     "selection": ("selection", ("densemarg", "privbayes", "all_pairs")),
@@ -89,6 +95,7 @@ CHOICES: dict[str, tuple[str, tuple[Any, ...]]] = {
     "synthesis": ("synthesis", ("gum", "mcf")),
     "strategy": ("GUM update strategy", ("S1", "S2", "S3", "S4", "S5", "S6")),
     "decay_schedule": ("alpha decay", ("step", "exponential", "linear", "sqrt", "none")),
+    "copy": ("what a duplication copies", ("blanket", "row")),
 }
 #: what each option is, in a sentence, with the paper's section (Zhang et al. 2021)
 OPTION_HELP: dict[str, str] = {
@@ -112,6 +119,9 @@ OPTION_HELP: dict[str, str] = {
     "appendix I): replace records, duplicate others, or half of each, and mixes.",
     "decay_schedule": "How fast GUM's step size alpha shrinks over the iterations (section "
     "5.3, compared in appendix J).",
+    "copy": "What a record GUM duplicates brings along (section 5.2 copies the whole record). "
+    "blanket: only the marginal's attributes and those measured together with them, so pairs "
+    "no marginal covers do not drift towards dependence on wide tables. row: the whole record.",
 }
 METRICS = ("2-way L1", "3-way range error", "SVM misclassification")
 
@@ -143,6 +153,7 @@ def custom_arms() -> list[LabArm]:
         },
         "strategy": paper_name[engine.gum.strategy],
         "decay_schedule": engine.gum.decay_schedule,
+        "copy": engine.gum.copy,
     }
     count = st.number_input(
         "configurations", 2, MAX_ARMS, 3, key="lab_count", persist_state="session"

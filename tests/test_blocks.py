@@ -232,3 +232,21 @@ def test_a_streamed_sample_keeps_none_of_the_rows_it_handed_over(model):
     assert drawn.n_records == 20_000_000 and len(drawn.table) == 0 and drawn.blocks == 20
     # a few blocks at once at most, not all 20 (160 MB)
     assert peak < 40 * 2**20, f"{peak / 2**20:.0f} MB held while the blocks were written"
+
+
+def test_a_worker_ends_itself_once_the_pool_owner_is_gone():
+    """Killed owners (SIGTERM, SIGKILL) leave no orphaned workers sleeping on their queue."""
+    import multiprocessing
+    import subprocess
+    import sys
+
+    from privsyn_core.generation import blocks
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a process id that no longer runs
+    worker = multiprocessing.get_context("fork").Process(
+        target=blocks._exit_without, args=(gone.pid,)
+    )
+    worker.start()
+    worker.join(timeout=10)
+    assert worker.exitcode == 1

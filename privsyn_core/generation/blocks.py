@@ -36,6 +36,9 @@ back in order, so memory is bounded by the workers times the block size, not by 
 from __future__ import annotations
 
 import multiprocessing
+import os
+import threading
+import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -152,7 +155,7 @@ def run_blocks(
         max_workers=processes,
         mp_context=_context(),
         initializer=_start_worker,
-        initargs=(work, threads_per_worker(processes)),
+        initargs=(work, threads_per_worker(processes), os.getpid()),
     )
     try:
         jobs = iter(zip(sizes, generators, strict=False))
@@ -186,10 +189,29 @@ def _context() -> multiprocessing.context.BaseContext:
 _work: BlockWork[Any] | None = None
 
 
-def _start_worker(work: BlockWork[Any], threads: int) -> None:
+def _start_worker(work: BlockWork[Any], threads: int, owner: int) -> None:
     global _work
     _work = work
     limit_threads(threads)
+    threading.Thread(target=_exit_without, args=(owner,), daemon=True).start()
+
+
+def _exit_without(owner: int) -> None:
+    """End this worker once the process that owns the pool is gone. A worker is the fork
+    server's child, and it holds both ends of its task queue, so when the owner is killed
+    (SIGTERM, SIGKILL) nothing would ever wake it: it would sleep on as an orphan."""
+    while True:
+        time.sleep(_OWNER_CHECK_SECONDS)
+        try:
+            os.kill(owner, 0)
+        except ProcessLookupError:
+            os._exit(1)
+        except PermissionError:  # a process of another user took the number: gone too
+            os._exit(1)
+
+
+#: how often a worker checks that its pool's owner is alive
+_OWNER_CHECK_SECONDS = 1.0
 
 
 def _run(size: int, generator: np.random.Generator) -> Any:

@@ -7,6 +7,8 @@ step per block and a ``False`` stops the run.
 """
 
 import os
+import subprocess
+import sys
 from dataclasses import replace
 
 import numpy as np
@@ -250,3 +252,23 @@ def test_a_worker_ends_itself_once_the_pool_owner_is_gone():
     worker.start()
     worker.join(timeout=10)
     assert worker.exitcode == 1
+
+
+def test_a_script_without_a_main_guard_runs_blocks_on_workers_once(tmp_path):
+    """multiprocessing re-runs the parent's main script in every new process; a script that
+    synthesises at top level (as most do) must not run again in the block workers."""
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import numpy as np, pandas as pd\n"
+        "from privsyn_core import synthesize\n"
+        "rng = np.random.default_rng(0)\n"
+        "table = pd.DataFrame({c: rng.integers(0, 4, 30_000) for c in 'abcd'})\n"
+        "result = synthesize(table, 1.0, 1e-6, domain=dict.fromkeys('abcd', 4), rng=rng,\n"
+        "                    workers=2, block_rows=10_000)\n"
+        "print('made', len(result.synthetic))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["made 30000"]

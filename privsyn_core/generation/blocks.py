@@ -37,11 +37,13 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -177,12 +179,61 @@ def _take(jobs: Iterator[tuple[int, np.random.Generator]], count: int) -> list:
 
 def _context() -> multiprocessing.context.BaseContext:
     """``forkserver`` with the engine preloaded where the platform has it, else ``spawn``
-    (see the module docstring for why never a plain fork)."""
+    (see the module docstring for why never a plain fork), starting workers that do not
+    import the caller's ``__main__`` (:func:`_main_hidden`)."""
     if "forkserver" in multiprocessing.get_all_start_methods():
-        context = multiprocessing.get_context("forkserver")
+        context = _EngineForkServer()
         context.set_forkserver_preload(["privsyn_core.generation.fitted"])
         return context
-    return multiprocessing.get_context("spawn")
+    return _EngineSpawn()
+
+
+def _engine_only(name: str, process: type) -> type:
+    """``process`` (a multiprocessing Process class) started under :func:`_main_hidden`;
+    ``name`` is the module attribute it is bound to (a process object is pickled by it)."""
+
+    def start(process_obj: Any) -> Any:
+        with _main_hidden():
+            return process._Popen(process_obj)
+
+    return type(name, (process,), {"_Popen": staticmethod(start)})
+
+
+_contexts = multiprocessing.context
+_EngineSpawnProcess = _engine_only("_EngineSpawnProcess", _contexts.SpawnProcess)
+_EngineSpawn = type("_EngineSpawn", (_contexts.SpawnContext,), {"Process": _EngineSpawnProcess})
+if hasattr(_contexts, "ForkServerContext"):
+    _EngineForkServerProcess = _engine_only("_EngineForkServerProcess", _contexts.ForkServerProcess)
+    _EngineForkServer = type(
+        "_EngineForkServer", (_contexts.ForkServerContext,), {"Process": _EngineForkServerProcess}
+    )
+
+
+@contextmanager
+def _main_hidden() -> Iterator[None]:
+    """Start a worker without the caller's ``__main__``.
+
+    multiprocessing makes every new process import the parent's main script (under another
+    name) so that functions defined there can be unpickled; a script that calls the engine
+    at top level, with no ``if __name__ == "__main__":`` guard, then runs again in every
+    worker and fails there. Block workers run engine code only, so they need nothing from
+    the script: hiding its path and spec while a worker starts spares the caller the guard.
+    """
+    main = sys.modules.get("__main__")
+    saved = (
+        {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
+        if main
+        else {}
+    )
+    try:
+        if main is not None:
+            main.__dict__.pop("__file__", None)
+            if "__spec__" in saved:
+                main.__spec__ = None
+        yield
+    finally:
+        if main is not None:
+            main.__dict__.update(saved)
 
 
 #: the block work of this worker process, set once at its start (:func:`_start_worker`)

@@ -43,6 +43,7 @@ from privsyn_core.pipeline import SynthesisResult
 from privsyn_core.privacy.ledger import PrivacyLedger, rho_from_epsilon_delta
 from privsyn_core.progress import (
     STAGE_TITLES,
+    BlockProgress,
     GumProgress,
     Stage,
     StageFinished,
@@ -304,6 +305,13 @@ class RunProgress:
             elif isinstance(event, GumProgress):
                 self._history.append(event)
                 self._gum = event
+            elif isinstance(event, BlockProgress):
+                # blocks run GUM in worker processes: one line per finished block instead
+                self._stage_text = (
+                    f"GUM synthesis: block {event.block} of {event.blocks} done "
+                    f"({event.rows:,} rows, {event.iterations} GUM iterations, "
+                    f"{event.seconds:.0f} s so far)"
+                )
         return not self._cancel.is_set()
 
     def note_place(self, ahead: int) -> None:

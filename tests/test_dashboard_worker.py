@@ -18,7 +18,7 @@ from privsyn_core.data.io import read_table
 from privsyn_core.errors import InputError
 from privsyn_core.generation.gum import GumSettings
 from privsyn_core.privacy.ledger import rho_from_epsilon_delta
-from privsyn_core.progress import GumProgress
+from privsyn_core.progress import BlockProgress, GumProgress
 from privsyn_core.release.registry import Registry, fingerprint
 
 SETTINGS = {"epsilon": 1.0, "delta": 1e-9}
@@ -233,3 +233,14 @@ def test_two_sessions_running_at_once_cannot_both_pass_a_lifetime_budget(monkeyp
     release.set()
     assert isinstance(ended(first), worker.Failed)
     assert Registry().held() == []  # nothing was measured: the reservation was given back
+
+
+def test_a_run_of_several_blocks_says_which_block_is_done():
+    """Blocks run GUM in worker processes and report per block, not per iteration: the Run
+    page's line must follow them rather than stand still on the stage's start."""
+    progress = worker.RunProgress(iterations=100)
+    assert progress.on_progress(BlockProgress(3, 12, 50_000, 31, 42.0)) is True
+    text = progress.snapshot().stage_text
+    assert "block 3 of 12 done" in text and "50,000 rows" in text
+    progress.cancel()
+    assert progress.on_progress(BlockProgress(4, 12, 50_000, 30, 50.0)) is False

@@ -79,6 +79,12 @@ st.write(
 )
 
 
+#: the dashboard draws the whole table as one block, so that GUM's convergence can be watched
+#: iteration by iteration (blocks run GUM in worker processes and report only when each ends);
+#: the command line splits large tables into blocks on every core
+ONE_BLOCK = 2**62
+
+
 def request(config: PrivSynConfig) -> worker.RunRequest:
     """The engine call for the session's table with everything bound now, in the script:
     the worker thread must not read the session."""
@@ -89,7 +95,7 @@ def request(config: PrivSynConfig) -> worker.RunRequest:
         table, schema, raw = state.table(), state.schema(), bool(ss["raw_domains"])
         run = partial(
             synthesize, table, epsilon, delta, schema=schema, raw_domains=raw, config=config,
-            rng=rng,
+            rng=rng, block_rows=ONE_BLOCK,
         )  # fmt: skip
         known = ss.get("dataset_fingerprint")
         dataset = (lambda: known) if known else partial(registry_fingerprint, table)
@@ -110,7 +116,7 @@ def request(config: PrivSynConfig) -> worker.RunRequest:
         reading = sources.DiskRun(on_disk.path, sources.allowed_root())
         count = partial(
             synthesize, epsilon=epsilon, delta=delta, engine="duckdb", config=config, rng=rng,
-            **declared,
+            block_rows=ONE_BLOCK, **declared,
         )  # fmt: skip
         run = partial(reading.synthesize, count)
         dataset = reading.fingerprint

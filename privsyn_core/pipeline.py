@@ -222,7 +222,8 @@ def synthesize(
     ``"spark"`` count (and encode, for a raw table) in SQL where it lies, and only counts come
     into Python (:mod:`privsyn_core.measuring.sql_encoding`). The counts, hence the ledger and, in
     debug mode, the synthetic table, are the same on every engine. ``spark`` is an existing
-    SparkSession (default: the running one, or ``local[2]``).
+    SparkSession (default: the running one, or ``local[N]`` for the N cores this process
+    may use).
 
     Domains come from one of: ``domain``, mapping each column to its number of integer codes
     or its list of categories (pre-coded tables); or ``schema`` (:class:`Schema`), whose

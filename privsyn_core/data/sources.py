@@ -5,7 +5,8 @@ on Spark, a Spark DataFrame or a catalogue table. The engine says where it is co
 
 * ``"numpy"``: in memory (a path is read with :func:`privsyn_core.data.io.read_table`);
 * ``"duckdb"``: out of core, where the file lies (:mod:`privsyn_core.measuring.sql_encoding`);
-* ``"spark"``: where the data lives, on a cluster or in ``local[2]`` mode.
+* ``"spark"``: where the data lives, on a cluster or in local mode (``local[N]``, N the
+  cores this process may use).
 
 A path is a path: both engines' file readers take a path as a glob pattern, so a file named
 ``g*.csv`` was read together with ``g1.csv`` and ``g2.csv`` beside it while the privacy budget

@@ -12,7 +12,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -27,6 +26,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from privsyn_core.config import PrivSynConfig
+from privsyn_core.data.atomic import write_atomically
 from privsyn_core.data.io import read_table
 from privsyn_core.data.schema import DRAFT_WARNING, Provenance, Schema, infer_schema
 from privsyn_core.data.streamed import TableFile, is_parquet
@@ -473,14 +473,7 @@ def _file_source(args: argparse.Namespace, domain: dict[str, object] | None) -> 
 
 
 def _write_bytes_atomically(data: bytes, target: Path) -> None:
-    handle, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    write_atomically(data, target)
 
 
 def _write_text_atomically(text: str, target: Path) -> None:

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from privsyn_core.data.atomic import temporary_beside
 from privsyn_core.errors import InputError
 from privsyn_core.generation.memory import size_text
 
@@ -63,13 +63,7 @@ class TableFile:
         self.written = 0
 
     def __enter__(self) -> TableFile:
-        handle, self.tmp = tempfile.mkstemp(
-            prefix=f".{self.target.name}.", suffix=".part", dir=self.target.parent
-        )
-        os.close(handle)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(self.tmp, 0o666 & ~umask)  # mkstemp creates 0600; give normal permissions
+        self.tmp = temporary_beside(self.target)
         return self
 
     def write(self, blocks: Iterable[pd.DataFrame]) -> int:

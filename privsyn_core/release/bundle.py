@@ -36,9 +36,7 @@ import hashlib
 import io
 import json
 import math
-import os
 import platform
-import tempfile
 import zipfile
 import zlib
 from collections.abc import Mapping, Sequence
@@ -51,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from privsyn_core.config import PrivSynConfig
+from privsyn_core.data.atomic import write_atomically
 from privsyn_core.data.codecs import BinnedCodec, CategoryCodec, CodesCodec
 from privsyn_core.domain import Domain
 from privsyn_core.errors import InputError
@@ -210,19 +209,7 @@ def model_bytes(model: FittedModel, synthetic: pd.DataFrame | None = None) -> by
 def save_model(model: FittedModel, path: str | Path, synthetic: pd.DataFrame | None = None) -> None:
     """Write :func:`model_bytes` to ``path``, through a temporary file moved into place
     when complete (a failed write leaves nothing behind)."""
-    target = Path(path)
-    data = model_bytes(model, synthetic)
-    handle, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file normal permissions
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    write_atomically(model_bytes(model, synthetic), path)
 
 
 def _files(

@@ -1,5 +1,7 @@
 """Judging a synthetic table on the pairs no marginal measured, by the noisy InDif scores."""
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -92,8 +94,10 @@ def grouped_table(n: int, rng: np.random.Generator) -> tuple[pd.DataFrame, dict[
 
 
 def test_judging_unmeasured_pairs_keeps_a_table_whose_independent_pairs_stay_independent():
-    """GUM's duplications make pairs across the groups dependent; judged on the noisy InDif
-    of those pairs too, the kept table leaves them close to independent (3 seeds)."""
+    """GUM's whole-row duplications make pairs across the groups dependent; judged on the
+    noisy InDif of those pairs too, the kept table leaves them close to independent (3
+    seeds). Whole-row copies (``copy="row"``, the paper's) are where the judge matters most;
+    blanket copies, the default, drift far less."""
     table, domain = grouped_table(20_000, np.random.default_rng(1))
     cross = [(a, b) for a in table for b in table if a < b and int(a[1:]) % 3 != int(b[1:]) % 3]
 
@@ -113,8 +117,9 @@ def test_judging_unmeasured_pairs_keeps_a_table_whose_independent_pairs_stay_ind
     for seed in range(3):
         model = synthesize(table, 4.0, 1e-9, domain=domain, rng=np.random.default_rng(seed)).model
         assert model.dependence is not None
-        judged.append(cross_l1(model.sample(len(table), seed=seed)))
-        alone = model.sample(len(table), seed=seed, gum=GumSettings(judge_unmeasured=False))
+        rows = GumSettings(copy="row")
+        judged.append(cross_l1(model.sample(len(table), seed=seed, gum=rows)))
+        alone = model.sample(len(table), seed=seed, gum=replace(rows, judge_unmeasured=False))
         measured_only.append(cross_l1(alone))
     # the same draws up to the table kept: on these seeds 0.061 against 0.066
     assert all(j < m for j, m in zip(judged, measured_only, strict=True))

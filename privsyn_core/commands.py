@@ -277,7 +277,7 @@ def _synthesize(args: argparse.Namespace) -> int:
         output.commit()  # the rows were written to a temporary file as they were made
         cells.report()
         if args.bundle:
-            _write_bytes_atomically(bundle or bundle_bytes(result, config), targets["--bundle"])
+            write_atomically(bundle or bundle_bytes(result, config), targets["--bundle"])
         if args.ledger:
             ledger_json = json.dumps(result.ledger.to_json(), indent=2) + "\n"
             _write_text_atomically(ledger_json, targets["--ledger"])
@@ -472,12 +472,8 @@ def _file_source(args: argparse.Namespace, domain: dict[str, object] | None) -> 
     return args.input, None
 
 
-def _write_bytes_atomically(data: bytes, target: Path) -> None:
-    write_atomically(data, target)
-
-
 def _write_text_atomically(text: str, target: Path) -> None:
-    _write_bytes_atomically(text.encode(), target)
+    write_atomically(text.encode(), target)
 
 
 def _schema_infer(args: argparse.Namespace) -> int:
@@ -545,7 +541,7 @@ def _runs_export(args: argparse.Namespace) -> int:
             "(--raw-domains), so it was never a DP release"
         )
     target = _check_output(args.output, {"the run registry": registry.path})
-    _write_bytes_atomically(registry.bundle(run.id), target)
+    write_atomically(registry.bundle(run.id), target)
     print(f"wrote the release bundle of run {run.id} to {printable(args.output)}", file=sys.stderr)
     return 0
 

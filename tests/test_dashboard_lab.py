@@ -157,8 +157,12 @@ def test_a_table_too_small_for_the_budget_gives_one_readable_error_and_records_t
     errors = [e.value for e in at.error]
     assert len(errors) == 1, errors
     assert "failed after spending" in errors[0] and "no column is left" in errors[0]
-    (run,) = Registry().runs()
-    assert f"recorded as run {run.id}" in errors[0] and run.rho > 0
+    # Release-grade noise: an earlier seed's measurement may keep a column and be recorded
+    # before a later one fails, so the message names every recorded spend.
+    runs = sorted(Registry().runs(), key=lambda r: r.id)
+    assert runs and all(r.rho > 0 for r in runs)
+    named = ", ".join(str(r.id) for r in runs)
+    assert f"recorded as {'run' if len(runs) == 1 else 'runs'} {named} " in errors[0], errors[0]
     assert not at.get("plotly_chart")
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from privsyn_core.errors import InputError, UsageError
+from privsyn_core.limits import MAX_ITERATIONS, check_iterations
 from privsyn_core.privacy.ledger import BudgetExceededError, check_epsilon_delta
 from privsyn_core.progress import SynthesisCancelled
 from privsyn_core.terminal import printable
@@ -57,6 +58,18 @@ def _count(minimum: int) -> type:
 
     parse.__name__ = "number"
     return parse  # type: ignore[return-value]
+
+
+def _iterations(text: str) -> int:
+    """GUM's iterations, within the limit every reader of them checks
+    (:func:`~privsyn_core.limits.check_iterations`)."""
+    try:
+        return check_iterations(_count(0)(text))
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+_iterations.__name__ = "number"
 
 
 def _port(text: str) -> int:
@@ -170,10 +183,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     syn.add_argument(
         "--iterations",
-        type=_count(0),
+        type=_iterations,
         default=None,
         help="GUM iterations (default 100, GUM's own; 0 keeps the initial table drawn from "
-        "the 1-way marginals)",
+        f"the 1-way marginals; at most {MAX_ITERATIONS:,})",
     )
     syn.add_argument(
         "--rows", type=_count(1), default=None, help="rows to synthesise (default: the noisy total)"
@@ -191,7 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["numpy", "duckdb", "spark"],
         default="numpy",
         help="where counting happens: numpy (in memory, default), duckdb (scans the file out "
-        "of core) or spark (counts on a Spark cluster); duckdb and spark read a CSV file "
+        "of core) or spark (counts on a Spark cluster and, when -o is .parquet, makes and "
+        "writes the rows there as a Parquet folder); duckdb and spark read a CSV file "
         "with a header or a Parquet file, raw (with or without --schema) or pre-coded "
         "(--domain with numbers of codes), and encode it in SQL",
     )
@@ -225,8 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="make the table reproducible: the same seed and settings give the same table",
     )  # fmt: skip
     gen.add_argument(
-        "--iterations", type=_count(0), default=None,
-        help="GUM iterations (default: the release's setting)",
+        "--iterations", type=_iterations, default=None,
+        help=f"GUM iterations (default: the release's setting; at most {MAX_ITERATIONS:,})",
     )  # fmt: skip
     gen.add_argument(
         "--strategy",
@@ -240,9 +254,52 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="GUM's step-decay factor of alpha, in (0, 1] (default: the release's, 0.84)",
     )
+    gen.add_argument(
+        "--engine",
+        choices=["local", "spark"],
+        default="local",
+        help="where the blocks are made: local (worker processes, default) or spark (tasks "
+        "of a Spark cluster make them and Spark writes them: -o names a Parquet folder)",
+    )
+    gen.add_argument(
+        "--spark-master",
+        help="Spark master URL for --engine spark (default local[N], N the cores this process "
+        "may use)",
+    )
     _csv_escape_option(gen)
     gen.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
     gen.set_defaults(run=_command("_generate"))
+
+    marg = commands.add_parser(
+        "marginals",
+        help="write a release bundle's noisy marginals as CSV files (reads no data, spends "
+        "nothing)",
+        description="Write every noisy marginal of a release bundle, as measured and after "
+        "consistency, as CSV files in the table's own values, with a README and an index "
+        "that label them a differentially private release. Only the bundle is read.",
+    )
+    marg.add_argument("bundle", help="the release bundle (.zip)")
+    marg.add_argument(
+        "-o", "--output", required=True,
+        help="a new folder to write them to (an empty folder is filled; one with files in it "
+        "is refused)",
+    )  # fmt: skip
+    _csv_escape_option(marg)
+    marg.add_argument("-q", "--quiet", action="store_true", help="no summary")
+    marg.set_defaults(run=_command("_marginals"))
+
+    report = commands.add_parser(
+        "report",
+        help="write a release bundle's report as one HTML page (reads no data, spends nothing)",
+        description="Write the release report of a bundle: its budget and ledger, the "
+        "marginals selected and their dependency graph, GUM's convergence and the structural "
+        "choices with where each came from. DP content and public settings only; one HTML "
+        "page that opens offline in any browser. It is made again from the bundle's checked "
+        "content, never copied from the bundle's own report.html.",
+    )
+    report.add_argument("bundle", help="the release bundle (.zip)")
+    report.add_argument("-o", "--output", required=True, help="the report (.html)")
+    report.set_defaults(run=_command("_report"))
 
     ev = commands.add_parser(
         "evaluate", help="fidelity of a synthetic table against the real one (owner-only)"

@@ -26,10 +26,12 @@ import pandas as pd
 from tqdm import tqdm
 
 from privsyn_core.config import PrivSynConfig
-from privsyn_core.data.atomic import write_atomically
+from privsyn_core.data.atomic import write_atomically, write_folder_atomically
+from privsyn_core.data.inputs import read_declaration, readable_file
 from privsyn_core.data.io import read_table
 from privsyn_core.data.schema import DRAFT_WARNING, Provenance, Schema, infer_schema
 from privsyn_core.data.streamed import TableFile, is_parquet
+from privsyn_core.data.table import check_domain_spec
 from privsyn_core.errors import FailedAfterSpending, InputError, UsageError
 from privsyn_core.generation.blocks import block_sizes
 from privsyn_core.generation.fitted import Sample, written
@@ -49,8 +51,9 @@ from privsyn_core.progress import (
     StageFinished,
     StageStarted,
 )
-from privsyn_core.release.bundle import bundle_bytes, load_model
+from privsyn_core.release.bundle import bundle_bytes, load_model, load_release
 from privsyn_core.release.csv_cells import FormulaScan
+from privsyn_core.release.marginal_files import marginal_files
 from privsyn_core.release.registry import (
     BudgetWarning,
     Registry,
@@ -58,6 +61,7 @@ from privsyn_core.release.registry import (
     RunRecord,
     file_fingerprint,
 )
+from privsyn_core.release.report import release_report
 from privsyn_core.terminal import printable
 
 
@@ -77,19 +81,12 @@ def _read(path: str, args: argparse.Namespace, *, infer_types: bool = False) -> 
 def _read_domain(path: str | None) -> dict[str, object] | None:
     if path is None:
         return None
-    file = Path(path)
-    if not file.is_file():
-        raise UsageError(f"cannot read domain file {path}: no such file")
-    try:
-        domain = json.loads(file.read_text())
-    except json.JSONDecodeError as exc:
-        raise UsageError(
-            f"domain file {path} is not valid JSON ({exc.msg}, line {exc.lineno})"
-        ) from None
+    domain = read_declaration(path, "domain file")
     if not isinstance(domain, dict):
         raise UsageError(
             f"domain file {path} must map each column to its number of codes or its categories"
         )
+    check_domain_spec(domain)  # every engine: before the table is read or counted
     return domain
 
 
@@ -216,9 +213,14 @@ def _synthesize(args: argparse.Namespace) -> int:
         "the schema": args.schema,
         "the run registry": None if registry is None else registry.path,
     }
+    on_spark = args.engine == "spark" and is_parquet(Path(args.output))
     targets = _check_outputs(
-        {"-o": args.output, "--ledger": args.ledger, "--bundle": args.bundle}, inputs
+        {"-o": None if on_spark else args.output, "--ledger": args.ledger, "--bundle": args.bundle},
+        inputs,
     )
+    if on_spark:
+        others = {o: str(t) for o, t in targets.items() if t is not None}
+        targets["-o"] = _spark_output(args, {**inputs, **others}, args.raw_domains)
     if args.bundle and args.raw_domains:
         raise UsageError("--bundle holds only DP artifacts and cannot go with --raw-domains")
     if args.domain and args.schema:
@@ -240,6 +242,8 @@ def _synthesize(args: argparse.Namespace) -> int:
         table = _read(args.input, args)
         run = partial(synthesize, table, domain=domain, schema=schema, raw_domains=args.raw_domains)
     output, cells = _table_file(targets["-o"], args.csv_escape_formulas, args.rows)
+    if on_spark:  # Spark's tasks make the blocks and write them (generation/spark_blocks.py)
+        output = _spark_parquet(targets["-o"], spark)
     # rows are made in blocks on worker processes and written as each is decoded
     run = partial(run, workers=args.workers, block_rows=args.block_rows, write=output.write)
     # the same file has the same fingerprint on every engine (its bytes), so its budget is
@@ -370,7 +374,11 @@ def _budget_warnings_as_lines() -> Iterator[None]:
 def _generate(args: argparse.Namespace) -> int:
     """Sample from the fitted model in a release bundle: the bundle is the only input (no
     table, no registry), so nothing is measured and nothing is spent."""
-    target = _check_output(args.output, {"the bundle": args.bundle})
+    on_spark = args.engine == "spark"
+    if on_spark:
+        target = _spark_output(args, {"the bundle": args.bundle}, False)
+    else:
+        target = _check_output(args.output, {"the bundle": args.bundle})
     model = load_model(args.bundle)
     changes: dict[str, Any] = {}
     if args.iterations is not None:
@@ -388,6 +396,10 @@ def _generate(args: argparse.Namespace) -> int:
     bar = _ProgressBar(gum.iterations if blocks == 1 else blocks, not args.quiet, stages=3)
     started = time.perf_counter()
     output, cells = _table_file(target, args.csv_escape_formulas, rows)
+    if on_spark:  # Spark's tasks make the blocks and write them (generation/spark_blocks.py)
+        from privsyn_core.measuring.spark_counter import spark_session
+
+        output = _spark_parquet(target, spark_session(args.spark_master))
     try:
         with output:
             # checks the blocks' memory before any work: one line, no file
@@ -417,6 +429,120 @@ def _generate(args: argparse.Namespace) -> int:
                 "NOT for release",
                 file=sys.stderr,
             )
+    return 0
+
+
+def _check_new_folder(path: str) -> Path:
+    """Fail before any work if ``path`` cannot become a new folder of outputs: it must not
+    exist, or be an empty folder. A folder with anything in it is never written into or
+    replaced (its files are not this command's to overwrite)."""
+    target = Path(path)
+    if target.is_symlink():
+        raise UsageError(f"cannot write {path}: it is a link; give the name of a new folder")
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"cannot write {path}: it is a file; give the name of a new folder")
+    if target.is_dir() and any(target.iterdir()):
+        raise UsageError(
+            f"cannot write {path}: the folder exists and is not empty, and privsyn does not "
+            f"write into it or replace it; give a new folder name, or empty or remove {path} "
+            "first"
+        )
+    if not target.absolute().parent.is_dir():
+        raise UsageError(f"cannot write {path}: folder {target.parent} does not exist")
+    if not os.access(target.absolute().parent, os.W_OK):
+        raise UsageError(f"cannot write {path}: no permission to write in {target.parent}")
+    return target
+
+
+def _marginals(args: argparse.Namespace) -> int:
+    """A release bundle's noisy marginals, as measured and after consistency, as CSV files
+    in a new folder (:mod:`privsyn_core.release.marginal_files`): only the bundle is read,
+    nothing is spent, and the folder appears whole or not at all."""
+    target = _check_new_folder(args.output)
+    model = load_model(args.bundle)
+    files, found = marginal_files(model, Path(args.bundle).name, args.csv_escape_formulas)
+    try:
+        write_folder_atomically(files, target)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write {args.output}: {exc.strerror or exc}; nothing was written"
+        ) from None
+    if found:
+        print(
+            f"privsyn: warning: {found.warning(escaped=args.csv_escape_formulas)}", file=sys.stderr
+        )
+    if not args.quiet:
+        count = len(model.noisy)
+        print(
+            f"wrote {count} noisy marginals and the same {count} after consistency to "
+            f"{printable(args.output)}: a differentially private release that the bundle's "
+            f"budget already paid for (epsilon "
+            f"{'-' if model.ledger.epsilon is None else f'{model.ledger.epsilon:g}'}, rho "
+            f"{model.ledger.spent_rho:.5g}); nothing more is spent. See its README.txt",
+            file=sys.stderr,
+        )
+        if "not for release" in model.ledger.randomness:
+            print(
+                "privsyn: note: the bundle's measurements used debug-mode noise (a seed): "
+                "NOT for release",
+                file=sys.stderr,
+            )
+    return 0
+
+
+def _spark_output(
+    args: argparse.Namespace, inputs: dict[str, str | Path | None], raw_domains: bool
+) -> Path:
+    """The Parquet folder that Spark's tasks write the rows to (``--engine spark``), checked
+    before any work: Spark writes Parquet only (a folder of part files; a CSV written by
+    Spark would be a folder of parts too, without the formula escaping of this CLI's CSV),
+    its tasks are the workers, and only a DP model may be sent to them."""
+    if not is_parquet(Path(args.output)):
+        raise UsageError(
+            f"--engine spark writes the rows as Parquet (a folder of part files): give -o a "
+            f"name ending .parquet, or leave out --engine spark to write {args.output} here"
+        )
+    if args.workers is not None:
+        raise UsageError(
+            "--workers sets this machine's processes; with --engine spark, Spark's cores make "
+            "the blocks (--spark-master local[N] for N of this machine's)"
+        )
+    if raw_domains:
+        raise UsageError(
+            "--engine spark sends only the DP model to Spark's tasks, and --raw-domains makes "
+            "a model that is not DP; drop --raw-domains or write -o as CSV"
+        )
+    from privsyn_core.generation.spark_blocks import check_parquet_folder
+
+    target = Path(args.output)
+    check_parquet_folder(target)
+    for what, source in inputs.items():
+        if source is not None and _same_file(target, Path(source)):
+            raise UsageError(
+                f"cannot write {args.output}: it is {what} ({source}), which this command "
+                "reads or writes; give another name"
+            )
+    return target
+
+
+def _spark_parquet(target: Path, spark: Any) -> Any:
+    from privsyn_core.generation.spark_blocks import SparkParquet
+
+    return SparkParquet(target, spark)
+
+
+def _report(args: argparse.Namespace) -> int:
+    """A release bundle's report (:mod:`privsyn_core.release.report`), made again from its
+    checked content: only the bundle is read, nothing is spent."""
+    target = _check_output(args.output, {"the bundle": args.bundle})
+    release = load_release(args.bundle)
+    page = release_report(release.model, convergence=release.convergence)
+    write_atomically(page.encode(), target)
+    print(
+        f"wrote the release report of {printable(args.bundle)} to {printable(args.output)}: "
+        "one page that opens offline in any browser",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -463,8 +589,7 @@ def _file_source(args: argparse.Namespace, domain: dict[str, object] | None) -> 
             f"--engine {args.engine} takes a CSV file with a header (delimiter from the "
             "header, UTF-8), or a Parquet file; drop the reading options"
         )
-    if not Path(args.input).exists():
-        raise UsageError(f"cannot read {args.input}: no such file")
+    readable_file(args.input)  # before its fingerprint reads it: a FIFO would never end
     if args.engine == "spark":
         from privsyn_core.measuring.spark_counter import spark_session
 
@@ -491,7 +616,7 @@ def _schema_infer(args: argparse.Namespace) -> int:
 
 def _runs_list(args: argparse.Namespace) -> int:
     registry = Registry()
-    dataset = file_fingerprint(args.table) if args.table else None
+    dataset = file_fingerprint(readable_file(args.table)) if args.table else None
     runs = registry.runs(dataset)
     held = registry.held(dataset)
     if not runs and not held:

@@ -64,7 +64,7 @@ def test_bundle_holds_the_dp_products_with_a_verifiable_manifest(planted):
     files = files_of(bundle_bytes(result))
     assert set(files) == {
         "synthetic.csv", "marginals.json", "schema.json", "ledger.json", "config.json",
-        "versions.json", "model.json", "manifest.json",
+        "versions.json", "model.json", "convergence.json", "report.html", "manifest.json",
     }  # fmt: skip
     manifest = json.loads(files["manifest.json"])
     assert manifest["randomness"] == "release" and manifest["for_release"] is True

@@ -102,13 +102,15 @@ class CategoryCodec:
             codes[absent] = self.missing_code
         return codes
 
+    def labels(self) -> list[Any]:
+        """Each code's value as decoding writes it: its category, the "other" label, None
+        for the missing code (the label of a released count)."""
+        tail = [self.other_label] if self.other else []
+        return [*self.categories, *tail, *([None] if self.missing else [])]
+
     def decode(self, codes: np.ndarray, rng: np.random.Generator) -> pd.Series:
         labels = np.empty(self.size, dtype=object)
-        labels[: len(self.categories)] = list(self.categories)
-        if self.other:
-            labels[self.other_code] = self.other_label
-        if self.missing:
-            labels[self.missing_code] = None
+        labels[:] = self.labels()
         series = pd.Series(labels[codes], name=self.name, dtype=object)
         return series if self.other else _typed(series, self.categories, self.missing)
 
@@ -215,6 +217,35 @@ class BinnedCodec:
             codes[absent] = self.bins
         return codes.astype(np.int64)
 
+    def span_label(self, first: int, last: int) -> str:
+        """The values bins ``first..last`` decode to, as text: ``[low, high)`` (numbers and
+        dates, in the column's date format), ``low to high`` for whole numbers (both
+        included, as decoding draws them), or the one whole number a bin holds."""
+        low, high = self.edges[first], self.edges[last + 1]
+        if self.datetime:
+            ends = [pd.Timestamp(int(np.clip(e, *DATETIME_SECONDS)), unit="s") for e in (low, high)]
+            spelling = self.datetime_format
+            text = [
+                e.isoformat(sep=" ")
+                if spelling in (None, NATIVE_DATETIME)
+                else e.strftime(spelling)
+                for e in ends
+            ]
+            return f"[{text[0]}, {text[1]})"
+        if self.integer:
+            whole = (int(low), int(high) - 1)
+            return str(whole[0]) if whole[0] >= whole[1] else f"{whole[0]} to {whole[1]}"
+        # one decimal finer than the values drawn in the bin: readable, and adjacent bins
+        # still share their edge
+        shown = [f"{e:.{self.precision + 1}f}".rstrip("0").rstrip(".") for e in (low, high)]
+        return f"[{shown[0]}, {shown[1]})"
+
+    def labels(self) -> list[str | None]:
+        """Each code's values as text (:meth:`span_label` of its bin), None for the missing
+        code."""
+        spans: list[str | None] = [self.span_label(k, k) for k in range(self.bins)]
+        return spans + ([None] if self.missing else [])
+
     def decode(self, codes: np.ndarray, rng: np.random.Generator) -> pd.Series:
         edges = np.asarray(self.edges)
         present = codes < self.bins
@@ -255,6 +286,10 @@ class CodesCodec:
     size: int
     categories: tuple[object, ...] | None
     dtype: object
+
+    def labels(self) -> list[object]:
+        """Each code's value as decoding writes it: its declared category, else the code."""
+        return list(range(self.size)) if self.categories is None else list(self.categories)
 
     def decode(self, codes: np.ndarray, rng: np.random.Generator | None = None) -> pd.Series:
         if self.categories is None:

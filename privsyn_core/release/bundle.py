@@ -15,6 +15,11 @@ Contents (format ``privsyn-release``, version 2):
                    its figures must be what the noise scales of its measurements and of
                    ``marginals.json`` mean (:func:`load_model`)
 ``config.json``    the run's configuration; ``versions.json`` package versions
+``convergence.json`` GUM's mean L1 error against the noisy marginals per iteration, while
+                   it made ``synthetic.csv`` (its first block): post-processing, DP; absent
+                   when no sample was saved with the model
+``report.html``    the release report (:mod:`privsyn_core.release.report`): one offline HTML
+                   page of the above, for people; readers make it again rather than trust it
 ``model.json``     the fitted model (format ``privsyn-model``, version 1): the engine's
                    domain; per column its codec (``category``, ``binned`` or ``codes``, with
                    every field needed to decode) and its grouping of low-count values
@@ -40,7 +45,7 @@ import platform
 import zipfile
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, fields
+from dataclasses import asdict, dataclass, fields, replace
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -56,7 +61,7 @@ from privsyn_core.errors import InputError
 from privsyn_core.generation.consistency import ConsistencyReport
 from privsyn_core.generation.dependence import NoisyDependence
 from privsyn_core.generation.fitted import FittedModel, SamplingSettings
-from privsyn_core.generation.gum import GumSettings
+from privsyn_core.generation.gum import GumIterationRecord, GumSettings
 from privsyn_core.marginals import MarginalTable
 from privsyn_core.measuring.measurement import NoisyMarginal
 from privsyn_core.measuring.one_way import ValueGrouping
@@ -71,6 +76,7 @@ from privsyn_core.privacy.ledger import (
 from privsyn_core.release.bundle_limits import (
     REFETCH,
     BundleCheckError,
+    check_convergence_json,
     check_marginals_json,
     check_member,
     check_model_json,
@@ -78,6 +84,7 @@ from privsyn_core.release.bundle_limits import (
     prescan_json,
     unique_keys,
 )
+from privsyn_core.release.report import release_report
 
 if TYPE_CHECKING:
     from privsyn_core.pipeline import SynthesisResult
@@ -88,6 +95,13 @@ VERSION = 2
 MODEL_FORMAT = "privsyn-model"
 MODEL_VERSION = 1
 MODEL_FILE = "model.json"
+CONVERGENCE_FILE = "convergence.json"
+CONVERGENCE_WHAT = (
+    "GUM's mean L1 error (0 to 2) between the synthetic table's marginals and the noisy "
+    "marginals, per iteration, while it made synthetic.csv (its first block); "
+    "post-processing of DP measurements"
+)
+REPORT_FILE = "report.html"
 _PACKAGES = ("privsyn-studio", "numpy", "pandas", "scipy", "networkx", "opendp")
 
 
@@ -191,18 +205,26 @@ def bundle_bytes(result: SynthesisResult, config: PrivSynConfig | None = None) -
         result.ledger,
         asdict(config) if config is not None else (model.config if model else None),
         model,
+        result.history,
     )
     return _zipped(files, result.ledger)
 
 
-def model_bytes(model: FittedModel, synthetic: pd.DataFrame | None = None) -> bytes:
-    """A fitted model as a release bundle's bytes (with ``synthetic`` if given)."""
+def model_bytes(
+    model: FittedModel,
+    synthetic: pd.DataFrame | None = None,
+    history: Sequence[GumIterationRecord] | None = None,
+) -> bytes:
+    """A fitted model as a release bundle's bytes (with ``synthetic`` if given, and GUM's
+    ``history`` while it made it)."""
     if model.ledger.not_private:
         raise InputError(
             "this model read domains off the raw data (raw_domains=True), so it is not a DP "
             "release and cannot be bundled; fit it with declared or private domains"
         )
-    files = _files(synthetic, model.noisy, list(model.schema), model.ledger, model.config, model)
+    files = _files(
+        synthetic, model.noisy, list(model.schema), model.ledger, model.config, model, history
+    )
     return _zipped(files, model.ledger)
 
 
@@ -219,26 +241,52 @@ def _files(
     ledger: PrivacyLedger,
     config: Mapping[str, Any] | None,
     model: FittedModel | None,
+    history: Sequence[GumIterationRecord] | None = None,
 ) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     if synthetic is not None:
         files["synthetic.csv"] = synthetic.to_csv(index=False).encode()
+    config_json = json.dumps(
+        dict(config) if config is not None else asdict(PrivSynConfig()), indent=2, default=str
+    )
     files.update(
         {
             "marginals.json": json.dumps(_marginals(noisy)).encode(),
             "schema.json": json.dumps(schema, indent=2, default=str).encode(),
             "ledger.json": json.dumps(ledger.to_json(), indent=2).encode(),
-            "config.json": json.dumps(
-                dict(config) if config is not None else asdict(PrivSynConfig()),
-                indent=2,
-                default=str,
-            ).encode(),
+            "config.json": config_json.encode(),
             "versions.json": json.dumps(_versions(), indent=2).encode(),
         }
     )
+    convergence = None if history is None else tuple(float(h.mean_error) for h in history)
+    if convergence is not None:
+        files[CONVERGENCE_FILE] = json.dumps(
+            {"what": CONVERGENCE_WHAT, "mean_l1": convergence}, indent=1
+        ).encode()
     if model is not None:
         files[MODEL_FILE] = json.dumps(_model_json(model), default=_plain).encode()
+        files[REPORT_FILE] = _report(model, files, noisy, convergence).encode()
     return files
+
+
+def _report(
+    model: FittedModel,
+    files: Mapping[str, bytes],
+    noisy: Sequence[NoisyMarginal],
+    convergence: Sequence[float] | None,
+) -> str:
+    """The release report of the files written, read back as :func:`load_release` reads
+    them (the ledger priced again from its noise scales), so that ``privsyn report`` makes
+    the same page from the bundle."""
+    ledger = json.loads(files["ledger.json"])
+    written = replace(
+        model,
+        ledger=verified(ledger_from_json(ledger), ledger),
+        noisy=tuple(noisy),
+        schema=tuple(json.loads(files["schema.json"])),
+        config=json.loads(files["config.json"]),
+    )
+    return release_report(written, convergence=convergence)
 
 
 def _zipped(files: dict[str, bytes], ledger: PrivacyLedger) -> bytes:
@@ -345,9 +393,23 @@ class BundleError(InputError):
     """A file that is not a release bundle this version can sample from, and why."""
 
 
+@dataclass(frozen=True)
+class Release:
+    """What :func:`load_release` reads from a bundle: the fitted model, and GUM's mean L1
+    per iteration of the bundled sample (None when the bundle holds none)."""
+
+    model: FittedModel
+    convergence: tuple[float, ...] | None
+
+
 def load_model(source: str | Path | bytes) -> FittedModel:
+    """The fitted model in the release bundle at ``source`` (:func:`load_release`)."""
+    return load_release(source).model
+
+
+def load_release(source: str | Path | bytes) -> Release:
     """The fitted model in the release bundle at ``source`` (a path, or the bundle's bytes,
-    such as the registry's stored copy).
+    such as the registry's stored copy), with the convergence record of its sample.
 
     Checked before use: a zip file, PrivSyn's manifest, a bundle version that holds a model,
     every file's SHA-256, the model's internal consistency (one grouping, target and
@@ -421,13 +483,19 @@ def load_model(source: str | Path | bytes) -> FittedModel:
         if isinstance(model, dict) and model.get("format") == MODEL_FORMAT:
             check_model_json(model)  # before any array is built from them
             check_marginals_json(marginals)
-        return _model_from_json(
+        fitted = _model_from_json(
             model,
             _json(files["ledger.json"], where, "ledger.json"),
             marginals,
             _json(files["schema.json"], where, "schema.json") if "schema.json" in files else [],
             _json(files["config.json"], where, "config.json") if "config.json" in files else {},
         )  # fmt: skip
+        convergence = None
+        if CONVERGENCE_FILE in files:
+            convergence = check_convergence_json(
+                _json(files[CONVERGENCE_FILE], where, CONVERGENCE_FILE)
+            )
+        return Release(fitted, convergence)
     except BundleError:
         raise
     except BundleCheckError as exc:
@@ -444,7 +512,9 @@ def load_model(source: str | Path | bytes) -> FittedModel:
 
 #: the members :func:`load_model` parses (and so holds), with the model's; the others are
 #: only hashed, in a stream
-_PARSED = frozenset({"ledger.json", "marginals.json", "schema.json", "config.json"})
+_PARSED = frozenset(
+    {"ledger.json", "marginals.json", "schema.json", "config.json", CONVERGENCE_FILE}
+)
 
 
 def _member(archive: zipfile.ZipFile, name: str, parsed: bool) -> bytes:

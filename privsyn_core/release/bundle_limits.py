@@ -163,6 +163,23 @@ def check_marginals_json(marginals: Sequence[Mapping[str, Any]]) -> None:
     _check_tables([(m["attributes"], m["shape"]) for m in marginals], "marginals.json")
 
 
+def check_convergence_json(data: Any) -> tuple[float, ...]:
+    """The parsed ``convergence.json``: GUM's mean L1 per iteration, at most one more than
+    :data:`MAX_ITERATIONS` finite numbers from 0 to 2 (an L1 distance between frequency
+    tables)."""
+    errors = data.get("mean_l1") if isinstance(data, Mapping) else None
+    if not isinstance(errors, list) or not all(_finite_number(e) and 0 <= e <= 2 for e in errors):
+        raise BundleCheckError(
+            "its convergence.json is not a list of GUM's errors (numbers from 0 to 2)"
+        )
+    if len(errors) > MAX_ITERATIONS + 1:
+        raise BundleCheckError(
+            f"its convergence.json records {len(errors):,} GUM iterations, more than the "
+            f"{MAX_ITERATIONS:,} this version runs"
+        )
+    return tuple(float(e) for e in errors)
+
+
 def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """``json.loads``' ``object_pairs_hook``: an object that names a key twice is refused.
     Python keeps the last value and other readers the first, so a duplicated key can show a

@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from privsyn_core.errors import InputError, UsageError
-from privsyn_core.limits import MAX_ITERATIONS, check_iterations
 from privsyn_core.privacy.ledger import BudgetExceededError, check_epsilon_delta
 from privsyn_core.progress import SynthesisCancelled
 from privsyn_core.terminal import printable
@@ -58,18 +57,6 @@ def _count(minimum: int) -> type:
 
     parse.__name__ = "number"
     return parse  # type: ignore[return-value]
-
-
-def _iterations(text: str) -> int:
-    """GUM's iterations, within the limit every reader of them checks
-    (:func:`~privsyn_core.limits.check_iterations`)."""
-    try:
-        return check_iterations(_count(0)(text))
-    except InputError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-_iterations.__name__ = "number"
 
 
 def _port(text: str) -> int:
@@ -183,10 +170,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     syn.add_argument(
         "--iterations",
-        type=_iterations,
+        type=_count(0),
         default=None,
         help="GUM iterations (default 100, GUM's own; 0 keeps the initial table drawn from "
-        f"the 1-way marginals; at most {MAX_ITERATIONS:,})",
+        "the 1-way marginals)",
     )
     syn.add_argument(
         "--rows", type=_count(1), default=None, help="rows to synthesise (default: the noisy total)"
@@ -204,8 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["numpy", "duckdb", "spark"],
         default="numpy",
         help="where counting happens: numpy (in memory, default), duckdb (scans the file out "
-        "of core) or spark (counts on a Spark cluster and, when -o is .parquet, makes and "
-        "writes the rows there as a Parquet folder); duckdb and spark read a CSV file "
+        "of core) or spark (counts on a Spark cluster); duckdb and spark read a CSV file "
         "with a header or a Parquet file, raw (with or without --schema) or pre-coded "
         "(--domain with numbers of codes), and encode it in SQL",
     )
@@ -239,8 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="make the table reproducible: the same seed and settings give the same table",
     )  # fmt: skip
     gen.add_argument(
-        "--iterations", type=_iterations, default=None,
-        help=f"GUM iterations (default: the release's setting; at most {MAX_ITERATIONS:,})",
+        "--iterations", type=_count(0), default=None,
+        help="GUM iterations (default: the release's setting)",
     )  # fmt: skip
     gen.add_argument(
         "--strategy",
@@ -253,18 +239,6 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="GUM's step-decay factor of alpha, in (0, 1] (default: the release's, 0.84)",
-    )
-    gen.add_argument(
-        "--engine",
-        choices=["local", "spark"],
-        default="local",
-        help="where the blocks are made: local (worker processes, default) or spark (tasks "
-        "of a Spark cluster make them and Spark writes them: -o names a Parquet folder)",
-    )
-    gen.add_argument(
-        "--spark-master",
-        help="Spark master URL for --engine spark (default local[N], N the cores this process "
-        "may use)",
     )
     _csv_escape_option(gen)
     gen.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")

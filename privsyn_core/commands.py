@@ -27,11 +27,9 @@ from tqdm import tqdm
 
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.atomic import write_atomically, write_folder_atomically
-from privsyn_core.data.inputs import read_declaration, readable_file
 from privsyn_core.data.io import read_table
 from privsyn_core.data.schema import DRAFT_WARNING, Provenance, Schema, infer_schema
 from privsyn_core.data.streamed import TableFile, is_parquet
-from privsyn_core.data.table import check_domain_spec
 from privsyn_core.errors import FailedAfterSpending, InputError, UsageError
 from privsyn_core.generation.blocks import block_sizes
 from privsyn_core.generation.fitted import Sample, written
@@ -81,12 +79,19 @@ def _read(path: str, args: argparse.Namespace, *, infer_types: bool = False) -> 
 def _read_domain(path: str | None) -> dict[str, object] | None:
     if path is None:
         return None
-    domain = read_declaration(path, "domain file")
+    file = Path(path)
+    if not file.is_file():
+        raise UsageError(f"cannot read domain file {path}: no such file")
+    try:
+        domain = json.loads(file.read_text())
+    except json.JSONDecodeError as exc:
+        raise UsageError(
+            f"domain file {path} is not valid JSON ({exc.msg}, line {exc.lineno})"
+        ) from None
     if not isinstance(domain, dict):
         raise UsageError(
             f"domain file {path} must map each column to its number of codes or its categories"
         )
-    check_domain_spec(domain)  # every engine: before the table is read or counted
     return domain
 
 
@@ -213,14 +218,9 @@ def _synthesize(args: argparse.Namespace) -> int:
         "the schema": args.schema,
         "the run registry": None if registry is None else registry.path,
     }
-    on_spark = args.engine == "spark" and is_parquet(Path(args.output))
     targets = _check_outputs(
-        {"-o": None if on_spark else args.output, "--ledger": args.ledger, "--bundle": args.bundle},
-        inputs,
+        {"-o": args.output, "--ledger": args.ledger, "--bundle": args.bundle}, inputs
     )
-    if on_spark:
-        others = {o: str(t) for o, t in targets.items() if t is not None}
-        targets["-o"] = _spark_output(args, {**inputs, **others}, args.raw_domains)
     if args.bundle and args.raw_domains:
         raise UsageError("--bundle holds only DP artifacts and cannot go with --raw-domains")
     if args.domain and args.schema:
@@ -242,8 +242,6 @@ def _synthesize(args: argparse.Namespace) -> int:
         table = _read(args.input, args)
         run = partial(synthesize, table, domain=domain, schema=schema, raw_domains=args.raw_domains)
     output, cells = _table_file(targets["-o"], args.csv_escape_formulas, args.rows)
-    if on_spark:  # Spark's tasks make the blocks and write them (generation/spark_blocks.py)
-        output = _spark_parquet(targets["-o"], spark)
     # rows are made in blocks on worker processes and written as each is decoded
     run = partial(run, workers=args.workers, block_rows=args.block_rows, write=output.write)
     # the same file has the same fingerprint on every engine (its bytes), so its budget is
@@ -374,11 +372,7 @@ def _budget_warnings_as_lines() -> Iterator[None]:
 def _generate(args: argparse.Namespace) -> int:
     """Sample from the fitted model in a release bundle: the bundle is the only input (no
     table, no registry), so nothing is measured and nothing is spent."""
-    on_spark = args.engine == "spark"
-    if on_spark:
-        target = _spark_output(args, {"the bundle": args.bundle}, False)
-    else:
-        target = _check_output(args.output, {"the bundle": args.bundle})
+    target = _check_output(args.output, {"the bundle": args.bundle})
     model = load_model(args.bundle)
     changes: dict[str, Any] = {}
     if args.iterations is not None:
@@ -396,10 +390,6 @@ def _generate(args: argparse.Namespace) -> int:
     bar = _ProgressBar(gum.iterations if blocks == 1 else blocks, not args.quiet, stages=3)
     started = time.perf_counter()
     output, cells = _table_file(target, args.csv_escape_formulas, rows)
-    if on_spark:  # Spark's tasks make the blocks and write them (generation/spark_blocks.py)
-        from privsyn_core.measuring.spark_counter import spark_session
-
-        output = _spark_parquet(target, spark_session(args.spark_master))
     try:
         with output:
             # checks the blocks' memory before any work: one line, no file
@@ -589,7 +579,8 @@ def _file_source(args: argparse.Namespace, domain: dict[str, object] | None) -> 
             f"--engine {args.engine} takes a CSV file with a header (delimiter from the "
             "header, UTF-8), or a Parquet file; drop the reading options"
         )
-    readable_file(args.input)  # before its fingerprint reads it: a FIFO would never end
+    if not Path(args.input).exists():
+        raise UsageError(f"cannot read {args.input}: no such file")
     if args.engine == "spark":
         from privsyn_core.measuring.spark_counter import spark_session
 
@@ -616,7 +607,7 @@ def _schema_infer(args: argparse.Namespace) -> int:
 
 def _runs_list(args: argparse.Namespace) -> int:
     registry = Registry()
-    dataset = file_fingerprint(readable_file(args.table)) if args.table else None
+    dataset = file_fingerprint(args.table) if args.table else None
     runs = registry.runs(dataset)
     held = registry.held(dataset)
     if not runs and not held:

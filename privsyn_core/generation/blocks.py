@@ -99,18 +99,44 @@ def block_generators(rng: np.random.Generator, count: int) -> Iterator[np.random
     Child ``i`` is ``base.spawn(count)[i]``, made without spawning all of them."""
     if count == 1:
         return iter([rng])
-    base = rng.bit_generator.seed_seq.spawn(1)[0]
-    return _children(base, type(rng.bit_generator), count)
+    seeds = block_seeds(rng, count)
+    return (seeds.generator(index) for index in range(count))
 
 
-def _children(
-    base: np.random.SeedSequence, kind: type[np.random.BitGenerator], count: int
-) -> Iterator[np.random.Generator]:
-    for index in range(count):
+@dataclass(frozen=True)
+class BlockSeeds:
+    """Where every block's generator comes from, as a small picklable value: what a block
+    made elsewhere (a Spark task, :mod:`privsyn_core.generation.spark_blocks`) needs to
+    draw exactly the rows the same block would draw here. ``generator(i)`` is the ``i``-th
+    of :func:`block_generators`; a run of one block carries the run's generator itself (a
+    copy of its state when pickled)."""
+
+    #: the seed sequence the blocks' children come from (None for one block)
+    base: np.random.SeedSequence | None
+    #: the bit generator's type (PCG64 for ``default_rng``)
+    kind: type[np.random.BitGenerator]
+    #: the run's own generator, for a run of one block
+    single: np.random.Generator | None = None
+
+    def generator(self, index: int) -> np.random.Generator:
+        if self.base is None:
+            assert self.single is not None and index == 0, "a run of one block has block 0"
+            return self.single
         child = np.random.SeedSequence(
-            base.entropy, spawn_key=(*base.spawn_key, index), pool_size=base.pool_size
+            self.base.entropy,
+            spawn_key=(*self.base.spawn_key, index),
+            pool_size=self.base.pool_size,
         )
-        yield np.random.Generator(kind(child))
+        return np.random.Generator(self.kind(child))
+
+
+def block_seeds(rng: np.random.Generator, count: int) -> BlockSeeds:
+    """The seeds of ``count`` blocks drawn from ``rng`` (see :func:`block_generators`,
+    which this spawns from ``rng`` the same way: call one of them per run, not both)."""
+    kind = type(rng.bit_generator)
+    if count == 1:
+        return BlockSeeds(None, kind, rng)
+    return BlockSeeds(rng.bit_generator.seed_seq.spawn(1)[0], kind)
 
 
 def check_workers(workers: object) -> int:

@@ -35,8 +35,9 @@ from privsyn_core.domain import Domain
 from privsyn_core.errors import InputError
 from privsyn_core.generation.blocks import (
     DEFAULT_BLOCK_ROWS,
+    BlockSeeds,
     BlockSizes,
-    block_generators,
+    block_seeds,
     block_sizes,
     check_block_rows,
     check_workers,
@@ -295,7 +296,7 @@ class FittedModel:
         settings: SamplingSettings | None = None,
         on_progress: ProgressCallback | None = None,
         workers: int | None = None,
-    ) -> Generator[Sample, None, None]:
+    ) -> PlannedBlocks:
         """The sample's blocks (:mod:`privsyn_core.generation.blocks`) in order, each a
         :class:`Sample` of its rows, made by ``workers`` processes and handed over as each
         is decoded; at most ``workers`` blocks are held at once. The arguments are checked,
@@ -313,16 +314,37 @@ class FittedModel:
         count = check_workers(workers)
         self.check_blocks_fit(n, settings.block_rows, count)
         sizes = block_sizes(int(n), settings.block_rows)
+        seeds = block_seeds(rng, len(sizes))
+        plan = BlockPlan(self, sizes, settings, seeds, on_progress)
         if len(sizes) == 1:
-            return _single(self, int(n), settings, rng, on_progress)
+            return PlannedBlocks(_single(self, int(n), settings, rng, on_progress), plan)
         work = _BlockDraw(self, settings)
-        return _reported(
-            self,
-            run_blocks(work, sizes, block_generators(rng, len(sizes)), count),
-            sizes,
-            count,
-            on_progress,
+        generators = (seeds.generator(index) for index in range(len(sizes)))
+        return PlannedBlocks(
+            _reported(self, run_blocks(work, sizes, generators, count), sizes, count, on_progress),
+            plan,
         )
+
+    def sample_spark(
+        self,
+        n: int | None = None,
+        spark: Any = None,
+        *,
+        seed: int | None = None,
+        rng: np.random.Generator | None = None,
+        gum: GumSettings | None = None,
+        settings: SamplingSettings | None = None,
+    ) -> Any:
+        """:meth:`sample`'s rows as a Spark DataFrame whose tasks make the blocks
+        (:mod:`privsyn_core.generation.spark_blocks`): only this model's DP content is sent
+        to the cluster, and the rows are the ones :meth:`sample_blocks` makes for the same
+        seed and block size, in block order. Lazy, as any DataFrame: write it where it
+        should go (``.write.parquet(...)``); each action makes the same rows again. ``spark``
+        is a SparkSession (default: the running one, or ``local[N]``)."""
+        from privsyn_core.generation.spark_blocks import spark_rows
+
+        plan = self.generate_blocks(n, seed=seed, rng=rng, gum=gum, settings=settings).plan
+        return spark_rows(plan, spark).frame
 
     def _settings(
         self, gum: GumSettings | None, settings: SamplingSettings | None
@@ -394,6 +416,41 @@ def fit_model(
     )
 
 
+@dataclass(frozen=True)
+class BlockPlan:
+    """Everything that decides a sample's rows, wherever its blocks are made: the model,
+    the rows per block, the settings and every block's seed. Block ``i`` is
+    ``_draw(model, sizes[i], settings, seeds.generator(i))`` here, on a worker process or
+    on a Spark task alike."""
+
+    model: FittedModel
+    sizes: BlockSizes
+    settings: SamplingSettings
+    seeds: BlockSeeds
+    on_progress: ProgressCallback | None = None
+
+
+class PlannedBlocks(Generator[Sample, None, None]):
+    """:meth:`FittedModel.generate_blocks`'s blocks, made on this machine when iterated,
+    with the :class:`BlockPlan` they come from: :func:`written` hands a writer that makes
+    the rows itself (Spark, :class:`~privsyn_core.generation.spark_blocks.SparkParquet`)
+    the plan instead, so nothing is made here. Nothing runs before the first block is
+    asked for."""
+
+    def __init__(self, blocks: Generator[Sample, None, None], plan: BlockPlan) -> None:
+        self._blocks = blocks
+        self.plan = plan
+
+    def send(self, value: None) -> Sample:
+        return self._blocks.send(value)
+
+    def throw(self, *args: Any) -> Sample:  # type: ignore[override]
+        return self._blocks.throw(*args)
+
+    def close(self) -> None:
+        self._blocks.close()
+
+
 def _single(
     model: FittedModel,
     n: int,
@@ -461,7 +518,15 @@ def written(blocks: Iterator[Sample], write: Callable[[Iterator[pd.DataFrame]], 
     """Hand the tables of ``blocks`` (:meth:`FittedModel.generate_blocks`) to ``write`` (a
     streamed writer, which consumes them one by one) and return the sample without its
     rows: a sample of several blocks holds an empty table of its columns; a sample of one
-    block keeps its table (no larger than a block), as :meth:`FittedModel.generate` would."""
+    block keeps its table (no larger than a block), as :meth:`FittedModel.generate` would.
+
+    A writer with a ``make_rows`` method makes the rows itself (Spark's tasks make and
+    write them, :mod:`privsyn_core.generation.spark_blocks`): it gets the blocks' plan,
+    none is made here, and what it returns (a sample without rows) is returned."""
+    make_rows = getattr(write, "make_rows", None)
+    if make_rows is not None and isinstance(blocks, PlannedBlocks):
+        blocks.close()
+        return make_rows(blocks.plan)
     kept: list[Sample] = []
 
     def tables() -> Iterator[pd.DataFrame]:

@@ -86,6 +86,8 @@ def spark_session(master: str | None = None) -> Any:
 
     builder = SparkSession.builder.appName("privsyn").config("spark.ui.enabled", "false")
     builder = builder.config("spark.sql.shuffle.partitions", "8")
+    # no progress bar of Spark's own on the terminal: the command line draws its own
+    builder = builder.config("spark.ui.showConsoleProgress", "false")
     if master is None and os.environ.get("PYSPARK_GATEWAY_PORT"):
         return builder.getOrCreate()  # launched by spark-submit: its --master applies
     master = master or DEFAULT_MASTER

@@ -191,7 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["numpy", "duckdb", "spark"],
         default="numpy",
         help="where counting happens: numpy (in memory, default), duckdb (scans the file out "
-        "of core) or spark (counts on a Spark cluster); duckdb and spark read a CSV file "
+        "of core) or spark (counts on a Spark cluster and, when -o is .parquet, makes and "
+        "writes the rows there as a Parquet folder); duckdb and spark read a CSV file "
         "with a header or a Parquet file, raw (with or without --schema) or pre-coded "
         "(--domain with numbers of codes), and encode it in SQL",
     )
@@ -239,6 +240,18 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="GUM's step-decay factor of alpha, in (0, 1] (default: the release's, 0.84)",
+    )
+    gen.add_argument(
+        "--engine",
+        choices=["local", "spark"],
+        default="local",
+        help="where the blocks are made: local (worker processes, default) or spark (tasks "
+        "of a Spark cluster make them and Spark writes them: -o names a Parquet folder)",
+    )
+    gen.add_argument(
+        "--spark-master",
+        help="Spark master URL for --engine spark (default local[N], N the cores this process "
+        "may use)",
     )
     _csv_escape_option(gen)
     gen.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")

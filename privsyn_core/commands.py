@@ -218,9 +218,14 @@ def _synthesize(args: argparse.Namespace) -> int:
         "the schema": args.schema,
         "the run registry": None if registry is None else registry.path,
     }
+    on_spark = args.engine == "spark" and is_parquet(Path(args.output))
     targets = _check_outputs(
-        {"-o": args.output, "--ledger": args.ledger, "--bundle": args.bundle}, inputs
+        {"-o": None if on_spark else args.output, "--ledger": args.ledger, "--bundle": args.bundle},
+        inputs,
     )
+    if on_spark:
+        others = {o: str(t) for o, t in targets.items() if t is not None}
+        targets["-o"] = _spark_output(args, {**inputs, **others}, args.raw_domains)
     if args.bundle and args.raw_domains:
         raise UsageError("--bundle holds only DP artifacts and cannot go with --raw-domains")
     if args.domain and args.schema:
@@ -242,6 +247,8 @@ def _synthesize(args: argparse.Namespace) -> int:
         table = _read(args.input, args)
         run = partial(synthesize, table, domain=domain, schema=schema, raw_domains=args.raw_domains)
     output, cells = _table_file(targets["-o"], args.csv_escape_formulas, args.rows)
+    if on_spark:  # Spark's tasks make the blocks and write them (generation/spark_blocks.py)
+        output = _spark_parquet(targets["-o"], spark)
     # rows are made in blocks on worker processes and written as each is decoded
     run = partial(run, workers=args.workers, block_rows=args.block_rows, write=output.write)
     # the same file has the same fingerprint on every engine (its bytes), so its budget is
@@ -372,7 +379,11 @@ def _budget_warnings_as_lines() -> Iterator[None]:
 def _generate(args: argparse.Namespace) -> int:
     """Sample from the fitted model in a release bundle: the bundle is the only input (no
     table, no registry), so nothing is measured and nothing is spent."""
-    target = _check_output(args.output, {"the bundle": args.bundle})
+    on_spark = args.engine == "spark"
+    if on_spark:
+        target = _spark_output(args, {"the bundle": args.bundle}, False)
+    else:
+        target = _check_output(args.output, {"the bundle": args.bundle})
     model = load_model(args.bundle)
     changes: dict[str, Any] = {}
     if args.iterations is not None:
@@ -390,6 +401,10 @@ def _generate(args: argparse.Namespace) -> int:
     bar = _ProgressBar(gum.iterations if blocks == 1 else blocks, not args.quiet, stages=3)
     started = time.perf_counter()
     output, cells = _table_file(target, args.csv_escape_formulas, rows)
+    if on_spark:  # Spark's tasks make the blocks and write them (generation/spark_blocks.py)
+        from privsyn_core.measuring.spark_counter import spark_session
+
+        output = _spark_parquet(target, spark_session(args.spark_master))
     try:
         with output:
             # checks the blocks' memory before any work: one line, no file

@@ -12,7 +12,7 @@ from privsyn_core.dependency_report import WITHIN_NOISE_SIGMAS, dependency_repor
 # ("dashboard" in a checkout, "privsyn_dashboard" installed) for the imports below.
 __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 
-from .. import state
+from .. import records, release_downloads, state
 from ..charts import indif_heatmap, selection_summary
 from ..graph import graph_page
 
@@ -64,6 +64,13 @@ st.iframe(page.html, height=page.height)
 st.subheader("All measured marginals")
 state.dp_badge()
 st.dataframe(result.marginals_frame(), key="marginals_table", hide_index=True, width="stretch")
+release_downloads.offer_marginals(
+    finished.run_id,
+    finished.bundle,
+    result.ledger.randomness,
+    records.no_bundle_reason(finished.run_id, result.ledger.not_private),
+    key="download_marginals",
+)
 
 st.subheader("Privacy ledger")
 state.dp_badge()

@@ -15,7 +15,7 @@ from privsyn_core.evaluation import encode_tables, fidelity_report, pairwise_l1
 # ("dashboard" in a checkout, "privsyn_dashboard" installed) for the imports below.
 __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 
-from .. import downloads, records, resample, state
+from .. import downloads, records, release_downloads, resample, state
 from ..charts import pair_error_heatmap, side_by_side
 
 st.title("Results")
@@ -39,6 +39,12 @@ records.offer_bundle(
     records.no_bundle_reason(finished.run_id, result.ledger.not_private),
     key="download_bundle",
 )
+if finished.bundle is not None:
+    st.subheader("Release report")
+    state.dp_badge()
+    release_downloads.offer_report(
+        finished.run_id, finished.bundle, result.ledger.randomness, key="download_report"
+    )
 
 st.subheader(f"Sample again from run {finished.run_id}'s release")
 state.dp_badge()

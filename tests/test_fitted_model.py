@@ -81,7 +81,9 @@ def test_the_same_seed_gives_the_same_table_and_another_seed_another(raw_model):
 def test_samples_of_any_size_and_settings_spend_nothing(raw_model):
     before = raw_model.ledger
     small = raw_model.generate(10, seed=1)
-    no_appending = SamplingSettings(GumSettings(iterations=3, patience=None), False)
+    no_appending = SamplingSettings(
+        GumSettings(iterations=3, patience=None, noise_floor=None), False
+    )
     large = raw_model.generate(20_000, seed=1, settings=no_appending)
     initial = raw_model.generate(50, seed=1, gum=GumSettings(iterations=0))
     assert (len(small.table), len(large.table), len(initial.table)) == (10, 20_000, 50)

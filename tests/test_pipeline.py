@@ -25,7 +25,7 @@ from privsyn_core.evaluation import fidelity_report
 from privsyn_core.pipeline import generate, measure
 from privsyn_core.privacy.ledger import epsilon_from_rho
 
-FAST = PrivSynConfig(gum=GumSettings(iterations=30, patience=None))
+FAST = PrivSynConfig(gum=GumSettings(iterations=30, patience=None, noise_floor=None))
 
 
 def run(table, epsilon=2.0, seed=0, config=FAST, **kwargs):
@@ -435,7 +435,13 @@ def test_one_measurement_many_generations_share_the_ledger():
         "no consistency": dataclasses.replace(base, consistency=False),
         "S1, linear": dataclasses.replace(
             base,
-            gum=GumSettings(iterations=30, patience=None, strategy="S1", decay_schedule="linear"),
+            gum=GumSettings(
+                iterations=30,
+                patience=None,
+                noise_floor=None,
+                strategy="S1",
+                decay_schedule="linear",
+            ),
         ),
     }
     results = {

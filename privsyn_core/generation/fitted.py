@@ -21,6 +21,7 @@ history and the stage timings. The same seed gives the same table.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import closing
@@ -611,6 +612,7 @@ def _draw(
         settings.gum.initial,
         rng,
         dtype,
+        noise_l1(model),
     )
 
     def on_iteration(record: GumIterationRecord) -> bool:
@@ -766,6 +768,14 @@ def _kept(history: Sequence[GumIterationRecord], start: float) -> str:
     )
 
 
+def noise_l1(model: FittedModel) -> dict[tuple[str, ...], float]:
+    """Each measured marginal's expected L1 (frequencies) from its measurement noise,
+    ``cells * sigma * sqrt(2 / pi) / total`` (the mean absolute value of Gaussian noise):
+    public, from the noise scales and the noisy total (GUM's noise-floor stop)."""
+    total = max(1.0, float(model.consistency.total))
+    return {m.attributes: m.cells * m.sigma * math.sqrt(2 / math.pi) / total for m in model.noisy}
+
+
 def _gum_problems(
     attributes: Sequence[str],
     marginals: Sequence[MarginalTable],
@@ -776,6 +786,7 @@ def _gum_problems(
     initial: Initial,
     rng: np.random.Generator,
     dtype: np.dtype,
+    noise: Mapping[tuple[str, ...], float] | None = None,
 ) -> list[tuple[list[str], np.ndarray, list[GumTarget]]]:
     """Initial arrays (:func:`~privsyn_core.generation.initial.initial_columns`) and targets.
 
@@ -803,6 +814,7 @@ def _gum_problems(
                 tuple(position[a] for a in m.attributes),
                 m.shape,
                 m.normalised().values,
+                noise_l1=(noise or {}).get(m.attributes),
             )
             for m in marginals
             if m.attributes[0] in position

@@ -46,6 +46,7 @@ from privsyn_core.errors import InputError
 from privsyn_core.generation.dependence import UnmeasuredPairs
 from privsyn_core.generation.initial import INITIALS, Initial
 from privsyn_core.generation.sampling import quota_counts
+from privsyn_core.limits import check_iterations
 from privsyn_core.marginals import COMPILED_BATCH_FROM, cell_index
 
 UpdateStrategy = Literal[
@@ -78,6 +79,10 @@ DECAY_MATCHED_AT = 100
 #: which implementation runs an update: the fused numba loops, the NumPy passes, or "auto"
 #: (see :attr:`GumSettings.kernel`)
 GumKernel = Literal["auto", "compiled", "reference"]
+
+#: records times marginals from which "auto" runs the compiled update (see
+#: :attr:`GumSettings.kernel`): adult-coded (48,842 x 40, 2 million) stays below
+COMPILED_GUM_FROM = 10_000_000
 
 #: the compiled update gives each thread at least this many records or additions
 _ITEMS_PER_PART = 2**14
@@ -133,11 +138,14 @@ class GumSettings:
     min_improvement: float = 0.01
     #: "auto" (the default), "compiled" (numba) or "reference" (NumPy): same rules, same
     #: distribution. "auto" runs the compiled kernel on a component whose records times
-    #: marginals reach :data:`COMPILED_BATCH_FROM` (a wide table: 600k x 100 with hundreds
-    #: of marginals) when numba is installed, else the reference. Why not compiled everywhere:
-    #: on Adult-sized tables an update is dominated by per-marginal Python work both kernels
-    #: share, so compiling saves nothing while importing numba and loading its cached
-    #: kernels costs about half a second per process, a third of an Adult run.
+    #: marginals reach :data:`COMPILED_GUM_FROM` (a block of 50,000 rows of a wide table with
+    #: hundreds of marginals) when numba is installed, else the reference. On such blocks the
+    #: reference's per-attribute copies of a blanket dominate: a 50,000-row block of the
+    #: dense 600k x 100 table took 132 s of GUM with the reference, 34 s compiled; planted
+    #: 58 s and 16 s (``benchmarks/evidence/gum-speed-2026-11-26.txt``). Why not compiled
+    #: everywhere: on Adult-sized tables an update is dominated by per-marginal Python work
+    #: both kernels share, so compiling saves nothing while importing numba and loading its
+    #: cached kernels costs about half a second per process, a third of an Adult run.
     kernel: GumKernel = "auto"
     #: GUM's initial table: "tree" (default), columns drawn along a maximum spanning tree of
     #: the measured pairs, or the paper's "independent" columns from the 1-way marginals
@@ -161,14 +169,27 @@ class GumSettings:
     #: up to 15% better (planted at 4, happiness at 1); adult-coded is unchanged within
     #: its seed spread (``benchmarks/evidence/gum-drift-2026-11-26.txt``).
     copy: CopyScope = "blanket"
+    #: stop once the table is as close to the targets as the measurement noise puts the
+    #: targets from the real table: when the mean L1 of the targets that know their noise
+    #: (:attr:`GumTarget.noise_l1`, the expected L1 of the DP noise, from public noise
+    #: scales) is at most ``noise_floor`` times their mean expected noise L1. Nearer than
+    #: that, GUM fits noise, not data. Post-processing of public quantities: it costs no
+    #: budget. None runs to ``iterations`` or the plateau rule. On by default (1.0), by
+    #: measurement (``benchmarks/evidence/gum-speed-2026-11-26.txt``): adult-coded at
+    #: epsilon 1 stops after 2-3 iterations instead of 26-46 with the same 2-way L1 and SVM
+    #: over 5 seeds; wide tables of 600,000 rows never reach their (smaller) floor.
+    noise_floor: float | None = 0.5
 
     def __post_init__(self) -> None:
+        if self.noise_floor is not None and not (
+            math.isfinite(self.noise_floor) and self.noise_floor >= 0
+        ):
+            raise InputError(f"noise_floor must be a number >= 0 or None, got {self.noise_floor}")
         if self.copy not in COPY_SCOPES:
             raise InputError(f"copy must be one of {', '.join(COPY_SCOPES)}, got {self.copy!r}")
         if self.initial not in INITIALS:
             raise InputError(f"initial must be one of {', '.join(INITIALS)}, got {self.initial!r}")
-        if self.iterations < 0:
-            raise InputError(f"iterations must be >= 0, got {self.iterations}")
+        check_iterations(self.iterations)  # the limit a bundle and the CLI check too
         if not 0 < self.alpha0 <= 1:
             raise InputError(f"alpha0 must lie in (0, 1], got {self.alpha0}")
         if not 0 < self.decay <= 1 or self.decay_every < 1:
@@ -251,6 +272,10 @@ class GumTarget:
     frequencies: np.ndarray
     #: the attribute rows a duplicated record copies; empty: the whole record
     copied: tuple[int, ...] = ()
+    #: the expected L1 (in frequencies) between the noisy measurement and the true marginal,
+    #: from the public noise scale: ``cells * sigma * sqrt(2 / pi) / total``; None: unknown
+    #: (the target then takes no part in :attr:`GumSettings.noise_floor`)
+    noise_l1: float | None = None
 
     @cached_property
     def pair_code_cells(self) -> np.ndarray:
@@ -292,7 +317,7 @@ def resolve_kernel(kernel: GumKernel, n_records: int, n_targets: int) -> GumKern
     ``n_targets`` marginals (see :attr:`GumSettings.kernel`); other choices stand."""
     if kernel != "auto":
         return kernel
-    if n_records * n_targets < COMPILED_BATCH_FROM:
+    if n_records * n_targets < COMPILED_GUM_FROM:
         return "reference"
     try:
         import numba  # noqa: F401
@@ -326,7 +351,8 @@ def table_counts(
         return []
     n = records.shape[1]
     columns = columns_of(records)
-    if n * len(rows) >= COMPILED_BATCH_FROM:  # below, not worth importing numba (Adult)
+    # below, not worth importing numba (Adult); from GUM's own threshold numba is in use anyway
+    if n * len(rows) >= min(COMPILED_BATCH_FROM, COMPILED_GUM_FROM):
         try:
             from privsyn_core.count_kernel import count_sets
         except ImportError:  # numba is the optional 'compiled' extra
@@ -362,11 +388,26 @@ def score_below(
     the measured part is counted first, and the unmeasured pairs (a gap of at least 0) only
     when it leaves room under ``bound``. GUM's kept table needs the exact score of candidates
     only, and most iterations are not."""
+    return _score_below(records, targets, unmeasured, bound, target_errors(records, targets))
+
+
+def target_errors(records: np.ndarray, targets: Sequence[GumTarget]) -> np.ndarray:
+    """Each target's L1 (frequencies) on ``records``, counted in one batch."""
     n = records.shape[1]
     counts = table_counts(records, [t.rows for t in targets], [t.shape for t in targets])
-    total = sum(
-        float(np.abs(c / n - t.frequencies).sum()) for c, t in zip(counts, targets, strict=True)
+    return np.array(
+        [float(np.abs(c / n - t.frequencies).sum()) for c, t in zip(counts, targets, strict=True)]
     )
+
+
+def _score_below(
+    records: np.ndarray,
+    targets: Sequence[GumTarget],
+    unmeasured: UnmeasuredPairs | None,
+    bound: float,
+    errors: np.ndarray,
+) -> tuple[float, bool]:
+    total = float(errors.sum())
     weight = len(targets) + (unmeasured.count if unmeasured is not None else 0)
     if not weight:
         return 0.0, True
@@ -855,6 +896,7 @@ def _iterate(
         for (records, _), kernel in zip(components, kernels, strict=True)
     ]
     best = _BestTables(components, unmeasured) if settings.keep_best else None
+    floor = _NoiseFloor(components, settings.noise_floor)
     for t in range(settings.iterations):
         started = time.perf_counter()
         alpha = settings.alpha(t)
@@ -865,17 +907,22 @@ def _iterate(
                 errors[(c, k)] = update_towards(
                     records, targets[k], alpha, share, rng, pool, kernels[c], scratches[c]
                 )
+        measured = (
+            [target_errors(records, targets) for records, targets in components]
+            if best is not None or floor.active
+            else []
+        )
         record = GumIterationRecord(
             iteration=t,
             alpha=alpha,
             errors={components[c][1][k].attributes: e for (c, k), e in errors.items()},
             seconds=time.perf_counter() - started,
-            table_error=None if best is None else best.consider(components),
+            table_error=None if best is None else best.consider(components, measured),
         )
         history.append(record)
         if on_iteration is not None and on_iteration(record) is False:
             return history, False
-        if settings.converged([h.mean_error for h in history]):
+        if settings.converged([h.mean_error for h in history]) or floor.reached(measured):
             break
     if best is not None:
         best.restore(components)
@@ -901,14 +948,21 @@ class _BestTables:
         self.saved = [records.copy() for records, _ in components]
         self.latest = list(self.scores)
 
-    def consider(self, components: Sequence[tuple[np.ndarray, Sequence[GumTarget]]]) -> float:
+    def consider(
+        self,
+        components: Sequence[tuple[np.ndarray, Sequence[GumTarget]]],
+        measured: Sequence[np.ndarray],
+    ) -> float:
         """Keep each component's table if it is its best yet; the whole table's score (the
-        components' scores weighted by their number of targets)."""
+        components' scores weighted by their number of targets). ``measured``: each
+        component's :func:`target_errors`."""
         total = 0.0
         for c, (records, targets) in enumerate(components):
             if not targets:
                 continue
-            score, exact = score_below(records, targets, self.unmeasured[c], self.scores[c])
+            score, exact = _score_below(
+                records, targets, self.unmeasured[c], self.scores[c], measured[c]
+            )
             # inexact: a lower bound at or above the best, so this table is not kept
             self.latest[c] = score if exact else math.inf
             total += score * len(targets)
@@ -921,3 +975,26 @@ class _BestTables:
         for c, (records, _) in enumerate(components):
             if self.latest[c] > self.scores[c]:
                 np.copyto(records, self.saved[c])
+
+
+class _NoiseFloor:
+    """The stop of :attr:`GumSettings.noise_floor`: the targets that know their noise
+    (:attr:`GumTarget.noise_l1`), pooled over the components."""
+
+    def __init__(
+        self, components: Sequence[tuple[np.ndarray, Sequence[GumTarget]]], factor: float | None
+    ) -> None:
+        self.known = [
+            np.array([t.noise_l1 is not None for t in targets], dtype=bool)
+            for _, targets in components
+        ]
+        noise = sum((t.noise_l1 or 0.0) for _, targets in components for t in targets)
+        self.active = factor is not None and any(k.any() for k in self.known)
+        self.bound = 0.0 if factor is None else factor * noise
+
+    def reached(self, measured: Sequence[np.ndarray]) -> bool:
+        """Whether the targets' summed L1 (``measured``, per component) is within the bound."""
+        if not self.active:
+            return False
+        total = sum(float(e[k].sum()) for e, k in zip(measured, self.known, strict=True))
+        return total <= self.bound

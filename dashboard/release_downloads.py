@@ -65,9 +65,11 @@ def offer_marginals(
         on_click="ignore",
         icon=":material/table_view:",
     )
-    count = len(release.model.noisy)
+    columns = len(release.model.engine)
     st.caption(
-        f"The {count} noisy marginals this run measured, as measured (dp-noisy-NN-...csv) "
+        f"Every noisy marginal this run measured (each column's 1-way marginal, then the "
+        f"{len(release.model.noisy) - columns} in the table above), as measured "
+        "(dp-noisy-NN-...csv) "
         f"and after the consistency step (dp-consistent-NN-...csv), one CSV file each, in "
         "the table's own values (categories, and number ranges for binned columns). A "
         "README.txt and an index.csv label them a differentially private release. The "

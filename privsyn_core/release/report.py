@@ -59,7 +59,7 @@ table{border-collapse:collapse;margin:8px 0;font-size:.9rem}
 th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f6f8fa}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .bar{display:inline-block;height:10px;background:#0969da;vertical-align:middle;margin-right:6px}
-.est{color:#9a6700;font-weight:600}.dec{color:#57606a}
+.est{color:#9a6700;font-weight:600;white-space:nowrap}.dec{color:#57606a;white-space:nowrap}
 dl{display:grid;grid-template-columns:max-content auto;gap:4px 16px;margin:8px 0}
 dt{color:#57606a}dd{margin:0;font-weight:600}
 svg{background:#fff;border:1px solid #d0d7de;max-width:100%;height:auto}
@@ -394,8 +394,9 @@ def _values(decoder: Any) -> str:
     """A released column's values in words, as its codec decodes them: its categories (the
     first few), or the range its bins cover."""
     if isinstance(decoder, BinnedCodec):
-        whole = "whole numbers " if decoder.integer else ""
-        return f"{decoder.bins} bins of {whole}{decoder.span_label(0, decoder.bins - 1)}"
+        bins = f"{decoder.bins} bin{'' if decoder.bins == 1 else 's'}"
+        whole = " (whole numbers)" if decoder.integer else ""
+        return f"{bins} over {decoder.span_label(0, decoder.bins - 1)}{whole}"
     if decoder is None:
         return ""
     labels = [MISSING if v is None else v for v in decoder.labels()]
@@ -413,35 +414,34 @@ def _choices(model: FittedModel) -> str:
         name = entry.get("name", "")
         if entry.get("excluded"):
             rows.append(
-                f"<tr><td>{_e(name)}</td><td colspan=3>left out of the synthetic table</td></tr>"
+                f"<tr><td><b>{_e(name)}</b></td><td colspan=4>left out of the synthetic table</td>"
+                "</tr>"
             )
             continue
         choices = entry.get("choices")
         if not isinstance(choices, list) or not choices:
             choices = [{"choice": "kind", "value": entry.get("kind"), "provenance": "declared"}]
-        lines = []
-        for choice in choices:
-            if not isinstance(choice, Mapping):
-                continue
-            estimated = choice.get("provenance") != "declared"
+        listed = [c for c in choices if isinstance(c, Mapping)]
+        span = f" rowspan={len(listed)}" if len(listed) > 1 else ""
+        for i, choice in enumerate(listed):
             where = (
-                '<span class="est">DP estimate</span>'
-                if estimated
-                else '<span class="dec">declared</span>'
+                '<span class="dec">declared</span>'
+                if choice.get("provenance") == "declared"
+                else '<span class="est">DP estimate</span>'
             )
-            lines.append(f"{_e(choice.get('choice'))}: {_e(choice.get('value'))} ({where})")
-        rows.append(
-            f"<tr><td>{_e(name)}</td><td>{_e(entry.get('kind', ''))}</td>"
-            f"<td>{'<br>'.join(lines)}</td><td>{_e(_values(decoders.get(name)))}</td></tr>"
-        )
+            head = f"<td{span}><b>{_e(name)}</b></td>" if i == 0 else ""
+            tail = f"<td{span}>{_e(_values(decoders.get(name)))}</td>" if i == 0 else ""
+            rows.append(
+                f"<tr>{head}<td>{_e(choice.get('choice'))}</td><td>{_e(choice.get('value'))}</td>"
+                f"<td>{where}</td>{tail}</tr>"
+            )
     return (
         "<h2>Structural choices</h2>"
         "<p>Every choice about each column's layout and where it came from: "
         '<span class="dec">declared</span> by the data owner (public), or a '
         '<span class="est">DP estimate</span> paid for in the ledger.</p>'
-        "<table><tr><th>column</th><th>kind</th><th>choices</th><th>released values</th></tr>"
-        + "".join(rows)
-        + "</table>"
+        "<table><tr><th>column</th><th>choice</th><th>value</th><th>from</th>"
+        "<th>released values</th></tr>" + "".join(rows) + "</table>"
     )
 
 

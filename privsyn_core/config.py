@@ -9,11 +9,11 @@ from privsyn_core.errors import InputError
 from privsyn_core.generation.gum import GumSettings
 from privsyn_core.privacy.ledger import Conversion
 from privsyn_core.selection.combine import COMBINE_RULES, CombineRule
+from privsyn_core.selection.methods import SELECTION_METHODS, selection_method
 from privsyn_core.selection.target import TargetEmphasis
 
 #: how marginals are chosen (the paper lab; see :class:`PrivSynConfig`)
-SelectionMethod = Literal["densemarg", "privbayes", "all_pairs", "given"]
-SELECTION_METHODS: tuple[str, ...] = ("densemarg", "privbayes", "all_pairs", "given")
+SelectionName = Literal["densemarg", "privbayes", "all_pairs", "given"]
 #: how the marginal budget is spent (paper section 6.4)
 NoiseAllocation = Literal["weighted_gaussian", "equal_gaussian", "equal_laplace"]
 NOISE_ALLOCATIONS: tuple[str, ...] = ("weighted_gaussian", "equal_gaussian", "equal_laplace")
@@ -31,6 +31,20 @@ class BudgetSplit:
     one_way: float
     selection: float
     marginals: float
+
+
+@dataclass(frozen=True)
+class OpenSplit:
+    """What the structure and domain estimates a schema leaves open take before Algorithm 3's
+    own split: the delta held back for the category thresholds, and their shares of rho."""
+
+    reserved_delta: float
+    structure_share: float
+    domain_share: float
+
+    def rho(self, budget_rho: float) -> tuple[float, float]:
+        """rho for the structure step and for the domain estimates."""
+        return self.structure_share * budget_rho, self.domain_share * budget_rho
 
 
 @dataclass(frozen=True)
@@ -129,7 +143,7 @@ class PrivSynConfig:
     #: share of delta reserved for releasing categories by thresholded noisy counts
     threshold_delta_share: float = 0.5
     #: the paper lab (see the class docstring): how marginals are chosen
-    selection: SelectionMethod = "densemarg"
+    selection: SelectionName = "densemarg"
     #: parents per attribute of the "privbayes" selection (its marginals have degree + 1)
     privbayes_degree: int = 2
     #: the attribute sets measured by the "given" selection, as tuples of column names
@@ -210,7 +224,28 @@ class PrivSynConfig:
     def selection_reads_data(self) -> bool:
         """Whether the selection spends budget to choose (InDif scores, or the exponential
         mechanism of "privbayes"); "all_pairs" and "given" choose without reading rows."""
-        return self.selection in ("densemarg", "privbayes")
+        return selection_method(self).reads is not None
+
+    def open_split(
+        self,
+        delta: float,
+        *,
+        structure: int,
+        estimates: int,
+        category_estimates: int,
+        private: bool = True,
+    ) -> OpenSplit:
+        """The budget for what a schema leaves open: ``structure`` columns of undecided kind,
+        ``estimates`` domain estimates, ``category_estimates`` of which may release
+        categories (they need delta for their thresholds). Nothing when it is read off the
+        data instead (``private`` False, not DP). The one rule the run and the planner follow."""
+        if not private:
+            return OpenSplit(0.0, 0.0, 0.0)
+        return OpenSplit(
+            self.threshold_delta_share * delta if category_estimates else 0.0,
+            self.structure_share if structure else 0.0,
+            self.domain_share if estimates else 0.0,
+        )
 
     def split(self, rho: float, n_columns: int) -> BudgetSplit:
         """Algorithm 3's split of ``rho`` over its measurements: the one rule the run and

@@ -11,6 +11,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from math import prod
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class Domain:
@@ -61,3 +63,9 @@ class Domain:
 
     def as_dict(self) -> dict[str, int]:
         return dict(zip(self.attributes, self.sizes, strict=True))
+
+
+def code_dtype(largest: int) -> np.dtype:
+    """The smallest unsigned type that holds codes ``0..largest-1``: the one rule for the
+    table's codes, the engine's and the synthetic rows'."""
+    return np.dtype(np.uint8 if largest <= 256 else np.uint16 if largest <= 65536 else np.uint32)

@@ -55,3 +55,8 @@ class FailedAfterSpending(InputError):
     def __init__(self, message: str, ledger: PrivacyLedger) -> None:
         super().__init__(message, spent=ledger.entries)
         self.ledger = ledger
+
+    @classmethod
+    def after(cls, error: InputError, ledger: PrivacyLedger) -> FailedAfterSpending:
+        """``error``, found once ``ledger`` had spent: the message says how much."""
+        return cls(f"{error} (rho {ledger.spent_rho:.4g} was spent before this was found)", ledger)

@@ -32,12 +32,18 @@ from privsyn_core.data.schema import Provenance, Schema
 from privsyn_core.data.sources import ENGINES, Engine, Source, load_source, source_width
 from privsyn_core.data.table import ColumnCodec as TableCodec
 from privsyn_core.data.table import DomainSpec, encode_table
-from privsyn_core.domain import Domain
+from privsyn_core.domain import Domain, code_dtype
 from privsyn_core.errors import FailedAfterSpending, InputError
 from privsyn_core.generation.blocks import block_sizes, check_workers
 from privsyn_core.generation.consistency import ConsistencyReport
 from privsyn_core.generation.dependence import NoisyDependence
-from privsyn_core.generation.fitted import FittedModel, SamplingSettings, fit_model, written
+from privsyn_core.generation.fitted import (
+    FittedModel,
+    SamplingSettings,
+    check_rows,
+    fit_model,
+    written,
+)
 from privsyn_core.generation.gum import GumIterationRecord
 from privsyn_core.generation.memory import check_blocks_fit, check_fits, check_width
 from privsyn_core.measuring.counting import ArrayCounter, Counter, RecodedCounter
@@ -57,11 +63,9 @@ from privsyn_core.privacy.noise import NoiseSource, SecureNoise, SeededNoise
 from privsyn_core.progress import ProgressCallback, Stage
 from privsyn_core.progress import StageReporter as _Reporter
 from privsyn_core.release.bundle import released_schema
-from privsyn_core.selection.combine import combine_marginals
-from privsyn_core.selection.fixed import all_pairs, given_marginals
-from privsyn_core.selection.greedy import Selection, select_marginals
+from privsyn_core.selection.greedy import Selection
 from privsyn_core.selection.marginal_graph import AppendPlan, marginal_graph
-from privsyn_core.selection.privbayes import network_marginals
+from privsyn_core.selection.methods import SelectionMethod, SelectionScores, selection_method
 from privsyn_core.selection.target import marginal_weights
 
 
@@ -190,8 +194,6 @@ class Measurements:
     #: how codes become values: a raw table's prepared columns, or a pre-coded table's codecs
     preparation: Preparation | None
     codecs: tuple[TableCodec, ...]
-    code_dtype: np.dtype
-    declared_dtype: np.dtype
     stage_seconds: dict[str, float]
 
 
@@ -308,8 +310,8 @@ def _measured_and_generated(
     on_progress: ProgressCallback | None,
     sampling: _Sampling = _Sampling(),
 ) -> SynthesisResult:
-    if n_records is not None and n_records < 1:
-        raise InputError(f"the number of synthetic rows must be at least 1, got {n_records}")
+    if n_records is not None:
+        check_rows(n_records)
     check_width(columns)  # before anything is spent: InDif measures every pair
     workers = check_workers(sampling.workers)
     if n_records is not None and columns and sampling.write is None:
@@ -353,101 +355,111 @@ def measure(
         raise InputError("give either a domain (pre-coded tables) or a schema, not both")
     if engine not in ENGINES:
         raise InputError(f"unknown engine {engine!r}: use one of {', '.join(ENGINES)}")
-    if engine == "numpy":
-        frame = load_source(table)
-        raw: RawTable = FrameTable(frame)
-    else:
-        from privsyn_core.measuring.sql_encoding import sql_table
-
-        raw = sql_table(table, engine, spark=spark)
-    _check_given(config, raw.names)  # before anything is spent
+    raw = _opened(table, engine, spark)
+    _check_names(selection_method(config), config, raw.names)  # before anything is spent
     if engine != "numpy" and domain is not None:
         counter = raw.coded(_code_sizes(domain, engine))
         return measure_coded(
             counter, epsilon, delta, config=config, rng=rng, on_progress=on_progress
         )
-    noise: NoiseSource = SecureNoise() if rng is None else SeededNoise(rng)
+    noise = _noise(rng)
     report = _Reporter(on_progress)
-    preparation: Preparation | None = None
-    rho_private = 0.0  # spent on structure and domains, before PrivSyn's own steps
-    if domain is None:
-        schema = schema or Schema.undeclared(raw.names)
-        check_schema_matches(raw, schema)
-        parts = open_parts(schema)
-        private = not raw_domains
-        reserved = (
-            config.threshold_delta_share * delta
-            if private and parts.possible_category_estimates
-            else 0.0
+    if isinstance(raw, FrameTable) and domain is not None:
+        report.ledger = _ledger(epsilon, delta, config, noise)
+        report.start(Stage.ENCODE)
+        records, declared, codecs = encode_table(raw.frame, domain)
+        report.finish(f"{len(declared)} columns checked against their domains")
+        return _measure_counts(
+            ArrayCounter(records, declared), 0.0, None, tuple(codecs), config, noise, report
         )
-        ledger = PrivacyLedger.from_epsilon_delta(epsilon, delta, config.conversion, reserved)
-        rho_structure = (
-            config.structure_share * ledger.budget_rho if private and parts.structure else 0.0
-        )
-        rho_domains = (
-            config.domain_share * ledger.budget_rho if private and parts.domain_estimates else 0.0
-        )
-        rho_private = rho_structure + rho_domains
-    else:
-        ledger = PrivacyLedger.from_epsilon_delta(epsilon, delta, config.conversion)
-    ledger = replace(ledger, randomness=noise.mode)
-    report.ledger = ledger
-
-    report.start(Stage.ENCODE)
-    codecs: tuple[TableCodec, ...] = ()
-    if domain is not None:
-        records, declared, codecs = encode_table(frame, domain)
-        counter: Counter = ArrayCounter(records, declared)
-        code_dtype = records.dtype
-    else:
-        try:
-            preparation = prepare_columns(
-                raw,
-                schema,
-                rho_per_structure=rho_structure / max(1, len(parts.structure)),
-                rho_per_estimate=rho_domains / max(1, parts.domain_estimates),
-                delta_for_thresholds=reserved,
-                rng=noise,
-                raw_domains=raw_domains,
-            )
-        except InputError as error:
-            if not error.spent:
-                raise
-            spent = ledger.charge_all(error.spent)
-            raise FailedAfterSpending(
-                f"{error} (rho {spent.spent_rho:.4g} was spent on the structure and domain "
-                "estimates)",
-                spent,
-            ) from None
-        ledger = report.ledger = ledger.charge_all(preparation.measurements)
-        # what the estimates left unspent (no category to estimate and every range found at
-        # first: DomainSplit) goes to PrivSyn's own steps
-        rho_private = math.fsum(m.rho for m in preparation.measurements)
-        if raw_domains:
-            ledger = report.ledger = replace(
-                ledger,
-                not_private=tuple(
-                    c.codec.name
-                    for c in preparation.columns
-                    if any(choice.provenance is Provenance.RAW for choice in c.choices)
-                ),
-            )
-        prepared = [c.codec for c in preparation.columns]
-        code_dtype = _code_dtype(max(c.size for c in prepared))
-        counter = raw.encoded(prepared, code_dtype)
+    schema = schema or Schema.undeclared(raw.names)
+    check_schema_matches(raw, schema)
+    preparation = _prepared(raw, schema, epsilon, delta, raw_domains, config, noise, report)
+    prepared = [c.codec for c in preparation.columns]
+    counter = raw.encoded(prepared, code_dtype(max(c.size for c in prepared)))
     # the true row count is private: progress messages may be shown to anyone
     report.finish(f"{len(counter.domain)} columns checked against their domains")
-    return _measure_counts(
-        counter,
-        code_dtype,
-        ledger,
-        rho_private,
-        preparation,
-        tuple(codecs),
-        config,
-        noise,
-        report,
+    # what the estimates left unspent (no category to estimate and every range found at
+    # first: DomainSplit) goes to PrivSyn's own steps
+    spent = math.fsum(m.rho for m in preparation.measurements)
+    return _measure_counts(counter, spent, preparation, (), config, noise, report)
+
+
+def _opened(table: Source, engine: Engine, spark: Any) -> RawTable:
+    """``table`` as the engine reads it: loaded into memory, or a table counted in SQL."""
+    if engine == "numpy":
+        return FrameTable(load_source(table))
+    from privsyn_core.measuring.sql_encoding import sql_table
+
+    return sql_table(table, engine, spark=spark)
+
+
+def _noise(rng: np.random.Generator | None) -> NoiseSource:
+    """Release-mode noise (exact, from secure randomness) without ``rng``; debug mode with."""
+    return SecureNoise() if rng is None else SeededNoise(rng)
+
+
+def _ledger(
+    epsilon: float,
+    delta: float,
+    config: PrivSynConfig,
+    noise: NoiseSource,
+    reserved_delta: float = 0.0,
+) -> PrivacyLedger:
+    """The run's empty ledger, marked with the noise's mode (release or debug)."""
+    ledger = PrivacyLedger.from_epsilon_delta(epsilon, delta, config.conversion, reserved_delta)
+    return replace(ledger, randomness=noise.mode)
+
+
+def _prepared(
+    raw: RawTable,
+    schema: Schema,
+    epsilon: float,
+    delta: float,
+    raw_domains: bool,
+    config: PrivSynConfig,
+    noise: NoiseSource,
+    report: _Reporter,
+) -> Preparation:
+    """The structure and domain estimates ``schema`` leaves open, paid from the budget before
+    PrivSyn's own steps (:mod:`privsyn_core.data.columns`); with ``raw_domains`` read off the
+    data instead (not DP: the ledger names the columns). Starts the encoding stage."""
+    parts = open_parts(schema)
+    split = config.open_split(
+        delta,
+        structure=len(parts.structure),
+        estimates=parts.domain_estimates,
+        category_estimates=parts.possible_category_estimates,
+        private=not raw_domains,
     )
+    ledger = report.ledger = _ledger(epsilon, delta, config, noise, split.reserved_delta)
+    rho_structure, rho_domains = split.rho(ledger.budget_rho)
+    report.start(Stage.ENCODE)
+    try:
+        preparation = prepare_columns(
+            raw,
+            schema,
+            rho_per_structure=rho_structure / max(1, len(parts.structure)),
+            rho_per_estimate=rho_domains / max(1, parts.domain_estimates),
+            delta_for_thresholds=split.reserved_delta,
+            rng=noise,
+            raw_domains=raw_domains,
+        )
+    except InputError as error:
+        if not error.spent:
+            raise
+        raise FailedAfterSpending.after(error, ledger.charge_all(error.spent)) from None
+    ledger = report.charge(preparation.measurements)
+    if raw_domains:
+        report.ledger = replace(
+            ledger,
+            not_private=tuple(
+                c.codec.name
+                for c in preparation.columns
+                if any(choice.provenance is Provenance.RAW for choice in c.choices)
+            ),
+        )
+    return preparation
 
 
 def measure_coded(
@@ -462,26 +474,15 @@ def measure_coded(
     """:func:`measure` for a pre-coded table behind any :class:`Counter` (every column a code
     ``0..k-1`` of the counter's domain), such as one counted out of core by DuckDB."""
     config = config or PrivSynConfig()
-    _check_given(config, counter.domain.attributes)  # before anything is spent
-    noise: NoiseSource = SecureNoise() if rng is None else SeededNoise(rng)
+    _check_names(selection_method(config), config, counter.domain.attributes)  # nothing spent yet
+    noise = _noise(rng)
     report = _Reporter(on_progress)
+    report.ledger = _ledger(epsilon, delta, config, noise)
     declared = counter.domain
-    ledger = PrivacyLedger.from_epsilon_delta(epsilon, delta, config.conversion)
-    ledger = report.ledger = replace(ledger, randomness=noise.mode)
     report.start(Stage.ENCODE)
     codecs = tuple(TableCodec(a, declared.size(a), None, np.int64) for a in declared)
     report.finish(f"{len(declared)} columns checked against their domains")
-    dtype = _code_dtype(max(declared.sizes))
-    return _measure_counts(counter, dtype, ledger, 0.0, None, codecs, config, noise, report)
-
-
-def _check_given(config: PrivSynConfig, names: Sequence[str]) -> None:
-    """Refuse user-given marginals or a prediction target that do not fit the table's columns
-    (free checks: column names are public)."""
-    if config.selection == "given":
-        given_marginals(config.marginals, list(names))
-    if config.emphasis is not None:
-        config.emphasis.check_column([str(n) for n in names])
+    return _measure_counts(counter, 0.0, None, codecs, config, noise, report)
 
 
 @contextmanager
@@ -493,15 +494,7 @@ def _spent_if_refused(ledger: PrivacyLedger) -> Iterator[None]:
     except InputError as error:
         if not ledger.entries:
             raise
-        raise FailedAfterSpending(
-            f"{error} (rho {ledger.spent_rho:.4g} was spent on the structure and domain estimates)",
-            ledger,
-        ) from None
-
-
-def _code_dtype(largest: int) -> np.dtype:
-    """The smallest unsigned type that holds codes ``0..largest-1``."""
-    return np.dtype(np.uint8 if largest <= 256 else np.uint16 if largest <= 65536 else np.uint32)
+        raise FailedAfterSpending.after(error, ledger) from None
 
 
 def _code_sizes(domain: DomainSpec, engine: str) -> dict[str, int]:
@@ -517,8 +510,6 @@ def _code_sizes(domain: DomainSpec, engine: str) -> dict[str, int]:
 
 def _measure_counts(
     counter: Counter,
-    code_dtype: np.dtype,
-    ledger: PrivacyLedger,
     rho_private: float,
     preparation: Preparation | None,
     codecs: tuple[TableCodec, ...],
@@ -526,25 +517,73 @@ def _measure_counts(
     noise: NoiseSource,
     report: _Reporter,
 ) -> Measurements:
-    """PrivSyn's own measurements (Algorithm 3, lines 1-4) through ``counter``."""
-    declared = counter.domain
-    rho = ledger.budget_rho - rho_private
-    d = len(declared)
-    # a column the config names may have been left out after its domain was paid for
-    with _spent_if_refused(ledger):
-        given = (
-            given_marginals(config.marginals, declared.attributes)
-            if config.selection == "given"
-            else ()
-        )
-        if config.emphasis is not None:
-            config.emphasis.check_column(declared.attributes)
-    split = config.split(rho, d)
-    rho_one_way, rho_indif, rho_marginals = split.one_way, split.selection, split.marginals
+    """PrivSyn's own measurements through ``counter``: Algorithm 3, lines 1-5, with what is
+    left of the budget after the structure and domain estimates (``rho_private``)."""
+    method = selection_method(config)
+    assert report.ledger is not None
+    with _spent_if_refused(report.ledger):  # a named column may be gone after it was paid for
+        _check_names(method, config, counter.domain.attributes)
+    split = config.split(report.ledger.budget_rho - rho_private, len(counter.domain))
+    # lines 1-2: publish the 1-way marginals; combine or drop values below 3 sigma
+    one_way, groupings, grouped = _one_way(
+        counter, split.one_way, preparation, config, noise, report
+    )
+    engine_counter = RecodedCounter(counter, groupings)
+    # line 3: the scores the method chooses from (InDif, or PrivBayes's parent sets)
+    scores = _selection_scores(method, engine_counter, split.selection, config, noise, report)
+    # lines 3-4: select, and combine; every column no choice covers is measured alone
+    report.start(Stage.SELECT)
+    choice = method.choose(scores, engine_counter.domain, split.marginals)
+    report.finish(choice.summary)
+    report.start(Stage.COMBINE)
+    covered = {a for m in choice.marginals for a in m}
+    alone = tuple((a,) for a in engine_counter.domain if a not in covered)
+    chosen, origins = (*choice.marginals, *alone), (*choice.origins, *("one_way",) * len(alone))
+    report.finish(f"{len(chosen)} marginals to measure")
+    # line 5: publish the chosen marginals
+    measured, summary = _published(
+        engine_counter, chosen, origins, split.marginals, config, noise, report
+    )
+    # measurement is over: generation works from the measurements alone, so the table's
+    # codes are let go before GUM (its memory depends on the synthetic rows only)
+    return Measurements(
+        ledger=report.ledger,
+        declared=counter.domain,
+        engine=engine_counter.domain,
+        groupings=groupings,
+        one_way=one_way,
+        grouped=grouped,
+        measured=measured,
+        noisy_indif=scores.indif,
+        selection=choice.selection,
+        marginals=summary,
+        preparation=preparation,
+        codecs=codecs,
+        stage_seconds=dict(report.seconds),
+    )
 
+
+def _check_names(method: SelectionMethod, config: PrivSynConfig, names: Sequence[str]) -> None:
+    """Refuse user-given marginals or a prediction target that do not fit the table's columns
+    (free checks: column names are public)."""
+    method.check(names)
+    if config.emphasis is not None:
+        config.emphasis.check_column([str(n) for n in names])
+
+
+def _one_way(
+    counter: Counter,
+    rho: float,
+    preparation: Preparation | None,
+    config: PrivSynConfig,
+    noise: NoiseSource,
+    report: _Reporter,
+) -> tuple[tuple[NoisyMarginal, ...], tuple[ValueGrouping, ...], tuple[NoisyMarginal, ...]]:
+    """The noisy 1-way marginals (Algorithm 3, line 1), each column's grouping of the values
+    below ``threshold_sigmas`` sigma (line 2), and the marginals on the grouped codes."""
     report.start(Stage.ONE_WAY)
-    one_way, spends = measure_one_way(counter, rho_one_way, noise)
-    ledger = report.ledger = ledger.charge_all(spends)
+    one_way, spends = measure_one_way(counter, rho, noise)
+    report.charge(spends)
     missing_codes = (
         [c.codec.missing_code for c in preparation.columns]
         if preparation is not None
@@ -557,125 +596,81 @@ def _measure_counts(
         else ValueGrouping.identity(m.attributes[0], m.cells)
         for m, code, r in zip(one_way, missing_codes, rows, strict=True)
     )
-    engine_counter = RecodedCounter(counter, groupings)
-    engine = engine_counter.domain
     grouped = tuple(
         grouped_one_way(m, g, r) for m, g, r in zip(one_way, groupings, rows, strict=True)
     )
     merged = sum(g.declared_size - g.size for g in groupings)
     report.finish(f"{merged} low-count values combined or dropped")
+    return tuple(one_way), groupings, grouped
 
+
+def _selection_scores(
+    method: SelectionMethod,
+    counter: Counter,
+    rho: float,
+    config: PrivSynConfig,
+    noise: NoiseSource,
+    report: _Reporter,
+) -> SelectionScores:
+    """What ``method`` reads before it chooses, measured with ``rho`` (rho_2): the noisy
+    InDif scores (section 4.2), PrivBayes's parent sets, or nothing."""
     report.start(Stage.INDIF)
-    sizes = engine.as_dict()
-    if config.selection != "densemarg" or d < 2:
-        # not measured: NaN says so (the marginal graph and heat map show no score)
-        noisy_indif = pd.DataFrame(
-            np.full((d, d), np.nan if config.selection != "densemarg" else 0.0),
-            index=list(engine),
-            columns=list(engine),
-        )
-    if config.selection == "privbayes" and d > 1:
-        nodes, spends = select_network(
-            engine_counter,
-            rho_indif,
-            noise,
-            degree=config.privbayes_degree,
-            max_cells=config.gamma,
-        )
-        ledger = report.ledger = ledger.charge_all(spends)
-        report.finish(f"{len(spends)} parent sets chosen by the exponential mechanism")
-    elif config.selection == "densemarg" and d > 1:
-        noisy_indif, spend = measure_indif(engine_counter, rho_indif, noise)
-        if spend is not None:
-            ledger = report.ledger = ledger.charge(spend)
+    names = list(counter.domain)
+    d = len(names)
+    # NaN: not measured (the marginal graph and heat map show no score)
+    empty = np.nan if method.reads != "indif" else 0.0
+    scores = SelectionScores(pd.DataFrame(np.full((d, d), empty), index=names, columns=names))
+    if method.reads == "indif" and d > 1:
+        noisy_indif, spend = measure_indif(counter, rho, noise)
+        report.charge([spend] if spend is not None else [])
+        scores = SelectionScores(noisy_indif, indif_sigma(d, rho) if rho > 0 else 0.0)
         report.finish(f"{d * (d - 1) // 2} pairs scored")
+    elif method.reads == "network" and d > 1:
+        nodes, spends = select_network(
+            counter, rho, noise, degree=config.privbayes_degree, max_cells=config.gamma
+        )
+        report.charge(spends)
+        scores = replace(scores, network=nodes)
+        report.finish(f"{len(spends)} parent sets chosen by the exponential mechanism")
     else:
         report.finish("no scores needed")
+    return scores
 
-    report.start(Stage.SELECT)
-    selection = Selection((), 0.0, ())
-    if config.selection == "densemarg":
-        selection = select_marginals(
-            noisy_indif,
-            sizes,
-            rho_marginals,
-            connect_isolated=config.connect_isolated,
-            emphasis=config.emphasis,
-            indif_sigma=indif_sigma(d, rho_indif) if rho_indif > 0 else 0.0,
-            margin=config.indif_margin,
-        )
-        report.finish(
-            f"{len(selection.steps)} pairs selected, {len(selection.isolated_links)} links"
-        )
-    else:
-        report.finish(f"selection {config.selection!r}")
 
-    report.start(Stage.COMBINE)
-    if config.selection == "densemarg":
-        chosen = combine_marginals(
-            selection.pairs,
-            sizes,
-            noisy_indif,
-            config.gamma,
-            rule=config.combine,
-            emphasis=config.emphasis,
-        )
-    elif config.selection == "privbayes":
-        chosen = network_marginals(nodes, engine.attributes) if d > 1 else ()
-    elif config.selection == "all_pairs":
-        chosen = all_pairs(engine.attributes)
-    else:
-        chosen = given
-    covered = {a for m in chosen for a in m}
-    n_selected = len(chosen)
-    chosen = (*chosen, *((a,) for a in engine if a not in covered))
-    report.finish(f"{len(chosen)} marginals to measure")
-
+def _published(
+    counter: Counter,
+    chosen: Sequence[tuple[str, ...]],
+    origins: Sequence[str],
+    rho: float,
+    config: PrivSynConfig,
+    noise: NoiseSource,
+    report: _Reporter,
+) -> tuple[tuple[NoisyMarginal, ...], tuple[SelectedMarginal, ...]]:
+    """The chosen marginals measured with ``rho`` (rho_3) split by :func:`_marginal_budgets`
+    (Algorithm 3, line 5), and what each cost."""
     report.start(Stage.MEASURE)
-    budgets = _marginal_budgets(chosen, engine, rho_marginals, config)
+    budgets = _marginal_budgets(chosen, counter.domain, rho, config)
     measured: list[NoisyMarginal] = []
-    charged: list[float] = []
-    for noisy, spend in measure_marginals(
-        engine_counter,
-        list(chosen),
-        [float(b) for b in budgets],
-        noise,
-        step="marginal",
-        mechanism="laplace" if config.noise == "equal_laplace" else "gaussian",
+    summary: list[SelectedMarginal] = []
+    for (noisy, spend), origin in zip(
+        measure_marginals(
+            counter,
+            list(chosen),
+            budgets,
+            noise,
+            step="marginal",
+            mechanism="laplace" if config.noise == "equal_laplace" else "gaussian",
+        ),
+        origins,
+        strict=True,
     ):
-        ledger = report.ledger = ledger.charge(spend)
+        report.charge([spend])
         measured.append(noisy)
-        charged.append(spend.rho)
-    origins = (
-        _origins(chosen, selection)
-        if config.selection == "densemarg"
-        else [config.selection] * n_selected + ["one_way"] * (len(chosen) - n_selected)
-    )
-    summary = [
-        SelectedMarginal(m.attributes, m.cells, rho_i, m.sigma, origin)
-        for m, rho_i, origin in zip(measured, charged, origins, strict=True)
-    ]
+        summary.append(
+            SelectedMarginal(noisy.attributes, noisy.cells, spend.rho, noisy.sigma, origin)
+        )
     report.finish(f"{len(measured)} marginals, {sum(m.cells for m in measured)} cells")
-
-    # measurement is over: generation works from the measurements alone, so the table's
-    # codes are let go before GUM (its memory depends on the synthetic rows only)
-    return Measurements(
-        ledger=ledger,
-        declared=declared,
-        engine=engine,
-        groupings=groupings,
-        one_way=tuple(one_way),
-        grouped=grouped,
-        measured=tuple(measured),
-        noisy_indif=noisy_indif,
-        selection=selection,
-        marginals=tuple(summary),
-        preparation=preparation,
-        codecs=codecs,
-        code_dtype=code_dtype,  # engine codes never exceed the declared ones
-        declared_dtype=code_dtype,
-        stage_seconds=dict(report.seconds),
-    )
+    return tuple(measured), tuple(summary)
 
 
 def fit_measurements(
@@ -764,8 +759,8 @@ def generate(
     when they were one block (``synthetic_written`` says which)."""
     config = config or PrivSynConfig()
     rng = rng if rng is not None else np.random.default_rng()
-    if n_records is not None and n_records < 1:
-        raise InputError(f"the number of synthetic rows must be at least 1, got {n_records}")
+    if n_records is not None:
+        check_rows(n_records)
     ledger = measurements.ledger
     report = _Reporter(on_progress)
     report.ledger = ledger
@@ -780,9 +775,7 @@ def generate(
         else:
             model.check_blocks_fit(n, settings.block_rows, check_workers(workers))
     except InputError as error:
-        raise FailedAfterSpending(
-            f"{error} (the budget is spent: rho {ledger.spent_rho:.4g})", ledger
-        ) from None
+        raise FailedAfterSpending.after(error, ledger) from None
     if write is None:
         drawn = model.generate(
             n, rng=rng, settings=settings, on_progress=on_progress, workers=workers
@@ -794,9 +787,7 @@ def generate(
         try:
             drawn = written(blocks, write)
         except InputError as error:  # the writer's refusal (a full disk) comes after the spend
-            raise FailedAfterSpending(
-                f"{error} (the budget is spent: rho {ledger.spent_rho:.4g})", ledger
-            ) from None
+            raise FailedAfterSpending.after(error, ledger) from None
     preparation = measurements.preparation
     seconds = {**measurements.stage_seconds, **report.seconds, **drawn.stage_seconds}
     return SynthesisResult(
@@ -839,23 +830,6 @@ def _marginal_budgets(
     else:
         weights = np.ones(len(chosen))
     return [float(b) for b in rho * weights / weights.sum()]
-
-
-def _origins(chosen: Sequence[tuple[str, ...]], selection: Selection) -> list[str]:
-    selected = {frozenset(s.pair) for s in selection.steps}
-    links = {frozenset(p) for p in selection.isolated_links}
-    out = []
-    for attributes in chosen:
-        key = frozenset(attributes)
-        if len(attributes) > 2:
-            out.append("combined")
-        elif key in selected:
-            out.append("selected")
-        elif key in links:
-            out.append("isolated")
-        else:
-            out.append("one_way")
-    return out
 
 
 def _described_graph(

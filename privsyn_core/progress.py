@@ -10,11 +10,11 @@ cleanly: :class:`SynthesisCancelled` is raised, carrying the ledger of what was 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from privsyn_core.privacy.ledger import PrivacyLedger
+from privsyn_core.privacy.ledger import Measurement, PrivacyLedger
 
 
 class Stage(StrEnum):
@@ -116,6 +116,12 @@ class StageReporter:
         self.ledger: PrivacyLedger | None = None
         self._stage: Stage | None = None
         self._started = 0.0
+
+    def charge(self, spends: Sequence[Measurement]) -> PrivacyLedger:
+        """Add ``spends`` to the ledger (the one a stop reports) and return it."""
+        assert self.ledger is not None
+        self.ledger = self.ledger.charge_all(spends)
+        return self.ledger
 
     def send(self, event: object) -> bool:
         return self.callback is None or self.callback(event) is not False  # type: ignore[arg-type]

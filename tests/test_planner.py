@@ -3,10 +3,13 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from privsyn_core import GumSettings, PrivSynConfig, synthesize
 from privsyn_core.data.schema import ColumnSchema, Kind, Schema
 from privsyn_core.measuring.indif import indif_sigma
+from privsyn_core.pipeline import measure
 from privsyn_core.privacy.ledger import gaussian_sigma, rho_from_epsilon_delta
 from privsyn_core.privacy.planner import forecast_columns, plan_budget
 
@@ -193,3 +196,60 @@ def test_the_plan_of_laplace_marginals_shows_the_laplace_deviation():
     gaussian = gaussian_sigma(marginals.rho / 6)
     assert marginals.sigma != pytest.approx(gaussian)
     assert "Laplace" in marginals.note
+
+
+_STEP_OF_PLAN = {
+    "column kinds": "structure",
+    "domains": "domain",
+    "1-way marginals": "one_way",
+    "InDif scores": "indif",
+    "parent sets": "privbayes",
+    "selected marginals": "marginal",
+}
+
+
+@st.composite
+def run_settings(draw):
+    """A random configuration and how much of the table's structure is left open."""
+    selection = draw(st.sampled_from(["densemarg", "privbayes", "all_pairs", "given"]))
+    one_way = draw(st.floats(0.05, 0.5))
+    config = PrivSynConfig(
+        selection=selection,
+        noise=draw(st.sampled_from(["weighted_gaussian", "equal_gaussian", "equal_laplace"])),
+        one_way_share=one_way,
+        indif_share=draw(st.floats(0.05, 0.9 - one_way)),
+        target=draw(st.sampled_from([None, "a", "d"])),
+        marginals=(("a", "b"), ("b", "c", "d")) if selection == "given" else (),
+        gum=GumSettings(iterations=2),
+    )
+    return config, draw(st.sampled_from(["coded", "categories open", "all open"]))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(run_settings(), st.integers(0, 2**16))
+def test_for_any_configuration_the_plan_is_the_runs_own_arithmetic(setting, seed):
+    """The plan's rho per step is what the ledger of a run records, for random selections,
+    noise, shares, targets and open structure: one budget split, not two (issue 25)."""
+    config, structure = setting
+    rng = np.random.default_rng(seed)
+    codes = {c: rng.integers(0, 3, 5000) for c in "abcd"}  # every category survives
+    if structure == "coded":
+        table, kwargs = pd.DataFrame(codes), {"domain": dict.fromkeys("abcd", 3)}
+        counts = {}
+    else:
+        table = pd.DataFrame({c: np.array(["x", "y", "z"])[v] for c, v in codes.items()})
+        if structure == "categories open":
+            kinds = Schema(tuple(ColumnSchema(c, kind=Kind.CATEGORICAL) for c in "abcd"))
+            kwargs, counts = {"schema": kinds}, {"private_categories": 4}
+        else:
+            kwargs, counts = {}, {"private_structure": 4, "private_undecided": 4}
+    measured = measure(table, 1.0, 1e-6, config=config, rng=rng, **kwargs)
+    spent: dict[str, float] = {}
+    for entry in measured.ledger.entries:
+        spent[entry.step] = spent.get(entry.step, 0.0) + entry.rho
+    plan = plan_budget(1.0, 1e-6, 4, config=config, **counts)
+    assert plan.rho == pytest.approx(measured.ledger.budget_rho)
+    planned = {_STEP_OF_PLAN[s.step]: s.rho for s in plan.steps}
+    assert planned.keys() == spent.keys()
+    for step, rho in planned.items():
+        assert spent[step] == pytest.approx(rho, rel=1e-9), step

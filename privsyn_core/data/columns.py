@@ -29,6 +29,7 @@ import pandas as pd
 
 from privsyn_core.data.codecs import BinnedCodec, CategoryCodec, ColumnCodec, equal_width_edges
 from privsyn_core.data.schema import ColumnSchema, Kind, Provenance, Schema, kind_from_type
+from privsyn_core.domain import code_dtype
 from privsyn_core.errors import InputError
 from privsyn_core.measuring.private_domain import (
     CATEGORY_WEIGHT,
@@ -542,8 +543,7 @@ def _binned_codec(
 def encode_columns(table: pd.DataFrame, prepared: Preparation) -> np.ndarray:
     """The engine's ``(d, n)`` array of codes, in the smallest unsigned type that fits."""
     largest = max(p.codec.size for p in prepared.columns)
-    dtype = np.uint8 if largest <= 256 else np.uint16 if largest <= 65536 else np.uint32
-    records = np.empty((len(prepared.columns), len(table)), dtype=dtype)
+    records = np.empty((len(prepared.columns), len(table)), dtype=code_dtype(largest))
     for row, item in enumerate(prepared.columns):
         records[row] = item.codec.encode(table[item.codec.name])
     return records

@@ -32,7 +32,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from privsyn_core.domain import Domain
+from privsyn_core.domain import Domain, code_dtype
 from privsyn_core.errors import InputError
 from privsyn_core.generation.blocks import (
     DEFAULT_BLOCK_ROWS,
@@ -142,11 +142,6 @@ class Sample:
         return max(1, len(self.block_iterations))
 
 
-def code_dtype(largest: int) -> np.dtype:
-    """The smallest unsigned type that holds codes ``0..largest-1``."""
-    return np.dtype(np.uint8 if largest <= 256 else np.uint16 if largest <= 65536 else np.uint32)
-
-
 @dataclass(frozen=True)
 class FittedModel:
     """DP measurements, made consistent, and what decodes them (see the module docstring)."""
@@ -206,14 +201,14 @@ class FittedModel:
     def check_fits(self, n_records: int) -> None:
         """Refuse (:class:`InputError`) a row count below 1 or one the machine's memory
         cannot hold, before any work."""
-        _check_rows(n_records)
+        check_rows(n_records)
         check_fits(int(n_records), len(self.engine), self.code_dtype.itemsize)
 
     def check_blocks_fit(self, n_records: int, block_rows: int, workers: int) -> None:
         """Refuse (:class:`InputError`) a streamed sample (:meth:`generate_blocks`) whose
         blocks in flight would not fit in memory: only ``workers`` blocks are held at once,
         so any number of rows is fine when one block is."""
-        _check_rows(n_records)
+        check_rows(n_records)
         sizes = block_sizes(int(n_records), block_rows)
         check_blocks_fit(
             sizes.largest, min(workers, len(sizes)), len(self.engine), self.code_dtype.itemsize
@@ -369,7 +364,9 @@ class FittedModel:
         return load_model(path)
 
 
-def _check_rows(n_records: object) -> None:
+def check_rows(n_records: object) -> None:
+    """Refuse a number of synthetic rows that is not a whole number of at least 1 (a public
+    choice, checked before anything is spent)."""
     if isinstance(n_records, bool) or not isinstance(n_records, int | np.integer):
         raise InputError(f"the number of rows must be a whole number, got {n_records!r}")
     if n_records < 1:

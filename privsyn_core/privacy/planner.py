@@ -32,6 +32,7 @@ from privsyn_core.measuring.private_domain import CATEGORY_WEIGHT, FIRST_RANGE_S
 from privsyn_core.measuring.reading import Numbers, RawTable
 from privsyn_core.privacy.ledger import gaussian_sigma, laplace_scale, rho_from_epsilon_delta
 from privsyn_core.privacy.noise import NoiseSource, SecureNoise, SeededNoise
+from privsyn_core.selection.methods import selection_method
 
 
 @dataclass(frozen=True)
@@ -137,10 +138,16 @@ def plan_budget(
     config = config or PrivSynConfig()
     estimates = private_categories + private_ranges + private_undecided
     may_threshold = private_categories + private_undecided
-    reserved = config.threshold_delta_share * delta if may_threshold else 0.0
+    open_split = config.open_split(
+        delta,
+        structure=private_structure,
+        estimates=estimates,
+        category_estimates=may_threshold,
+    )
+    reserved = open_split.reserved_delta
     rho = rho_from_epsilon_delta(epsilon, delta - reserved, config.conversion)
     steps: list[StepPlan] = []
-    rho_structure = config.structure_share * rho if private_structure else 0.0
+    rho_structure, rho_domain = open_split.rho(rho)
     if private_structure:
         steps.append(
             StepPlan(
@@ -152,7 +159,6 @@ def plan_budget(
                 "whole numbers and date formats are decided from their noisy shares",
             )
         )
-    rho_domain = config.domain_share * rho if estimates else 0.0
     split = DomainSplit(rho_domain, private_ranges, may_threshold)
     survival = None
     if may_threshold:
@@ -200,7 +206,8 @@ def plan_budget(
         )
     )
     pairs = n_columns * (n_columns - 1) // 2
-    if split.selection and config.selection == "densemarg":
+    method = selection_method(config)
+    if split.selection and method.reads == "indif":
         steps.append(
             StepPlan(
                 "InDif scores",
@@ -227,13 +234,10 @@ def plan_budget(
 def _marginals_step(rho: float, n_columns: int, config: PrivSynConfig) -> StepPlan:
     """The chosen marginals' step: how many there will be (known before the run unless the
     data chooses them) and each one's noise under ``config.noise``."""
-    pairs = n_columns * (n_columns - 1) // 2
-    if config.selection == "all_pairs":
-        count, chosen = max(1, pairs), f"all {pairs} pairs"
-    elif config.selection == "given":
-        count, chosen = len(config.marginals), f"{len(config.marginals)} given"
-    else:
-        count, chosen = max(1, n_columns), "chosen by the data"
+    count, chosen = selection_method(config).planned(n_columns) or (
+        max(1, n_columns),
+        "chosen by the data",
+    )
     if config.noise == "equal_laplace":
         sigma = math.sqrt(2) * laplace_scale(rho / count)
         how = f"rho / {count} each, Laplace noise (pure DP); its standard deviation shown"

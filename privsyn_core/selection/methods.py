@@ -1,0 +1,220 @@
+"""How a run chooses the marginals it measures (paper Algorithm 3, lines 3-4): one object
+per selection method, with one interface.
+
+Each method says which private score it reads (:attr:`SelectionMethod.reads`: the noisy
+InDif scores of section 4.2, PrivBayes's parent sets of section 6.3, or nothing) and how it
+chooses from them (:meth:`SelectionMethod.choose`). The scores are measured by the pipeline
+(the only code that reads rows); choosing from them is post-processing, so this module
+imports no counter.
+
+* :class:`DenseMarg`: the paper's choice, Algorithm 1 on the noisy InDif scores, then
+  Algorithm 2 (combine).
+* :class:`PrivBayes`: the marginals of a Bayesian network chosen with the exponential
+  mechanism (the comparison of section 6.3).
+* :class:`AllPairs` and :class:`Given`: fixed without looking at the data (all 2-way
+  marginals, as PriView does; or the user's own). Their selection share goes to the marginals.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar, Literal
+
+import pandas as pd
+
+from privsyn_core.domain import Domain
+from privsyn_core.selection.combine import CombineRule, combine_marginals
+from privsyn_core.selection.fixed import all_pairs, given_marginals
+from privsyn_core.selection.greedy import Selection, select_marginals
+from privsyn_core.selection.privbayes import NetworkNode, network_marginals
+from privsyn_core.selection.target import TargetEmphasis
+
+if TYPE_CHECKING:
+    from privsyn_core.config import PrivSynConfig
+
+#: the private score a method reads before it chooses
+Reads = Literal["indif", "network"]
+
+#: the selection that selects nothing (and the one every data-independent method reports)
+NO_SELECTION = Selection((), 0.0, ())
+
+
+@dataclass(frozen=True)
+class SelectionScores:
+    """What the selection step measured, all of it DP: the noisy InDif scores (NaN where none
+    were measured) with their noise standard deviation, or PrivBayes's parent sets."""
+
+    indif: pd.DataFrame
+    indif_sigma: float = 0.0
+    network: tuple[NetworkNode, ...] = ()
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The marginals a method chose, before the 1-way marginals that no choice covers are
+    added, each with where it came from (``origins``: "selected", "isolated", "combined", or
+    the method's name)."""
+
+    marginals: tuple[tuple[str, ...], ...]
+    origins: tuple[str, ...]
+    selection: Selection = NO_SELECTION
+    #: one line for the progress display
+    summary: str = ""
+
+
+class SelectionMethod(ABC):
+    """A way of choosing marginals: the private score it reads (``reads``, None for none),
+    free checks against the table's columns, and the choice itself."""
+
+    name: ClassVar[str]
+    reads: ClassVar[Reads | None]
+
+    def check(self, columns: Sequence[str]) -> None:  # noqa: B027 (most methods check nothing)
+        """Refuse what cannot fit the table's columns (names are public: nothing is spent)."""
+
+    def planned(self, n_columns: int) -> tuple[int, str] | None:
+        """How many marginals it will choose, and in words, when that is known before the
+        run (the planner's noise per marginal); None when the data decides."""
+        return None
+
+    @abstractmethod
+    def choose(self, scores: SelectionScores, engine: Domain, rho_marginals: float) -> Choice:
+        """The marginals to measure with ``rho_marginals`` (rho_3), from ``scores`` alone."""
+
+
+@dataclass(frozen=True)
+class DenseMarg(SelectionMethod):
+    """Algorithm 1 (pairs whose dependency outweighs the noise of measuring them), then
+    Algorithm 2 (cliques of at most ``gamma`` cells merged into one marginal)."""
+
+    name: ClassVar[str] = "densemarg"
+    reads: ClassVar[Reads | None] = "indif"
+    gamma: int
+    combine: CombineRule = "paper"
+    connect_isolated: bool = True
+    emphasis: TargetEmphasis | None = None
+    margin: float = 0.0
+
+    def choose(self, scores: SelectionScores, engine: Domain, rho_marginals: float) -> Choice:
+        sizes = engine.as_dict()
+        selection = select_marginals(
+            scores.indif,
+            sizes,
+            rho_marginals,
+            connect_isolated=self.connect_isolated,
+            emphasis=self.emphasis,
+            indif_sigma=scores.indif_sigma,
+            margin=self.margin,
+        )
+        chosen = combine_marginals(
+            selection.pairs,
+            sizes,
+            scores.indif,
+            self.gamma,
+            rule=self.combine,
+            emphasis=self.emphasis,
+        )
+        return Choice(
+            tuple(chosen),
+            origins(chosen, selection),
+            selection,
+            f"{len(selection.steps)} pairs selected, {len(selection.isolated_links)} links",
+        )
+
+
+@dataclass(frozen=True)
+class PrivBayes(SelectionMethod):
+    """The marginals of a Bayesian network of ``degree`` parents per attribute, the parents
+    chosen privately (:mod:`privsyn_core.measuring.privbayes`)."""
+
+    name: ClassVar[str] = "privbayes"
+    reads: ClassVar[Reads | None] = "network"
+    degree: int = 2
+    #: the largest marginal a parent set may ask for
+    gamma: int = 5000
+
+    def choose(self, scores: SelectionScores, engine: Domain, rho_marginals: float) -> Choice:
+        chosen = network_marginals(scores.network, engine.attributes) if len(engine) > 1 else ()
+        return Choice(chosen, (self.name,) * len(chosen), summary=f"selection {self.name!r}")
+
+
+@dataclass(frozen=True)
+class AllPairs(SelectionMethod):
+    """Every 2-way marginal."""
+
+    name: ClassVar[str] = "all_pairs"
+    reads: ClassVar[Reads | None] = None
+
+    def planned(self, n_columns: int) -> tuple[int, str] | None:
+        pairs = n_columns * (n_columns - 1) // 2
+        return max(1, pairs), f"all {pairs} pairs"
+
+    def choose(self, scores: SelectionScores, engine: Domain, rho_marginals: float) -> Choice:
+        chosen = all_pairs(engine.attributes)
+        return Choice(chosen, (self.name,) * len(chosen), summary=f"selection {self.name!r}")
+
+
+@dataclass(frozen=True)
+class Given(SelectionMethod):
+    """The user's attribute sets, measured as given."""
+
+    name: ClassVar[str] = "given"
+    reads: ClassVar[Reads | None] = None
+    marginals: tuple[tuple[str, ...], ...] = field(default=())
+
+    def check(self, columns: Sequence[str]) -> None:
+        given_marginals(self.marginals, list(columns))
+
+    def planned(self, n_columns: int) -> tuple[int, str] | None:
+        return len(self.marginals), f"{len(self.marginals)} given"
+
+    def choose(self, scores: SelectionScores, engine: Domain, rho_marginals: float) -> Choice:
+        chosen = given_marginals(self.marginals, engine.attributes)
+        return Choice(chosen, (self.name,) * len(chosen), summary=f"selection {self.name!r}")
+
+
+#: every selection method by its name in :class:`~privsyn_core.config.PrivSynConfig`
+SELECTION_METHODS: tuple[str, ...] = (
+    DenseMarg.name,
+    PrivBayes.name,
+    AllPairs.name,
+    Given.name,
+)
+
+
+def selection_method(config: PrivSynConfig) -> SelectionMethod:
+    """The method ``config.selection`` names, with the settings of ``config`` it uses."""
+    if config.selection == DenseMarg.name:
+        return DenseMarg(
+            config.gamma,
+            config.combine,
+            config.connect_isolated,
+            config.emphasis,
+            config.indif_margin,
+        )
+    if config.selection == PrivBayes.name:
+        return PrivBayes(config.privbayes_degree, config.gamma)
+    if config.selection == AllPairs.name:
+        return AllPairs()
+    return Given(tuple(tuple(m) for m in config.marginals))
+
+
+def origins(chosen: Sequence[tuple[str, ...]], selection: Selection) -> tuple[str, ...]:
+    """Where each of DenseMarg's marginals came from: a merged clique, a selected pair, an
+    isolated attribute's link, or (a pair Algorithm 1 did not take) a 1-way completion."""
+    selected = {frozenset(s.pair) for s in selection.steps}
+    links = {frozenset(p) for p in selection.isolated_links}
+    out = []
+    for attributes in chosen:
+        key = frozenset(attributes)
+        if len(attributes) > 2:
+            out.append("combined")
+        elif key in selected:
+            out.append("selected")
+        elif key in links:
+            out.append("isolated")
+        else:
+            out.append("one_way")
+    return tuple(out)

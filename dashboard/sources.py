@@ -171,9 +171,12 @@ def domain_codes(text: bytes, columns: tuple[str, ...]) -> dict[str, int | None]
     the file's columns; columns it leaves out stay open."""
     import json
 
+    from privsyn_core.data.table import check_domain_spec
+    from privsyn_core.release.bundle_limits import unique_keys
+
     try:
-        declared = json.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        declared = json.loads(text, object_pairs_hook=unique_keys)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise InputError(f"not JSON ({exc})") from None
     if not isinstance(declared, dict):
         raise InputError('expected an object such as {"age": 85, "sex": 2}')
@@ -190,4 +193,5 @@ def domain_codes(text: bytes, columns: tuple[str, ...]) -> dict[str, int | None]
         if value is not None and value < 1:
             raise InputError(f"column {name!r} needs at least 1 code, got {value}")
         codes[name] = value
+    check_domain_spec({name: n for name, n in codes.items() if n is not None})
     return codes

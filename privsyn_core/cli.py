@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from privsyn_core.errors import InputError, UsageError
+from privsyn_core.limits import MAX_ITERATIONS, check_iterations
 from privsyn_core.privacy.ledger import BudgetExceededError, check_epsilon_delta
 from privsyn_core.progress import SynthesisCancelled
 from privsyn_core.terminal import printable
@@ -57,6 +58,18 @@ def _count(minimum: int) -> type:
 
     parse.__name__ = "number"
     return parse  # type: ignore[return-value]
+
+
+def _iterations(text: str) -> int:
+    """GUM's iterations, within the limit every reader of them checks
+    (:func:`~privsyn_core.limits.check_iterations`)."""
+    try:
+        return check_iterations(_count(0)(text))
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+_iterations.__name__ = "number"
 
 
 def _port(text: str) -> int:
@@ -170,10 +183,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     syn.add_argument(
         "--iterations",
-        type=_count(0),
+        type=_iterations,
         default=None,
         help="GUM iterations (default 100, GUM's own; 0 keeps the initial table drawn from "
-        "the 1-way marginals)",
+        f"the 1-way marginals; at most {MAX_ITERATIONS:,})",
     )
     syn.add_argument(
         "--rows", type=_count(1), default=None, help="rows to synthesise (default: the noisy total)"
@@ -226,8 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="make the table reproducible: the same seed and settings give the same table",
     )  # fmt: skip
     gen.add_argument(
-        "--iterations", type=_count(0), default=None,
-        help="GUM iterations (default: the release's setting)",
+        "--iterations", type=_iterations, default=None,
+        help=f"GUM iterations (default: the release's setting; at most {MAX_ITERATIONS:,})",
     )  # fmt: skip
     gen.add_argument(
         "--strategy",

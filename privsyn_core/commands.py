@@ -27,9 +27,11 @@ from tqdm import tqdm
 
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.atomic import write_atomically, write_folder_atomically
+from privsyn_core.data.inputs import read_declaration, readable_file
 from privsyn_core.data.io import read_table
 from privsyn_core.data.schema import DRAFT_WARNING, Provenance, Schema, infer_schema
 from privsyn_core.data.streamed import TableFile, is_parquet
+from privsyn_core.data.table import check_domain_spec
 from privsyn_core.errors import FailedAfterSpending, InputError, UsageError
 from privsyn_core.generation.blocks import block_sizes
 from privsyn_core.generation.fitted import Sample, written
@@ -79,19 +81,12 @@ def _read(path: str, args: argparse.Namespace, *, infer_types: bool = False) -> 
 def _read_domain(path: str | None) -> dict[str, object] | None:
     if path is None:
         return None
-    file = Path(path)
-    if not file.is_file():
-        raise UsageError(f"cannot read domain file {path}: no such file")
-    try:
-        domain = json.loads(file.read_text())
-    except json.JSONDecodeError as exc:
-        raise UsageError(
-            f"domain file {path} is not valid JSON ({exc.msg}, line {exc.lineno})"
-        ) from None
+    domain = read_declaration(path, "domain file")
     if not isinstance(domain, dict):
         raise UsageError(
             f"domain file {path} must map each column to its number of codes or its categories"
         )
+    check_domain_spec(domain)  # every engine: before the table is read or counted
     return domain
 
 
@@ -594,8 +589,7 @@ def _file_source(args: argparse.Namespace, domain: dict[str, object] | None) -> 
             f"--engine {args.engine} takes a CSV file with a header (delimiter from the "
             "header, UTF-8), or a Parquet file; drop the reading options"
         )
-    if not Path(args.input).exists():
-        raise UsageError(f"cannot read {args.input}: no such file")
+    readable_file(args.input)  # before its fingerprint reads it: a FIFO would never end
     if args.engine == "spark":
         from privsyn_core.measuring.spark_counter import spark_session
 
@@ -622,7 +616,7 @@ def _schema_infer(args: argparse.Namespace) -> int:
 
 def _runs_list(args: argparse.Namespace) -> int:
     registry = Registry()
-    dataset = file_fingerprint(args.table) if args.table else None
+    dataset = file_fingerprint(readable_file(args.table)) if args.table else None
     runs = registry.runs(dataset)
     held = registry.held(dataset)
     if not runs and not held:

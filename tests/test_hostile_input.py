@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import privsyn_core.data.inputs as inputs
 import privsyn_core.generation.memory as memory
 from privsyn_core.cli import main
 from privsyn_core.data.io import read_table
@@ -348,6 +349,8 @@ class Refused:
     says: tuple[str, ...]
     spends: bool = False
     free: int = FREE
+    #: a file under the case's folder that this user may not read (``chmod 0``)
+    unreadable: str = ""
 
 
 @dataclass(frozen=True)
@@ -872,6 +875,331 @@ BUNDLE_REFUSED = [
 REFUSED += BUNDLE_REFUSED
 
 
+# --------------------------------------------------------------------------------------------
+# schemas, domain files and the input file itself (issue 24): each refused from the file's
+# status, its size, its bytes or what it declares, before anything is built for it
+# --------------------------------------------------------------------------------------------
+
+TOO_MANY = 1_000_000  # categories: 100,000 a column at most (privsyn_core.limits.MAX_CODES)
+MERGE = "merge rare categories"
+WIDER = "use wider bins"
+
+
+def schema_of(colour: dict, size: dict | None = None) -> dict:
+    size = {"name": "size"} if size is None else {"name": "size", **size}
+    return {"version": 1, "columns": [{"name": "colour", **colour}, size]}
+
+
+def categorical(categories: list) -> dict:
+    return {"kind": "categorical", "categories": categories}
+
+
+def numeric(**declared: object) -> dict:
+    return {"kind": "numeric", "lower": 0, "upper": 3, **declared}
+
+
+def declared(
+    option: str,
+    content: object,
+    *extra: str,
+    table: Callable[[], pd.DataFrame] = good_table,
+    engine: tuple[str, ...] = (),
+) -> Callable[[Path], list[str]]:
+    """``synthesize`` on ``table`` with ``--schema`` or ``--domain`` naming a file of
+    ``content``: bytes as they are, text in UTF-8, anything else as JSON; or a callable that
+    makes the file (a FIFO, a folder) and returns its path."""
+
+    def build(folder: Path) -> list[str]:
+        path = folder / f"{option}.json"
+        if callable(content):
+            path = content(folder)
+        elif isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            text = content if isinstance(content, str) else json.dumps(content)
+            path.write_text(text, encoding="utf-8")
+        source = write_csv(folder, table())
+        return synthesize_argv(folder, source, f"--{option}", str(path), *engine, *extra)
+
+    return build
+
+
+def coded_table() -> pd.DataFrame:
+    rng = np.random.default_rng(3)
+    return pd.DataFrame({"colour": rng.integers(0, 3, N), "size": rng.integers(0, 4, N)})
+
+
+def nested(depth: int, key: str) -> str:
+    return "{" + f'"{key}": ' + "[" * depth + "]" * depth + "}"
+
+
+def a_fifo(folder: Path) -> Path:
+    os.mkfifo(folder / "pipe.json")
+    return folder / "pipe.json"
+
+
+def a_subfolder(folder: Path) -> Path:
+    (folder / "declared").mkdir()
+    return folder / "declared"
+
+
+def unreadable_json(folder: Path) -> Path:
+    path = folder / "unreadable.json"
+    path.write_text(json.dumps({"colour": COLOURS}))
+    return path
+
+
+def sparse(size: int) -> Callable[[Path], Path]:
+    """A file of ``size`` bytes that takes no disk (and no time) to write."""
+
+    def make(folder: Path) -> Path:
+        path = folder / "huge.json"
+        with path.open("wb") as handle:
+            handle.truncate(size)
+        return path
+
+    return make
+
+
+def table_at(make: Callable[[Path], Path], *extra: str) -> Callable[[Path], list[str]]:
+    """``synthesize`` on the table file ``make(folder)`` (a FIFO, a folder, a device)."""
+
+    def build(folder: Path) -> list[str]:
+        return synthesize_argv(folder, make(folder), *extra)
+
+    return build
+
+
+def a_fifo_table(folder: Path) -> Path:
+    os.mkfifo(folder / "in.csv")
+    return folder / "in.csv"
+
+
+def unreadable_table(folder: Path) -> Path:
+    return write_csv(folder, good_table(), "unreadable.csv")
+
+
+def many(n: int, prefix: str = "c") -> list[str]:
+    return [f"{prefix}{i}" for i in range(n)]
+
+
+DUCKDB = ("--engine", "duckdb")
+CATEGORIES_TWICE = [*many(60_000), "c5"]  # under the limit, one repeated at the end
+
+DECLARATION_REFUSED = [
+    # schemas: what a column declares, checked before a list or a bin is built from it
+    Refused(
+        "schema: a million categories",
+        declared("schema", schema_of(categorical(many(TOO_MANY)))),
+        ("column 'colour' declares 1,000,000 categories", "(100,000 codes)", MERGE),
+    ),
+    Refused(
+        "schema: 10^7 bins",
+        declared("schema", schema_of(categorical(COLOURS), numeric(bins=10**7))),
+        ("column 'size' declares 10,000,000 bins", WIDER),
+    ),
+    Refused(
+        "schema: 10^9 bins",
+        declared("schema", schema_of(categorical(COLOURS), numeric(bins=10**9))),
+        ("column 'size' declares 1,000,000,000 bins", WIDER),
+    ),
+    Refused(
+        "schema: a million bin edges",
+        declared(
+            "schema",
+            schema_of(categorical(COLOURS), {"kind": "numeric", "edges": list(range(TOO_MANY))}),
+        ),
+        ("column 'size' declares 1,000,000 bin edges", "so 100,001 edges"),
+    ),
+    Refused(
+        "schema: a pair of 5,000 x 5,000 categories",
+        declared("schema", schema_of(categorical(many(5000)), categorical(many(5000, "s")))),
+        ("columns 'colour' (5,000 codes) and 'size' (5,000 codes)", "25,000,000 cells", "wider"),
+    ),
+    Refused(
+        "schema: a category that is a list",
+        declared("schema", schema_of(categorical(["red", ["green"]]))),
+        ("column 'colour': a category must be text, a number or true/false", "list"),
+    ),
+    Refused(
+        "schema: nested 100,000 deep",
+        declared("schema", nested(100_000, "columns")),
+        ("schema file", "nests 100,001 levels deep", "plain JSON object"),
+    ),
+    Refused(
+        "schema: Latin-1",
+        declared(
+            "schema",
+            json.dumps(schema_of(categorical(CITIES)), ensure_ascii=False).encode("latin-1"),
+        ),
+        ("schema file", "is not UTF-8 text", "line 1", "save it as UTF-8"),
+    ),
+    Refused(
+        "schema: UTF-16",
+        declared("schema", json.dumps(schema_of(categorical(COLOURS))).encode("utf-16")),
+        ("is not UTF-8 text", "save it as UTF-8"),
+    ),
+    Refused(
+        "schema: a key stated twice in a column",
+        declared(
+            "schema",
+            '{"version": 1, "columns": [{"name": "colour", "kind": "categorical", '
+            '"kind": "numeric"}, {"name": "size"}]}',
+        ),
+        ("names the key 'kind' twice in one object", "state each key once"),
+    ),
+    Refused(
+        "schema: the columns stated twice",
+        declared("schema", '{"version": 1, "columns": [], "columns": [{"name": "colour"}]}'),
+        ("names the key 'columns' twice",),
+    ),
+    Refused(
+        "schema: a folder",
+        declared("schema", a_subfolder),
+        ("cannot read schema file", "it is a folder, not a schema file"),
+    ),
+    Refused(
+        "schema: a FIFO",
+        declared("schema", a_fifo),
+        ("cannot read schema file", "it is a named pipe, not a regular file"),
+    ),
+    Refused(
+        "schema: /dev/zero",
+        declared("schema", lambda folder: Path("/dev/zero")),
+        ("/dev/zero: it is a device or a socket", "save it to a file"),
+    ),
+    Refused(
+        "schema: unreadable",
+        declared("schema", unreadable_json),
+        ("cannot read schema file", "no permission to read it", "chmod u+r"),
+        unreadable="unreadable.json",
+    ),
+    Refused(
+        "schema: 65 MB",
+        declared("schema", sparse(65 * 2**20)),
+        ("is 65 MB, more than the 64 MB", MERGE.replace("rare categories", "rare ones")),
+    ),
+    # domain files: the same reader, and what each column declares
+    Refused(
+        "domain: a million categories",
+        declared("domain", {"colour": many(TOO_MANY), "size": ["0", "1", "2", "3"]}),
+        ("column 'colour' declares 1,000,000 categories", MERGE),
+    ),
+    Refused(
+        "domain: a category twice in 60,001, found in linear time",
+        declared("domain", {"colour": CATEGORIES_TWICE, "size": ["0", "1", "2", "3"]}),
+        ("lists the category 'c5' more than once", "once in the domain"),
+    ),
+    Refused(
+        "domain: 10^9 codes",
+        declared("domain", {"colour": 10**9, "size": 4}, table=coded_table),
+        ("column 'colour' declares 1,000,000,000 codes", "recode the column into fewer codes"),
+    ),
+    Refused(
+        "domain: 10^7 codes",
+        declared("domain", {"colour": 10**7, "size": 4}, table=coded_table),
+        ("declares 10,000,000 codes", "(100,000 codes)"),
+    ),
+    Refused(
+        "domain: a pair of 10,000 x 10,000 codes",
+        declared("domain", {"colour": 10_000, "size": 10_000}, table=coded_table),
+        ("a pair marginal of 100,000,000 cells", "more than the 16,777,216"),
+    ),
+    Refused(
+        "domain: nested 100,000 deep",
+        declared("domain", nested(100_000, "colour")),
+        ("domain file", "nests 100,001 levels deep"),
+    ),
+    Refused(
+        "domain: Latin-1",
+        declared("domain", json.dumps({"stadt": CITIES}, ensure_ascii=False).encode("latin-1")),
+        ("domain file", "is not UTF-8 text", "save it as UTF-8"),
+    ),
+    Refused(
+        "domain: a key stated twice",
+        declared("domain", '{"colour": ["red", "green", "blue"], "size": 4, "size": ["0"]}'),
+        ("domain file", "names the key 'size' twice in one object"),
+    ),
+    Refused(
+        "domain: a folder",
+        declared("domain", a_subfolder),
+        ("cannot read domain file", "it is a folder"),
+    ),
+    Refused(
+        "domain: a FIFO",
+        declared("domain", a_fifo),
+        ("cannot read domain file", "it is a named pipe"),
+    ),
+    Refused(
+        "domain: unreadable",
+        declared("domain", unreadable_json),
+        ("cannot read domain file", "no permission to read it"),
+        unreadable="unreadable.json",
+    ),
+    # the input table: checked for what it is before the fingerprint or a reader reads it
+    Refused(
+        "input: a FIFO",
+        table_at(a_fifo_table),
+        ("in.csv: it is a named pipe, not a regular file", "save it to a file"),
+    ),
+    Refused(
+        "input: /dev/zero",
+        table_at(lambda folder: Path("/dev/zero")),
+        ("/dev/zero: it is a device or a socket",),
+    ),
+    Refused(
+        "input: unreadable",
+        table_at(unreadable_table),
+        ("cannot read", "unreadable.csv: no permission to read it", "chmod u+r"),
+        unreadable="unreadable.csv",
+    ),
+    Refused(
+        "duckdb: a FIFO",
+        table_at(a_fifo_table, *DUCKDB),
+        ("it is a named pipe, not a regular file",),
+    ),
+    Refused(
+        "duckdb: /dev/zero",
+        table_at(lambda folder: Path("/dev/zero"), *DUCKDB),
+        ("/dev/zero: it is a device or a socket",),
+    ),
+    Refused("duckdb: a folder", table_at(a_subfolder, *DUCKDB), ("it is a folder", "table file")),
+    Refused(
+        "duckdb: unreadable",
+        table_at(unreadable_table, *DUCKDB),
+        ("unreadable.csv: no permission to read it",),
+        unreadable="unreadable.csv",
+    ),
+    Refused(
+        "duckdb: domain of 10^9 codes",
+        declared("domain", {"colour": 10**9, "size": 4}, table=coded_table, engine=DUCKDB),
+        ("column 'colour' declares 1,000,000,000 codes",),
+    ),
+    # GUM's iterations: the limit the bundle reader checks (privsyn_core.limits)
+    Refused(
+        "iterations 20,000",
+        on_good_table("--iterations", "20000"),
+        ("20,000 iterations, more than the 10,000", "100 is the default"),
+    ),
+    Refused(
+        "iterations 10^9",
+        on_good_table("--iterations", "1000000000"),
+        ("1,000,000,000 iterations, more than the 10,000",),
+    ),
+    Refused(
+        "generate: iterations 10^9",
+        generate("--iterations", "1000000000"),
+        ("1,000,000,000 iterations, more than the 10,000",),
+    ),
+    Refused(
+        "runs list of a FIFO",
+        lambda folder: ["runs", "list", str(a_fifo_table(folder))],
+        ("it is a named pipe, not a regular file",),
+    ),
+]
+REFUSED += DECLARATION_REFUSED
+
+
 def all_missing_constant_unique() -> pd.DataFrame:
     return pd.DataFrame(
         {
@@ -1031,11 +1359,31 @@ def files_under(folder: Path) -> dict[str, str]:
     """Every path under ``folder`` with its regular file's content hash, so that a refused
     case that replaced a file (an input named as the output) shows as a change too."""
     return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-        if p.is_file()
-        else ""
-        for p in folder.rglob("*")
+        str(p.relative_to(folder)): _content(p) if p.is_file() else "" for p in folder.rglob("*")
     }
+
+
+def _content(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except PermissionError:  # an unreadable case's file: its status must not change
+        return f"unreadable {path.stat().st_mtime_ns}"
+
+
+def make_unreadable(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``chmod 0``; where that binds no one (root reads anything), the open is refused as
+    the kernel refuses it to anyone else."""
+    path.chmod(0)
+    if not os.access(path, os.R_OK):
+        return
+    opener = inputs._open
+
+    def refused(name: str | Path) -> int:
+        if Path(name).resolve() == path.resolve():
+            raise PermissionError(13, "Permission denied", str(name))
+        return opener(name)
+
+    monkeypatch.setattr(inputs, "_open", refused)
 
 
 def registry_spend() -> list[float]:
@@ -1057,11 +1405,17 @@ def test_there_are_at_least_30_cases():
 
 @pytest.mark.parametrize("case", REFUSED, ids=lambda case: case.name)
 def test_refused_with_one_line_naming_the_problem_and_the_fix(
-    case: Refused, tmp_path: Path, capsys: pytest.CaptureFixture[str], free_memory
+    case: Refused,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    free_memory,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     free_memory(case.free)
     (tmp_path / "out").mkdir()
     argv = case.build(tmp_path)
+    if case.unreadable:
+        make_unreadable(tmp_path / case.unreadable, monkeypatch)
     capsys.readouterr()
     before = files_under(tmp_path)
 
@@ -1182,3 +1536,19 @@ def test_a_marginal_of_30_million_cells_is_refused_before_it_is_parsed(tmp_path)
         assert archive.getinfo("model.json").file_size > 60_000_000
     peak = peak_while_refused(path, "30,000,000 cells")
     assert peak < 200 * 2**20, f"{peak / 2**20:.0f} MiB held"
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        (b'{"colour": 1000000000, "size": 4}', "declares 1,000,000,000 codes"),
+        (b'{"colour": 10000, "size": 10000}', "a pair marginal of 100,000,000 cells"),
+        (b'{"colour": 3, "colour": 4, "size": 4}', "names the key 'colour' twice"),
+        (nested(100_000, "colour").encode(), "not JSON"),
+    ],
+)
+def test_the_dashboards_domain_file_is_held_to_the_same_limits(text, says):
+    from dashboard.sources import domain_codes
+
+    with pytest.raises(InputError, match=says):
+        domain_codes(text, ("colour", "size"))

@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from privsyn_core.data.inputs import readable_file
 from privsyn_core.data.values import parse_numbers
 from privsyn_core.errors import InputError
 from privsyn_core.generation.memory import check_load_fits, check_width
@@ -359,11 +360,7 @@ class FileDescription:
 
 def _table_file(path: str | Path) -> Path:
     """``path`` as a readable, non-empty file, or an error that says what it is instead."""
-    file = Path(path)
-    if file.is_dir():
-        raise InputError(f"cannot read {path}: it is a folder, not a table file")
-    if not file.is_file():
-        raise InputError(f"cannot read {path}: no such file")
+    file = readable_file(path)
     if file.stat().st_size == 0:
         raise InputError(f"{path} is empty: give a table with a header row and data")
     return file

@@ -48,7 +48,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from privsyn_core.data.inputs import read_declaration
 from privsyn_core.errors import InputError
+from privsyn_core.limits import check_codes, check_pairs
 
 SCHEMA_VERSION = 1
 
@@ -121,7 +123,7 @@ class ColumnSchema:
                 ) from None
         if self.categories is not None:
             categories = tuple(self.categories)
-            if len(set(categories)) != len(categories):
+            if len(set(categories)) != len(categories):  # linear: a set, never list.count
                 raise InputError(f"column {self.name!r}: a category is listed twice")
             if not categories:
                 raise InputError(f"column {self.name!r}: the list of categories is empty")
@@ -172,6 +174,15 @@ class ColumnSchema:
             or not isinstance(self.categories, list | tuple)
         ):
             fail("categories", "a list of values")
+        if self.categories is not None:
+            # before anything is built from the list: its length, then what it holds
+            check_codes(self.name, len(self.categories), "categories")
+            if not all(isinstance(c, _CATEGORY_TYPES) for c in self.categories):
+                wrong = next(c for c in self.categories if not isinstance(c, _CATEGORY_TYPES))
+                raise InputError(
+                    f"column {self.name!r}: a category must be text, a number or true/false, "
+                    f"got {type(wrong).__name__} {_short(wrong)}"
+                )
         for key in ("lower", "upper"):
             if getattr(self, key) is not None and not number(getattr(self, key)):
                 fail(key, "a finite number")
@@ -179,10 +190,14 @@ class ColumnSchema:
             isinstance(self.bins, bool) or not isinstance(self.bins, int | np.integer)
         ):
             fail("bins", "a whole number")
-        if self.edges is not None and (
-            not isinstance(self.edges, list | tuple) or not all(number(e) for e in self.edges)
-        ):
+        if self.bins is not None:
+            check_codes(self.name, int(self.bins), "bins")
+        if self.edges is not None and not isinstance(self.edges, list | tuple):
             fail("edges", "a list of finite numbers")
+        if self.edges is not None:
+            check_codes(self.name, len(self.edges), "bin edges")
+            if not all(number(e) for e in self.edges):
+                fail("edges", "a list of finite numbers")
         for key in ("integer", "missing"):
             if getattr(self, key) is not None and not isinstance(getattr(self, key), bool):
                 fail(key, "true, false or absent")
@@ -196,6 +211,18 @@ class ColumnSchema:
             fail("decimals", f"a whole number from 0 to {MAX_DECIMALS}")
         if self.datetime_format is not None and not isinstance(self.datetime_format, str):
             fail("datetime_format", "a strftime format such as %Y-%m-%d")
+
+    @property
+    def declared_codes(self) -> int | None:
+        """How many codes the declaration fixes (categories, bins or bin edges), None if it
+        fixes none; a missing code, if any, comes on top."""
+        if self.exclude or self.kind is None:
+            return None
+        if self.kind is Kind.CATEGORICAL:
+            return None if self.categories is None else len(self.categories)
+        if self.edges is not None:
+            return len(self.edges) - 1
+        return self.bins
 
     @property
     def has_domain(self) -> bool:
@@ -230,10 +257,14 @@ class Schema:
     version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
-        names = [c.name for c in self.columns]
-        repeated = sorted({n for n in names if names.count(n) > 1})
-        if repeated:
-            raise InputError(f"the schema lists column {repeated[0]!r} more than once")
+        seen: set[str] = set()
+        for column in self.columns:  # linear: a set, never list.count
+            if column.name in seen:
+                raise InputError(f"the schema lists column {column.name!r} more than once")
+            seen.add(column.name)
+        check_pairs(
+            (c.name, c.declared_codes) for c in self.columns if c.declared_codes is not None
+        )
 
     def __getitem__(self, name: str) -> ColumnSchema:
         for column in self.columns:
@@ -289,14 +320,16 @@ class Schema:
 
     @classmethod
     def load(cls, path: str | Path) -> Schema:
-        if not Path(path).is_file():
-            raise InputError(f"cannot read schema file {path}: no such file")
-        try:
-            return cls.from_json(json.loads(Path(path).read_text()))
-        except json.JSONDecodeError as exc:
-            raise InputError(
-                f"schema file {path} is not valid JSON ({exc.msg}, line {exc.lineno})"
-            ) from None
+        return cls.from_json(read_declaration(path, "schema file"))
+
+
+#: what a declared category may be (JSON's text, numbers and true/false, or numpy's)
+_CATEGORY_TYPES = (str, int, float, bool, np.generic)
+
+
+def _short(value: object) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _json_scalar(value: Any) -> Any:

@@ -18,6 +18,7 @@ from privsyn_core.data.codecs import CodesCodec as ColumnCodec
 from privsyn_core.data.values import canonical_text, categories_as_text
 from privsyn_core.domain import Domain
 from privsyn_core.errors import TableError
+from privsyn_core.limits import check_codes, check_pairs
 
 DomainSpec = Mapping[str, int | Sequence[object]]
 
@@ -47,13 +48,39 @@ def _codec_for(name: str, column: pd.Series, spec: int | Sequence[object] | None
     categories = tuple(spec)
     if not categories:
         raise TableError(f"column {name!r} is declared with an empty list of categories")
-    repeated = sorted({str(c) for c in categories if categories.count(c) > 1})
-    if repeated:
+    repeated = _repeated(categories)
+    if repeated is not None:
         raise TableError(
-            f"column {name!r} lists the category {repeated[0]!r} more than once; "
+            f"column {name!r} lists the category {repeated!r} more than once; "
             f"list each category once in the domain"
         )
     return ColumnCodec(name, len(categories), categories, column.dtype)
+
+
+def _repeated(categories: Sequence[object]) -> str | None:
+    """The first category listed twice (as text), or None; linear (a set, never list.count:
+    a million categories once took minutes)."""
+    seen: set[object] = set()
+    for category in categories:
+        key = category if isinstance(category, str | int | float | bool) else str(category)
+        if key in seen:
+            return str(category)
+        seen.add(key)
+    return None
+
+
+def check_domain_spec(spec: DomainSpec) -> None:
+    """Refuse a declared domain that asks for more codes than a column, or a pair of
+    columns, may have (:mod:`privsyn_core.limits`), before anything is built from it."""
+    sizes = []
+    for name, declared in spec.items():
+        if isinstance(declared, int | np.integer) and not isinstance(declared, bool):
+            check_codes(str(name), int(declared), "codes")
+            sizes.append((str(name), int(declared)))
+        elif isinstance(declared, Sequence) and not isinstance(declared, str):
+            check_codes(str(name), len(declared), "categories")
+            sizes.append((str(name), len(declared)))
+    check_pairs(sizes)
 
 
 def _encode_column(column: pd.Series, codec: ColumnCodec) -> np.ndarray:
@@ -138,6 +165,7 @@ def encode_table(
     if len(set(names)) != len(names):
         raise TableError("column names must be unique")
     spec = dict(domain or {})
+    check_domain_spec(spec)
     extra = [k for k in spec if k not in names]
     if extra:
         raise TableError(

@@ -24,6 +24,7 @@ from typing import Any
 
 from privsyn_core.errors import InputError
 from privsyn_core.generation.memory import USABLE_SHARE, available_bytes
+from privsyn_core.limits import MAX_ITERATIONS, MAX_MARGINAL_CELLS, check_iterations
 
 #: the compression methods Python's zipfile reads (stored, deflate, bzip2, LZMA); the writer
 #: uses deflate
@@ -42,14 +43,8 @@ JSON_MEMORY_PER_BYTE = 8
 #: the largest member hashed (never held: it is read in a stream); only the synthetic table
 #: is neither JSON nor small
 MAX_MEMBER_BYTES = 4 * 2**30
-#: the most cells of one marginal (8 bytes each, several copies while sampling): 16.8
-#: million, 128 MB a copy
-MAX_MARGINAL_CELLS = 1 << 24
 #: the most cells of all the model's marginals together
 MAX_MODEL_CELLS = 1 << 25
-#: the most GUM iterations a bundle may ask for (the default is 100; the paper's analysis
-#: assumes 100 and the authors' code runs 50 to 200)
-MAX_ITERATIONS = 10_000
 #: the longest date format a binned column may carry (``%Y-%m-%dT%H:%M:%S.%f%z`` is 20)
 MAX_FORMAT_CHARS = 64
 
@@ -140,11 +135,10 @@ def check_model_json(model: Mapping[str, Any]) -> None:
         )
     gum = model["sampling"]["gum"]
     iterations = gum.get("iterations", 0)
-    if not isinstance(iterations, int) or iterations > MAX_ITERATIONS:
-        raise BundleCheckError(
-            f"its model asks GUM for {_count(iterations)} iterations, more than the "
-            f"{MAX_ITERATIONS:,} this version runs from a bundle (100 is the default)"
-        )
+    try:  # the limit a run checks: a bundle asking for more was not written by one
+        check_iterations(iterations, "its model")
+    except InputError as exc:
+        raise BundleCheckError(str(exc)) from None
     for column in model["columns"]:
         _check_decoder(column)
     for grouping in model["groupings"]:
@@ -246,10 +240,6 @@ def _check_decoder(column: Mapping[str, Any]) -> None:
 
 def _finite_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _count(value: object) -> str:
-    return f"{value:,}" if isinstance(value, int) else repr(value)
 
 
 def _size(n: int) -> str:

@@ -45,7 +45,8 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.common import print_table, run_grid  # noqa: E402
 from benchmarks.paper_lab import PAPER, PAPER_GUM, TABLES, load, score  # noqa: E402
 from privsyn_core import GumSettings, PrivSynConfig  # noqa: E402
-from privsyn_core.pipeline import generate, measure  # noqa: E402
+from privsyn_core.generation.synthesis import generate  # noqa
+from privsyn_core.pipeline import measure  # noqa: E402
 
 #: the paper's settings, which every arm changes only where it says
 BASE = PrivSynConfig(gum=GumSettings(**PAPER_GUM), **PAPER)

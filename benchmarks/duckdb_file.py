@@ -136,9 +136,10 @@ def child(
 ) -> None:
     """The measured process: counting on the engine, then generation, as the CLI runs them."""
     sys.path.insert(0, str(ROOT))
+    from privsyn_core.generation.synthesis import generate
     from privsyn_core.measuring.duckdb_counter import DuckDBCounter
     from privsyn_core.measuring.spark_counter import SparkCounter
-    from privsyn_core.pipeline import generate, measure_coded
+    from privsyn_core.pipeline import measure_coded
 
     sizes = json.loads(domain_file.read_text())
     counter = (

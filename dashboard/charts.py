@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from privsyn_core.dependency_report import WITHIN_NOISE_SIGMAS, DependencyReport
 from privsyn_core.generation.gum import GumIterationRecord
-from privsyn_core.pipeline import SelectedMarginal
+from privsyn_core.generation.synthesis import SelectedMarginal
 from privsyn_core.selection.greedy import WELL_MEASURED_L1
 
 

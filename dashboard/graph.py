@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from privsyn_core.pipeline import SelectedMarginal
+from privsyn_core.generation.synthesis import SelectedMarginal
 
 from .charts import text_px
 

@@ -26,7 +26,7 @@ import streamlit as st
 
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.errors import FailedAfterSpending
-from privsyn_core.pipeline import SynthesisResult
+from privsyn_core.generation.synthesis import SynthesisResult
 from privsyn_core.privacy.ledger import BudgetExceededError, PrivacyLedger, epsilon_from_rho
 from privsyn_core.privacy.noise import RELEASE
 from privsyn_core.release.registry import (

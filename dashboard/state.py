@@ -22,7 +22,7 @@ from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.io import read_table
 from privsyn_core.data.schema import Schema
 from privsyn_core.errors import InputError
-from privsyn_core.pipeline import SynthesisResult
+from privsyn_core.generation.synthesis import SynthesisResult
 from privsyn_core.release.registry import file_fingerprint
 from privsyn_core.release.registry import fingerprint as registry_fingerprint
 

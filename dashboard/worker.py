@@ -39,7 +39,7 @@ from typing import Any
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.errors import FailedAfterSpending, InputError
 from privsyn_core.generation.gum import GumIterationRecord
-from privsyn_core.pipeline import SynthesisResult
+from privsyn_core.generation.synthesis import SynthesisResult
 from privsyn_core.privacy.ledger import PrivacyLedger, rho_from_epsilon_delta
 from privsyn_core.progress import (
     STAGE_TITLES,

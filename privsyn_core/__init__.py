@@ -15,10 +15,10 @@ _HOMES = {
     "GumSettings": "privsyn_core.generation.gum",
     "FittedModel": "privsyn_core.generation.fitted",
     "PrivSyn": "privsyn_core.model",
-    "Measurements": "privsyn_core.pipeline",
-    "SelectedMarginal": "privsyn_core.pipeline",
-    "SynthesisResult": "privsyn_core.pipeline",
-    "generate": "privsyn_core.pipeline",
+    "Measurements": "privsyn_core.generation.synthesis",
+    "SelectedMarginal": "privsyn_core.generation.synthesis",
+    "SynthesisResult": "privsyn_core.generation.synthesis",
+    "generate": "privsyn_core.generation.synthesis",
     "measure": "privsyn_core.pipeline",
     "synthesize": "privsyn_core.pipeline",
     "BudgetExceededError": "privsyn_core.privacy.ledger",
@@ -69,15 +69,14 @@ if TYPE_CHECKING:
     from privsyn_core.errors import TableError
     from privsyn_core.generation.fitted import FittedModel
     from privsyn_core.generation.gum import GumSettings
-    from privsyn_core.model import PrivSyn
-    from privsyn_core.pipeline import (
+    from privsyn_core.generation.synthesis import (
         Measurements,
         SelectedMarginal,
         SynthesisResult,
         generate,
-        measure,
-        synthesize,
     )
+    from privsyn_core.model import PrivSyn
+    from privsyn_core.pipeline import measure, synthesize
     from privsyn_core.privacy.ledger import (
         BudgetExceededError,
         Measurement,

@@ -24,7 +24,7 @@ from privsyn_core.generation.fitted import guard_message
 from privsyn_core.selection.greedy import measurable_pairs
 
 if TYPE_CHECKING:
-    from privsyn_core.pipeline import SynthesisResult
+    from privsyn_core.generation.synthesis import SynthesisResult
     from privsyn_core.privacy.ledger import PrivacyLedger
 
 #: a noisy score under this many noise standard deviations is "within the noise": the score

@@ -34,7 +34,7 @@ from privsyn_core.data.columns import coded_frame
 from privsyn_core.errors import InputError
 
 if TYPE_CHECKING:
-    from privsyn_core.pipeline import SynthesisResult
+    from privsyn_core.generation.synthesis import SynthesisResult
 
 __all__ = [
     "FidelityReport",

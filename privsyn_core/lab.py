@@ -31,7 +31,8 @@ from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.schema import Schema
 from privsyn_core.errors import FailedAfterSpending, InputError
 from privsyn_core.evaluation import FidelityReport, fidelity_of
-from privsyn_core.pipeline import generate, measure
+from privsyn_core.generation.synthesis import generate
+from privsyn_core.pipeline import measure
 from privsyn_core.privacy.ledger import PrivacyLedger
 from privsyn_core.progress import GumProgress, SynthesisCancelled
 

@@ -30,7 +30,8 @@ from privsyn_core.data.sources import Engine, Source, source_width
 from privsyn_core.data.table import DomainSpec
 from privsyn_core.generation.fitted import FittedModel
 from privsyn_core.generation.memory import check_width
-from privsyn_core.pipeline import fit_measurements, measure
+from privsyn_core.generation.synthesis import fit_measurements
+from privsyn_core.pipeline import measure
 from privsyn_core.progress import ProgressCallback
 
 

@@ -2,10 +2,11 @@
 
 Privacy: the private table is touched only by Gaussian measurements, each charged to the
 ledger: the structure and domain estimates a schema leaves open (:mod:`privsyn_core.data.columns`),
-then PrivSyn's three (1-way marginals, InDif, selected marginals). Everything after them
-(selection, combining, consistency, GUM, appending, decoding) is post-processing of their
-output. The number of synthetic records defaults to the consistent noisy total, never the
-true ``n``.
+then PrivSyn's three (1-way marginals, InDif, selected marginals). This module makes them
+(:func:`measure`: Algorithm 3, lines 1-5, with the selection methods of
+:mod:`privsyn_core.selection.methods`). Everything after them (consistency, GUM, appending,
+decoding) is post-processing of their output, in :mod:`privsyn_core.generation.synthesis`.
+The number of synthetic records defaults to the consistent noisy total, never the true ``n``.
 """
 
 from __future__ import annotations
@@ -13,17 +14,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.columns import (
     Preparation,
-    PreparedColumn,
     check_schema_matches,
     open_parts,
     prepare_columns,
@@ -35,17 +34,18 @@ from privsyn_core.data.table import DomainSpec, encode_table
 from privsyn_core.domain import Domain, code_dtype
 from privsyn_core.errors import FailedAfterSpending, InputError
 from privsyn_core.generation.blocks import block_sizes, check_workers
-from privsyn_core.generation.consistency import ConsistencyReport
-from privsyn_core.generation.dependence import NoisyDependence
 from privsyn_core.generation.fitted import (
-    FittedModel,
     SamplingSettings,
     check_rows,
-    fit_model,
-    written,
 )
-from privsyn_core.generation.gum import GumIterationRecord
 from privsyn_core.generation.memory import check_blocks_fit, check_fits, check_width
+from privsyn_core.generation.synthesis import (
+    BlockWriter,
+    Measurements,
+    SelectedMarginal,
+    SynthesisResult,
+    generate,
+)
 from privsyn_core.measuring.counting import ArrayCounter, Counter, RecodedCounter
 from privsyn_core.measuring.indif import indif_sigma, measure_indif
 from privsyn_core.measuring.measurement import NoisyMarginal, measure_marginals
@@ -62,139 +62,8 @@ from privsyn_core.privacy.ledger import PrivacyLedger
 from privsyn_core.privacy.noise import NoiseSource, SecureNoise, SeededNoise
 from privsyn_core.progress import ProgressCallback, Stage
 from privsyn_core.progress import StageReporter as _Reporter
-from privsyn_core.release.bundle import released_schema
-from privsyn_core.selection.greedy import Selection
-from privsyn_core.selection.marginal_graph import AppendPlan, marginal_graph
 from privsyn_core.selection.methods import SelectionMethod, SelectionScores, selection_method
 from privsyn_core.selection.target import marginal_weights
-
-
-@dataclass(frozen=True)
-class SelectedMarginal:
-    """A measured marginal: attributes, cells, budget and noise, and why it was chosen.
-
-    ``origin`` is "combined" (a clique of Algorithm 2), "selected" (a pair of Algorithm 1),
-    "isolated" (the link of an attribute no selected pair covered) or "one_way" (an attribute
-    with no pair at all, measured alone so the budget is not wasted); with another
-    ``PrivSynConfig.selection`` it is that selection's name ("privbayes", "all_pairs",
-    "given"). ``rho`` is what the ledger was charged.
-    """
-
-    attributes: tuple[str, ...]
-    cells: int
-    rho: float
-    sigma: float
-    origin: str
-
-
-@dataclass(frozen=True)
-class SynthesisResult:
-    """Everything a run produced. All of it is DP (derived from the noisy measurements only)."""
-
-    synthetic: pd.DataFrame
-    noisy_indif: pd.DataFrame
-    selection: Selection
-    marginals: tuple[SelectedMarginal, ...]
-    graph: nx.Graph
-    history: tuple[GumIterationRecord, ...]
-    ledger: PrivacyLedger
-    groupings: tuple[ValueGrouping, ...]
-    appended: tuple[AppendPlan, ...]
-    consistency: ConsistencyReport
-    n_records: int
-    stage_seconds: dict[str, float]
-    #: per synthesised column: codec and where its domain came from (empty for ``domain=``)
-    columns: tuple[PreparedColumn, ...] = ()
-    #: columns left out, with the reason
-    excluded: tuple[tuple[str, str], ...] = ()
-    #: the DP measurements themselves: noisy 1-way marginals (declared codes) and the noisy
-    #: selected marginals (engine codes, see ``groupings``), before consistency
-    noisy_marginals: tuple[NoisyMarginal, ...] = ()
-    #: the fitted model these rows were sampled from: more samples at no privacy cost
-    model: FittedModel | None = None
-    #: attributes the guard drew as independent columns (see
-    #: :func:`~privsyn_core.generation.fitted.guard_message`)
-    independent: tuple[str, ...] = ()
-    #: the rows went to ``write`` block by block (more than one block, see :func:`generate`)
-    #: and ``synthetic`` holds none of them, only the columns
-    synthetic_written: bool = False
-
-    @property
-    def end_to_end_dp(self) -> bool:
-        """False when some domain was read off the raw data (``raw_domains=True``)."""
-        return not self.ledger.not_private
-
-    def history_frame(self) -> pd.DataFrame:
-        """One row per GUM iteration: iteration, alpha, mean L1, seconds, then one column per
-        marginal (named ``a|b|c``) with its L1 against its noisy target."""
-        rows = []
-        for record in self.history:
-            row: dict[str, Any] = {
-                "iteration": record.iteration,
-                "alpha": record.alpha,
-                "mean_l1": record.mean_error,
-                "seconds": record.seconds,
-            }
-            row.update({"|".join(k): v for k, v in record.errors.items()})
-            rows.append(row)
-        return pd.DataFrame(rows)
-
-    def marginals_frame(self) -> pd.DataFrame:
-        return pd.DataFrame(
-            [
-                {
-                    "attributes": " x ".join(m.attributes),
-                    "size": len(m.attributes),
-                    "cells": m.cells,
-                    "rho": m.rho,
-                    "sigma": m.sigma,
-                    "origin": m.origin,
-                }
-                for m in self.marginals
-            ]
-        )
-
-    def ledger_frame(self) -> pd.DataFrame:
-        return pd.DataFrame(
-            [
-                {
-                    "step": e.step,
-                    "attributes": ", ".join(e.attributes),
-                    "sensitivity": e.sensitivity,
-                    "rho": e.rho,
-                    "sigma": e.sigma,
-                    "queries": e.n_queries,
-                    "mechanism": e.mechanism,
-                }
-                for e in self.ledger.entries
-            ]
-        )
-
-
-@dataclass(frozen=True)
-class Measurements:
-    """What PrivSyn measured on the private table, and nothing else: the DP output that
-    generation works from as post-processing (paper Algorithm 3, lines 1-4). It holds no row
-    of the table: codecs (declared or DP estimates), noisy counts, the noisy InDif scores,
-    the selection made from them, and the ledger that paid for all of it."""
-
-    ledger: PrivacyLedger
-    #: the declared codes (one per column) and the engine's codes after grouping low counts
-    declared: Domain
-    engine: Domain
-    groupings: tuple[ValueGrouping, ...]
-    #: noisy 1-way marginals on declared codes, and on engine codes (the same counts summed)
-    one_way: tuple[NoisyMarginal, ...]
-    grouped: tuple[NoisyMarginal, ...]
-    #: the selected and combined marginals, measured on engine codes
-    measured: tuple[NoisyMarginal, ...]
-    noisy_indif: pd.DataFrame
-    selection: Selection
-    marginals: tuple[SelectedMarginal, ...]
-    #: how codes become values: a raw table's prepared columns, or a pre-coded table's codecs
-    preparation: Preparation | None
-    codecs: tuple[TableCodec, ...]
-    stage_seconds: dict[str, float]
 
 
 def synthesize(
@@ -295,10 +164,6 @@ class _Sampling:
     workers: int | None = None
     block_rows: int | None = None
     write: BlockWriter | None = None
-
-
-#: a streamed writer: consumes the synthetic table's blocks, one DataFrame at a time
-BlockWriter = Callable[[Iterator[pd.DataFrame]], object]
 
 
 def _measured_and_generated(
@@ -673,147 +538,6 @@ def _published(
     return tuple(measured), tuple(summary)
 
 
-def fit_measurements(
-    measurements: Measurements,
-    config: PrivSynConfig | None = None,
-    on_progress: ProgressCallback | None = None,
-) -> FittedModel:
-    """The fitted model of ``measurements``: consistency (paper 4.3) once, and everything
-    sampling needs, none of it a row of the table (:mod:`privsyn_core.generation.fitted`)."""
-    report = _Reporter(on_progress)
-    report.ledger = measurements.ledger
-    return _fitted(measurements, config or PrivSynConfig(), report)
-
-
-def _fitted(measurements: Measurements, config: PrivSynConfig, report: _Reporter) -> FittedModel:
-    report.start(Stage.CONSISTENCY)
-    preparation = measurements.preparation
-    decoders = (
-        tuple(c.codec for c in preparation.columns)
-        if preparation is not None
-        else measurements.codecs
-    )
-    model = fit_model(
-        measurements.ledger,
-        measurements.engine,
-        measurements.groupings,
-        measurements.grouped,
-        measurements.measured,
-        decoders,
-        consistency_rounds=config.consistency_rounds,
-        defaults=SamplingSettings(
-            config.gum, config.append_attributes, config.separate_and_join, config.synthesis
-        ),
-        consistent=config.consistency,
-        noisy=(*measurements.one_way, *measurements.measured),
-        schema=released_schema(
-            preparation.columns if preparation is not None else (),
-            measurements.groupings,
-            preparation.excluded if preparation is not None else (),
-            decoders,
-        ),
-        config=asdict(config),
-        dependence=_dependence(measurements),
-    )
-    consistency = model.consistency
-    report.finish(f"{consistency.rounds} rounds, total {consistency.total:.0f}")
-    return model
-
-
-def _dependence(measurements: Measurements) -> NoisyDependence | None:
-    """The released InDif scores with the noise scale the ledger paid for, if any."""
-    paid = [e for e in measurements.ledger.entries if e.step == "indif"]
-    if not paid:
-        return None
-    return NoisyDependence(
-        measurements.engine.attributes, measurements.noisy_indif.to_numpy(), paid[-1].sigma
-    )
-
-
-def generate(
-    measurements: Measurements,
-    *,
-    n_records: int | None = None,
-    config: PrivSynConfig | None = None,
-    rng: np.random.Generator | None = None,
-    on_progress: ProgressCallback | None = None,
-    workers: int | None = None,
-    block_rows: int | None = None,
-    write: BlockWriter | None = None,
-) -> SynthesisResult:
-    """A synthetic table from ``measurements`` alone (paper Algorithm 3, lines 5-6:
-    consistency, GUM, appending, decoding): post-processing, free of privacy cost, with no
-    access to the private table. ``n_records`` (public) defaults to the noisy total.
-
-    The same as :func:`fit_measurements` then :meth:`FittedModel.generate`; the result
-    carries the model (``result.model``) for more samples and the release bundle. Only
-    ``config``'s generation fields are read here (``consistency``, ``consistency_rounds``,
-    ``synthesis``, ``gum``, ``append_attributes``, ``separate_and_join``), so one set of
-    measurements can be generated from many times with different ones (the paper lab).
-
-    The rows are made as blocks of ``block_rows`` (default: the model's,
-    :attr:`~privsyn_core.generation.fitted.SamplingSettings.block_rows`) on ``workers``
-    processes (default: every core this process may use). With ``write`` they are handed to
-    it block by block as they are decoded (memory bounded by the blocks in flight, not the
-    rows; the check before GUM is per block) and the result's ``synthetic`` holds them only
-    when they were one block (``synthetic_written`` says which)."""
-    config = config or PrivSynConfig()
-    rng = rng if rng is not None else np.random.default_rng()
-    if n_records is not None:
-        check_rows(n_records)
-    ledger = measurements.ledger
-    report = _Reporter(on_progress)
-    report.ledger = ledger
-    model = _fitted(measurements, config, report)
-    n = n_records if n_records is not None else model.default_rows
-    settings = (
-        model.defaults if block_rows is None else replace(model.defaults, block_rows=block_rows)
-    )
-    try:  # the noisy total is known only now: refuse before GUM rather than die in it
-        if write is None:
-            model.check_fits(n)
-        else:
-            model.check_blocks_fit(n, settings.block_rows, check_workers(workers))
-    except InputError as error:
-        raise FailedAfterSpending.after(error, ledger) from None
-    if write is None:
-        drawn = model.generate(
-            n, rng=rng, settings=settings, on_progress=on_progress, workers=workers
-        )
-    else:
-        blocks = model.generate_blocks(
-            n, rng=rng, settings=settings, on_progress=on_progress, workers=workers
-        )
-        try:
-            drawn = written(blocks, write)
-        except InputError as error:  # the writer's refusal (a full disk) comes after the spend
-            raise FailedAfterSpending.after(error, ledger) from None
-    preparation = measurements.preparation
-    seconds = {**measurements.stage_seconds, **report.seconds, **drawn.stage_seconds}
-    return SynthesisResult(
-        synthetic=drawn.table,
-        noisy_indif=measurements.noisy_indif,
-        selection=measurements.selection,
-        marginals=measurements.marginals,
-        graph=_described_graph(
-            measurements.engine, measurements.marginals, measurements.noisy_indif
-        ),
-        history=drawn.history,
-        ledger=ledger,
-        groupings=measurements.groupings,
-        appended=drawn.appended,
-        consistency=model.consistency,
-        n_records=n,
-        stage_seconds=seconds,
-        columns=preparation.columns if preparation else (),
-        excluded=preparation.excluded if preparation else (),
-        noisy_marginals=model.noisy,
-        model=model,
-        independent=drawn.independent,
-        synthetic_written=len(drawn.table) < n,
-    )
-
-
 def _marginal_budgets(
     chosen: Sequence[tuple[str, ...]], engine: Domain, rho: float, config: PrivSynConfig
 ) -> list[float]:
@@ -830,20 +554,3 @@ def _marginal_budgets(
     else:
         weights = np.ones(len(chosen))
     return [float(b) for b in rho * weights / weights.sum()]
-
-
-def _described_graph(
-    engine: Domain, marginals: Sequence[SelectedMarginal], noisy_indif: pd.DataFrame
-) -> nx.Graph:
-    """The marginal graph with node sizes and edge weights from DP quantities only."""
-    graph = marginal_graph(
-        engine.attributes, [m.attributes for m in marginals if len(m.attributes) > 1]
-    )
-    for name in graph.nodes:
-        graph.nodes[name]["size"] = engine.size(name)
-    for a, b in graph.edges:
-        graph.edges[a, b]["indif"] = float(noisy_indif.at[a, b])
-        holders = [m for m in marginals if a in m.attributes and b in m.attributes]
-        graph.edges[a, b]["marginals"] = [" x ".join(m.attributes) for m in holders]
-        graph.edges[a, b]["combined"] = any(len(m.attributes) > 2 for m in holders)
-    return graph

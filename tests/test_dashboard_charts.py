@@ -17,7 +17,7 @@ from dashboard.charts import (
     selection_summary,
 )
 from privsyn_core.dependency_report import WITHIN_NOISE_SIGMAS, DependencyReport
-from privsyn_core.pipeline import SelectedMarginal
+from privsyn_core.generation.synthesis import SelectedMarginal
 
 SIGMA = 2628.0
 

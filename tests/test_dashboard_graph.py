@@ -25,7 +25,7 @@ from dashboard.graph import (
     node_radii,
     overlapping,
 )
-from privsyn_core.pipeline import SelectedMarginal
+from privsyn_core.generation.synthesis import SelectedMarginal
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 

@@ -87,7 +87,7 @@ from privsyn_core.release.bundle_limits import (
 from privsyn_core.release.report import release_report
 
 if TYPE_CHECKING:
-    from privsyn_core.pipeline import SynthesisResult
+    from privsyn_core.generation.synthesis import SynthesisResult
 
 FORMAT = "privsyn-release"
 #: 2: adds the fitted model (``model.json``); 1 held the release without it

@@ -46,7 +46,7 @@ from privsyn_core.privacy.ledger import BudgetExceededError, PrivacyLedger
 from privsyn_core.release.bundle import bundle_bytes
 
 if TYPE_CHECKING:
-    from privsyn_core.pipeline import SynthesisResult
+    from privsyn_core.generation.synthesis import SynthesisResult
 
 #: share of a lifetime budget after which recording a run warns
 WARN_SHARE = 0.8

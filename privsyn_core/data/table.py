@@ -16,7 +16,7 @@ import pandas as pd
 
 from privsyn_core.data.codecs import CodesCodec as ColumnCodec
 from privsyn_core.data.values import canonical_text, categories_as_text
-from privsyn_core.domain import Domain
+from privsyn_core.domain import Domain, code_dtype
 from privsyn_core.errors import TableError
 from privsyn_core.limits import check_codes, check_pairs
 
@@ -175,7 +175,7 @@ def encode_table(
         _codec_for(name, table.iloc[:, i], spec.get(name)) for i, name in enumerate(names)
     )
     largest = max(c.size for c in codecs)
-    dtype = np.uint8 if largest <= 256 else np.uint16 if largest <= 65536 else np.uint32
+    dtype = code_dtype(largest)
     records = np.empty((len(codecs), table.shape[0]), dtype=dtype)
     for i, codec in enumerate(codecs):
         records[i] = _encode_column(table.iloc[:, i], codec)

@@ -135,3 +135,27 @@ def count_marginal(records: np.ndarray, domain: Domain, attributes: Sequence[str
     rows = [domain.index(a) for a in attributes]
     counts = np.bincount(cell_index(records, rows, shape), minlength=prod(shape))
     return MarginalTable(attributes, shape, counts.astype(float))
+
+
+@dataclass(frozen=True)
+class NoisyMarginal:
+    """A DP marginal: noisy counts plus the budget that bought them.
+
+    ``rho`` is the zCDP cost of the whole table; every cell carries independent noise of
+    standard deviation ``sigma`` (for grouped 1-way marginals, ``rho`` is the *effective*
+    budget matching their average per-cell variance, which is what consistency weighs by;
+    likewise for Laplace marginals, whose variance ``2 b^2 = 1 / rho_spent`` is that of a
+    Gaussian bought with ``rho_spent / 2``: their ``rho`` is half the ledger's charge).
+    """
+
+    table: MarginalTable
+    rho: float
+    sigma: float
+
+    @property
+    def attributes(self) -> tuple[str, ...]:
+        return self.table.attributes
+
+    @property
+    def cells(self) -> int:
+        return self.table.cells

@@ -38,6 +38,7 @@ from privsyn_core.generation.fitted import (
     SamplingSettings,
     check_rows,
 )
+from privsyn_core.generation.grouping import ValueGrouping
 from privsyn_core.generation.memory import check_blocks_fit, check_fits, check_width
 from privsyn_core.generation.synthesis import (
     BlockWriter,
@@ -46,11 +47,11 @@ from privsyn_core.generation.synthesis import (
     SynthesisResult,
     generate,
 )
+from privsyn_core.marginals import NoisyMarginal
 from privsyn_core.measuring.counting import ArrayCounter, Counter, RecodedCounter
 from privsyn_core.measuring.indif import indif_sigma, measure_indif
-from privsyn_core.measuring.measurement import NoisyMarginal, measure_marginals
+from privsyn_core.measuring.measurement import measure_marginals
 from privsyn_core.measuring.one_way import (
-    ValueGrouping,
     group_low_counts,
     grouped_one_way,
     measure_one_way,

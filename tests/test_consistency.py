@@ -2,8 +2,7 @@ import numpy as np
 import pytest
 
 from privsyn_core.generation.consistency import make_consistent, project_nonnegative
-from privsyn_core.marginals import MarginalTable
-from privsyn_core.measuring.measurement import NoisyMarginal
+from privsyn_core.marginals import MarginalTable, NoisyMarginal
 
 
 def noisy_marginals(rng, attribute_sets, sizes, n=2000, sigma=30.0):

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from privsyn_core.domain import Domain
+from privsyn_core.generation.grouping import ValueGrouping
 from privsyn_core.marginals import count_marginal
 from privsyn_core.measuring.counting import ArrayCounter, RecodedCounter
-from privsyn_core.measuring.one_way import ValueGrouping, recode
+from privsyn_core.measuring.one_way import recode
 
 
 def test_recoded_counts_equal_counts_of_recoded_rows():

@@ -2,12 +2,11 @@ import numpy as np
 import pytest
 
 from privsyn_core.domain import Domain
-from privsyn_core.marginals import MarginalTable
+from privsyn_core.generation.grouping import decode
+from privsyn_core.marginals import MarginalTable, NoisyMarginal
 from privsyn_core.measuring.counting import ArrayCounter
-from privsyn_core.measuring.measurement import NoisyMarginal
 from privsyn_core.measuring.one_way import (
     RowCount,
-    decode,
     group_low_counts,
     grouped_one_way,
     low_group_total,

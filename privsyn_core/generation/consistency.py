@@ -24,8 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from privsyn_core.marginals import MarginalTable
-from privsyn_core.measuring.measurement import NoisyMarginal
+from privsyn_core.marginals import MarginalTable, NoisyMarginal
 
 
 @dataclass(frozen=True)

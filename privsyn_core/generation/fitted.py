@@ -50,6 +50,7 @@ from privsyn_core.generation.consistency import (
     without_consistency,
 )
 from privsyn_core.generation.dependence import NoisyDependence, UnmeasuredPairs, unmeasured_pairs
+from privsyn_core.generation.grouping import ValueGrouping, decode
 from privsyn_core.generation.gum import (
     GumIterationRecord,
     GumSettings,
@@ -65,9 +66,7 @@ from privsyn_core.generation.initial import Initial, initial_columns
 from privsyn_core.generation.mcf import run_mcf
 from privsyn_core.generation.memory import check_blocks_fit, check_fits
 from privsyn_core.generation.sampling import conditional_column, shuffled_column
-from privsyn_core.marginals import MarginalTable
-from privsyn_core.measuring.measurement import NoisyMarginal
-from privsyn_core.measuring.one_way import ValueGrouping, decode
+from privsyn_core.marginals import MarginalTable, NoisyMarginal
 from privsyn_core.privacy.ledger import PrivacyLedger
 from privsyn_core.progress import (
     BlockProgress,

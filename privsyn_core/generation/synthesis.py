@@ -29,9 +29,9 @@ from privsyn_core.generation.fitted import (
     fit_model,
     written,
 )
+from privsyn_core.generation.grouping import ValueGrouping
 from privsyn_core.generation.gum import GumIterationRecord
-from privsyn_core.measuring.measurement import NoisyMarginal
-from privsyn_core.measuring.one_way import ValueGrouping
+from privsyn_core.marginals import NoisyMarginal
 from privsyn_core.privacy.ledger import PrivacyLedger
 from privsyn_core.progress import ProgressCallback, Stage
 from privsyn_core.progress import StageReporter as _Reporter

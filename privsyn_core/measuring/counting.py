@@ -22,8 +22,8 @@ from typing import Protocol
 import numpy as np
 
 from privsyn_core.domain import Domain
+from privsyn_core.generation.grouping import ValueGrouping
 from privsyn_core.marginals import MarginalTable, count_marginals
-from privsyn_core.measuring.one_way import ValueGrouping
 
 
 class Counter(Protocol):

@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from privsyn_core.marginals import MarginalTable
+from privsyn_core.marginals import NoisyMarginal
 from privsyn_core.privacy.ledger import Measurement, gaussian_sigma, laplace_scale
 from privsyn_core.privacy.noise import NoiseSource, as_noise
 
@@ -30,30 +29,6 @@ if TYPE_CHECKING:
 
 #: the noise a marginal gets: Gaussian (PrivSyn) or Laplace (the paper's section 6.4 competitor)
 Mechanism = Literal["gaussian", "laplace"]
-
-
-@dataclass(frozen=True)
-class NoisyMarginal:
-    """A DP marginal: noisy counts plus the budget that bought them.
-
-    ``rho`` is the zCDP cost of the whole table; every cell carries independent noise of
-    standard deviation ``sigma`` (for grouped 1-way marginals, ``rho`` is the *effective*
-    budget matching their average per-cell variance, which is what consistency weighs by;
-    likewise for Laplace marginals, whose variance ``2 b^2 = 1 / rho_spent`` is that of a
-    Gaussian bought with ``rho_spent / 2``: their ``rho`` is half the ledger's charge).
-    """
-
-    table: MarginalTable
-    rho: float
-    sigma: float
-
-    @property
-    def attributes(self) -> tuple[str, ...]:
-        return self.table.attributes
-
-    @property
-    def cells(self) -> int:
-        return self.table.cells
 
 
 def measure_marginal(

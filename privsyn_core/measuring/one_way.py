@@ -32,56 +32,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from privsyn_core.domain import Domain
-from privsyn_core.generation.consistency import project_nonnegative
-from privsyn_core.generation.sampling import conditional_column
-from privsyn_core.marginals import MarginalTable
-from privsyn_core.measuring.measurement import NoisyMarginal, measure_marginals
+from privsyn_core.generation.grouping import ValueGrouping
+from privsyn_core.marginals import MarginalTable, NoisyMarginal
+from privsyn_core.measuring.measurement import measure_marginals
 from privsyn_core.privacy.ledger import Measurement
 from privsyn_core.privacy.noise import NoiseSource
 
 if TYPE_CHECKING:
     from privsyn_core.measuring.counting import Counter
-
-
-@dataclass(frozen=True)
-class ValueGrouping:
-    """How an attribute's declared codes map to the codes the engine synthesises.
-
-    ``code_of[v]`` is the engine code of declared code ``v``. ``members[k]`` lists the declared
-    codes engine code ``k`` stands for, and ``member_weights[k]`` their noisy counts, used to
-    split a combined value when decoding. ``merged_code`` is the engine code of
-    the combined low-count value, if there is one.
-    """
-
-    attribute: str
-    code_of: np.ndarray
-    members: tuple[tuple[int, ...], ...]
-    member_weights: tuple[tuple[float, ...], ...]
-    merged_code: int | None
-
-    @property
-    def declared_size(self) -> int:
-        return int(self.code_of.size)
-
-    @property
-    def size(self) -> int:
-        return len(self.members)
-
-    @property
-    def dropped(self) -> tuple[int, ...]:
-        """Declared codes the synthetic output will never contain."""
-        kept = {v for group in self.members for v in group}
-        return tuple(v for v in range(self.declared_size) if v not in kept)
-
-    @classmethod
-    def identity(cls, attribute: str, size: int) -> ValueGrouping:
-        return cls(
-            attribute,
-            np.arange(size),
-            tuple((v,) for v in range(size)),
-            tuple((1.0,) for _ in range(size)),
-            None,
-        )
 
 
 @dataclass(frozen=True)
@@ -251,28 +209,3 @@ def recode(
     for row, grouping in enumerate(groupings):
         out[row] = grouping.code_of[records[row]]
     return out, Domain(domain.attributes, tuple(g.size for g in groupings))
-
-
-def decode(
-    column: np.ndarray,
-    grouping: ValueGrouping,
-    rng: np.random.Generator,
-    records_per_row: float = 1.0,
-) -> np.ndarray:
-    """Engine codes back to declared codes; combined values split by projected noisy counts.
-
-    ``records_per_row`` converts synthetic rows to the scale of the noisy counts (the noisy
-    total over the number of synthetic rows), so the projection sees a total on the scale
-    the members were measured on.
-    """
-    declared = np.array([group[0] for group in grouping.members], dtype=column.dtype)
-    out = declared[column]
-    if grouping.merged_code is not None:
-        rows = np.flatnonzero(column == grouping.merged_code)
-        members = np.array(grouping.members[grouping.merged_code])
-        shares = project_nonnegative(
-            np.array(grouping.member_weights[grouping.merged_code]), rows.size * records_per_row
-        )
-        picks = conditional_column(np.zeros(rows.size, dtype=np.int64), shares[None, :], rng)
-        out[rows] = members[picks]
-    return out

@@ -61,10 +61,9 @@ from privsyn_core.errors import InputError
 from privsyn_core.generation.consistency import ConsistencyReport
 from privsyn_core.generation.dependence import NoisyDependence
 from privsyn_core.generation.fitted import FittedModel, SamplingSettings
+from privsyn_core.generation.grouping import ValueGrouping
 from privsyn_core.generation.gum import GumIterationRecord, GumSettings
-from privsyn_core.marginals import MarginalTable
-from privsyn_core.measuring.measurement import NoisyMarginal
-from privsyn_core.measuring.one_way import ValueGrouping
+from privsyn_core.marginals import MarginalTable, NoisyMarginal
 from privsyn_core.privacy.ledger import (
     LedgerMismatchError,
     Measurement,

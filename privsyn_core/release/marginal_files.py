@@ -34,8 +34,8 @@ import pandas as pd
 
 from privsyn_core.data.codecs import BinnedCodec
 from privsyn_core.generation.fitted import ColumnDecoder, FittedModel
+from privsyn_core.generation.grouping import ValueGrouping
 from privsyn_core.marginals import MarginalTable
-from privsyn_core.measuring.one_way import ValueGrouping
 from privsyn_core.release.csv_cells import FormulaCells, csv_ready
 
 #: how a merged value's members are joined in its label

@@ -29,8 +29,9 @@ from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.atomic import write_atomically, write_folder_atomically
 from privsyn_core.data.inputs import read_declaration, readable_file
 from privsyn_core.data.io import read_table
+from privsyn_core.data.paths import is_parquet
 from privsyn_core.data.schema import DRAFT_WARNING, Provenance, Schema, infer_schema
-from privsyn_core.data.streamed import TableFile, is_parquet
+from privsyn_core.data.streamed import TableFile
 from privsyn_core.data.table import check_domain_spec
 from privsyn_core.errors import FailedAfterSpending, InputError, UsageError
 from privsyn_core.generation.blocks import block_sizes

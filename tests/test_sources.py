@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from privsyn_core.data.sources import duckdb_path, spark_path
+from privsyn_core.data.paths import duckdb_path, spark_path
 from privsyn_core.errors import InputError
 
 

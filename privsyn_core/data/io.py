@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from privsyn_core.data.inputs import readable_file
+from privsyn_core.data.paths import duckdb_path, duckdb_reader, is_parquet
 from privsyn_core.data.values import parse_numbers
 from privsyn_core.errors import InputError
 from privsyn_core.generation.memory import check_load_fits, check_width
@@ -182,7 +183,7 @@ def read_table(
     values are all numbers become numeric; never use it on data headed for synthesis.
     """
     file = _table_file(path)
-    if file.suffix.lower() in (".parquet", ".pq"):
+    if is_parquet(file):
         table = _read_parquet(file, names)
     else:
         table = _read_csv(file, delimiter, encoding, header, names, na_values)
@@ -375,8 +376,6 @@ def file_columns(path: str | Path) -> FileDescription:
     name an unnamed column (``column1``), and a CSV whose rows hold more values than its header
     has names is read by its sniffer with a made-up header."""
     import duckdb
-
-    from privsyn_core.data.sources import duckdb_path, duckdb_reader, is_parquet
 
     file = _table_file(path)
     parquet = is_parquet(file)

@@ -26,19 +26,13 @@ from typing import Any
 import pandas as pd
 
 from privsyn_core.data.atomic import temporary_beside
+from privsyn_core.data.paths import is_parquet
 from privsyn_core.errors import InputError
 from privsyn_core.generation.memory import size_text
-
-#: file name endings written as Parquet; anything else is CSV
-PARQUET_SUFFIXES = (".parquet", ".pq")
 
 #: what a CSV writer may do to each block's frame before it is written (the CSV cell
 #: escaping of :mod:`privsyn_core.release.csv_cells` hooks in here)
 FramePrep = Callable[[pd.DataFrame], pd.DataFrame]
-
-
-def is_parquet(target: Path) -> bool:
-    return target.suffix.lower() in PARQUET_SUFFIXES
 
 
 class TableFile:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from privsyn_core.data.sources import duckdb_reader
+from privsyn_core.data.paths import duckdb_reader
 from privsyn_core.domain import Domain
 from privsyn_core.errors import InputError
 from privsyn_core.marginals import MarginalTable
@@ -43,7 +43,7 @@ class DuckDBCounter:
     domain: Domain
     _connection: object = field(init=False, repr=False)
     #: where a pattern-free link to the file lies while the counter reads it (see
-    #: :func:`~privsyn_core.data.sources.duckdb_path`); removed with the counter
+    #: :func:`~privsyn_core.data.paths.duckdb_path`); removed with the counter
     _folder: tempfile.TemporaryDirectory = field(init=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from privsyn_core.cores import available_cores
-from privsyn_core.data.sources import is_parquet, spark_path
+from privsyn_core.data.paths import is_parquet, spark_path
 from privsyn_core.domain import Domain
 from privsyn_core.errors import InputError
 from privsyn_core.marginals import MarginalTable
@@ -100,7 +100,7 @@ def spark_frame(source: Any, *, spark: Any = None, master: str | None = None) ->
     """A Spark DataFrame for ``source`` (a DataFrame, a catalogue table's name, or a Parquet
     or CSV path) and whether it was read from CSV text. A CSV file is read with its header and
     the delimiter the header line shows, as the in-memory reader does. A path is read as
-    itself, never as a pattern (:func:`~privsyn_core.data.sources.spark_path`); a folder is read
+    itself, never as a pattern (:func:`~privsyn_core.data.paths.spark_path`); a folder is read
     as Parquet parts."""
     if not isinstance(source, str | Path):
         return source, False

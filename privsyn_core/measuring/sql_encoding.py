@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from privsyn_core.data.codecs import BinnedCodec, CategoryCodec, ColumnCodec
-from privsyn_core.data.sources import duckdb_reader, is_parquet
+from privsyn_core.data.paths import duckdb_reader, is_parquet
 from privsyn_core.data.table import TableError
 from privsyn_core.data.values import (
     _ISO_DATE,

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from privsyn_core.config import PrivSynConfig
+from privsyn_core.data.codecs import CodesCodec
 from privsyn_core.data.columns import (
     Preparation,
     check_schema_matches,
@@ -29,7 +30,6 @@ from privsyn_core.data.columns import (
 )
 from privsyn_core.data.schema import Provenance, Schema
 from privsyn_core.data.sources import ENGINES, Engine, Source, load_source, source_width
-from privsyn_core.data.table import ColumnCodec as TableCodec
 from privsyn_core.data.table import DomainSpec, encode_table
 from privsyn_core.domain import Domain, code_dtype
 from privsyn_core.errors import FailedAfterSpending, InputError
@@ -346,7 +346,7 @@ def measure_coded(
     report.ledger = _ledger(epsilon, delta, config, noise)
     declared = counter.domain
     report.start(Stage.ENCODE)
-    codecs = tuple(TableCodec(a, declared.size(a), None, np.int64) for a in declared)
+    codecs = tuple(CodesCodec(a, declared.size(a), None, np.int64) for a in declared)
     report.finish(f"{len(declared)} columns checked against their domains")
     return _measure_counts(counter, 0.0, None, codecs, config, noise, report)
 
@@ -378,7 +378,7 @@ def _measure_counts(
     counter: Counter,
     rho_private: float,
     preparation: Preparation | None,
-    codecs: tuple[TableCodec, ...],
+    codecs: tuple[CodesCodec, ...],
     config: PrivSynConfig,
     noise: NoiseSource,
     report: _Reporter,

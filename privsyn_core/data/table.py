@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from privsyn_core.data.codecs import CodesCodec as ColumnCodec
+from privsyn_core.data.codecs import CodesCodec
 from privsyn_core.data.values import canonical_text, categories_as_text
 from privsyn_core.domain import Domain, code_dtype
 from privsyn_core.errors import TableError
@@ -23,11 +23,11 @@ from privsyn_core.limits import check_codes, check_pairs
 DomainSpec = Mapping[str, int | Sequence[object]]
 
 
-def _codec_for(name: str, column: pd.Series, spec: int | Sequence[object] | None) -> ColumnCodec:
+def _codec_for(name: str, column: pd.Series, spec: int | Sequence[object] | None) -> CodesCodec:
     if spec is None:
         if isinstance(column.dtype, pd.CategoricalDtype):
             categories = tuple(column.dtype.categories)
-            return ColumnCodec(name, len(categories), categories, column.dtype)
+            return CodesCodec(name, len(categories), categories, column.dtype)
         raise TableError(
             f"column {name!r} has no declared domain: give its number of codes "
             f"(integer-coded columns) or its list of categories in the domain"
@@ -44,7 +44,7 @@ def _codec_for(name: str, column: pd.Series, spec: int | Sequence[object] | None
     if isinstance(spec, int | np.integer):
         if spec < 1:
             raise TableError(f"column {name!r} is declared with {spec} codes; it needs at least 1")
-        return ColumnCodec(name, int(spec), None, column.dtype)
+        return CodesCodec(name, int(spec), None, column.dtype)
     categories = tuple(spec)
     if not categories:
         raise TableError(f"column {name!r} is declared with an empty list of categories")
@@ -54,7 +54,7 @@ def _codec_for(name: str, column: pd.Series, spec: int | Sequence[object] | None
             f"column {name!r} lists the category {repeated!r} more than once; "
             f"list each category once in the domain"
         )
-    return ColumnCodec(name, len(categories), categories, column.dtype)
+    return CodesCodec(name, len(categories), categories, column.dtype)
 
 
 def _repeated(categories: Sequence[object]) -> str | None:
@@ -83,7 +83,7 @@ def check_domain_spec(spec: DomainSpec) -> None:
     check_pairs(sizes)
 
 
-def _encode_column(column: pd.Series, codec: ColumnCodec) -> np.ndarray:
+def _encode_column(column: pd.Series, codec: CodesCodec) -> np.ndarray:
     name = codec.name
     if column.isna().any():
         row = int(np.flatnonzero(column.isna().to_numpy())[0])
@@ -155,7 +155,7 @@ def require_frame(table: object) -> pd.DataFrame:
 
 def encode_table(
     table: pd.DataFrame, domain: DomainSpec | None = None
-) -> tuple[np.ndarray, Domain, tuple[ColumnCodec, ...]]:
+) -> tuple[np.ndarray, Domain, tuple[CodesCodec, ...]]:
     """Check ``table`` against its declared domain and return ``(records, domain, codecs)``.
 
     ``records`` has shape ``(d, n)``, smallest unsigned dtype that holds every code.
@@ -182,6 +182,6 @@ def encode_table(
     return records, Domain(tuple(names), tuple(c.size for c in codecs)), codecs
 
 
-def decode_table(records: np.ndarray, codecs: Sequence[ColumnCodec]) -> pd.DataFrame:
+def decode_table(records: np.ndarray, codecs: Sequence[CodesCodec]) -> pd.DataFrame:
     """Build the output DataFrame once, from the final array (columns in input order)."""
     return pd.concat([codec.decode(records[i]) for i, codec in enumerate(codecs)], axis=1)

@@ -40,8 +40,8 @@ from privsyn_core.selection.greedy import Selection
 from privsyn_core.selection.marginal_graph import AppendPlan, marginal_graph
 
 if TYPE_CHECKING:
+    from privsyn_core.data.codecs import CodesCodec
     from privsyn_core.data.columns import Preparation, PreparedColumn
-    from privsyn_core.data.table import ColumnCodec as TableCodec
 
 #: a streamed writer: consumes the synthetic table's blocks, one DataFrame at a time
 BlockWriter = Callable[[Iterator[pd.DataFrame]], object]
@@ -171,7 +171,7 @@ class Measurements:
     marginals: tuple[SelectedMarginal, ...]
     #: how codes become values: a raw table's prepared columns, or a pre-coded table's codecs
     preparation: Preparation | None
-    codecs: tuple[TableCodec, ...]
+    codecs: tuple[CodesCodec, ...]
     stage_seconds: dict[str, float]
 
 

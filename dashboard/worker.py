@@ -93,6 +93,8 @@ class _Slots:
         self._turn = threading.Condition()
         self._busy = 0
         self._line: list[RunProgress] = []
+        #: runs taken out of the line by :meth:`leave` whose threads have not seen it yet
+        self._left: set[RunProgress] = set()
 
     def join(self, progress: RunProgress) -> bool:
         """Take a slot for a run if one is free and nobody waits, else put it at the end of
@@ -113,9 +115,12 @@ class _Slots:
         when it is first in line and a slot frees (True); False if it was cancelled while it
         waited (it leaves the line, and never held a slot)."""
         with self._turn:
-            if progress not in self._line:
-                return True
             while True:
+                if progress in self._left:  # cancelled and taken out by leave()
+                    self._left.discard(progress)
+                    return False
+                if progress not in self._line:
+                    return True
                 if progress.cancelled:
                     self._line.remove(progress)
                     self._number()
@@ -134,6 +139,21 @@ class _Slots:
         with self._turn:
             self._busy -= 1
             self._turn.notify_all()
+
+    def leave(self, progress: RunProgress) -> bool:
+        """Take a waiting run out of the line now, in the caller's thread (Cancel): True if it
+        was waiting (it never held a slot; its thread then ends without one), False if it
+        holds a slot or has ended. The page that cancels sees the run gone in the same
+        rerun, whatever the load on the server (issue 24: with ten sessions polling, a cancel
+        that waited for the run's own thread and then a poll took minutes)."""
+        with self._turn:
+            if progress not in self._line:
+                return False
+            self._line.remove(progress)
+            self._left.add(progress)
+            self._number()
+            self._turn.notify_all()
+            return True
 
     def wake(self) -> None:
         """Let waiting runs look at their cancel flags now (Cancel on a waiting run)."""
@@ -337,7 +357,11 @@ class RunProgress:
             self._dataset = dataset
 
     def end(self, outcome: Outcome) -> None:
+        """The run's outcome; the first one stays (Cancel of a waiting run ends it in the
+        page's thread, before its own thread wakes to end it the same way)."""
         with self._lock:
+            if self._outcome is not None:
+                return
             self._outcome = outcome
             self._ended = time.perf_counter()
             if isinstance(outcome, Done):
@@ -362,7 +386,8 @@ class Job:
 
     def cancel(self) -> None:
         self.progress.cancel()
-        SLOTS.wake()  # a waiting run leaves the line at once
+        if SLOTS.leave(self.progress):  # waiting: out of the line now, so this rerun shows it
+            self.progress.end(Cancelled(None, waiting=True))
 
 
 def start(request: RunRequest) -> Job | None:

@@ -627,6 +627,23 @@ def test_a_run_past_the_servers_cap_waits_in_line_and_cancel_takes_it_out(monkey
     assert len(Registry().runs()) == 1
 
 
+def test_cancel_of_a_waiting_run_shows_in_the_clicks_own_rerun(monkeypatch):
+    """No poll and no worker thread between the click and the page saying so (issue 24: under
+    load, Cancel of a waiting run showed no effect for minutes)."""
+    with only_slot_held(monkeypatch):
+        at = go(app(), "run")
+        at.button(key="run").click().run()
+        job = at.session_state["job"]
+        assert job.progress.snapshot().ahead == 0
+        assert any("Waiting for a free slot" in i.value for i in at.info)
+        at.button(key="cancel").click().run()
+        assert at.session_state["run_state"] == "cancelled" and at.session_state["job"] is None
+        assert any("while it waited for a free slot" in w.value for w in at.warning)
+        assert worker.SLOTS.waiting == 0
+    job.thread.join(timeout=10)
+    assert not job.thread.is_alive() and not Registry().runs()
+
+
 def coded_adult_file(tmp_path, rows: int = 4000):
     table = pd.read_csv(ROOT / "assets" / "adult-coded.csv").head(rows)
     path = tmp_path / "adult-coded.parquet"

@@ -99,6 +99,9 @@ def test_cancel_takes_a_waiting_run_out_of_line_and_spends_nothing(monkeypatch):
     behind = worker.start(request(lambda *, on_progress: called.append("behind")))
     wait_for(lambda: behind.progress.snapshot().ahead == 1)
     waiting.cancel()
+    # ended as cancel() returns, in the caller's thread: no wait for the run's own thread
+    # (issue 24: under load, a cancel that waited for it and then a poll took minutes)
+    assert waiting.progress.snapshot().outcome == worker.Cancelled(None, waiting=True)
     outcome = ended(waiting, timeout=5)  # at once, although the slot is still held
     assert outcome == worker.Cancelled(None, waiting=True)
     wait_for(lambda: behind.progress.snapshot().ahead == 0)  # it moved up

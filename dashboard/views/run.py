@@ -36,8 +36,12 @@ from .. import sources, state, worker
 from ..charts import convergence_chart
 from ..settings import current_config, parse_delta, parse_epsilon, parse_seed, public_settings
 
-#: seconds between two looks at a run's progress
+#: seconds between two looks at a run's progress while it runs
 POLL = 0.5
+#: seconds between two looks at a run waiting for a slot: its place changes only when a run
+#: ends, and ten sessions waiting on a shared server each redrawing twice a second cost the
+#: server more CPU than the runs themselves (issue 24)
+WAIT_POLL = 2.0
 
 st.title("Run PrivSyn")
 ss = st.session_state
@@ -160,9 +164,6 @@ def live() -> None:
     snap = current.progress.snapshot()
     if snap.outcome is not None:
         st.rerun()  # the whole app: state.collect() takes the outcome into the session
-    if snap.ahead is not None:
-        in_line(snap)
-        return
     if snap.cancelling:
         st.warning("Cancelling: the run stops at the end of the current GUM iteration or stage.")
     st.progress(min(1.0, snap.stage_fraction), text=snap.stage_text)
@@ -175,6 +176,19 @@ def live() -> None:
     # the x axis grows with the run (up to its iteration cap), so early iterations are legible
     shown = min(snap.iterations, max(10, len(snap.history) * 3 // 2 + 1))
     draw(snap.history, key="live", iterations=shown, live=True)
+
+
+@st.fragment(run_every=WAIT_POLL)
+def waiting() -> None:
+    """The run in line for a slot, looked at every WAIT_POLL seconds; once it starts (or
+    ends), the whole page again, which polls it as it runs."""
+    current = state.job()
+    if current is None:
+        return
+    snap = current.progress.snapshot()
+    if snap.outcome is not None or snap.ahead is None:
+        st.rerun()
+    in_line(snap)
 
 
 def in_line(snap: worker.Snapshot) -> None:
@@ -207,7 +221,10 @@ if job is not None:
         help="stops the run within one GUM iteration (the budget already spent stays spent); "
         "a run still waiting for a slot leaves the line and spends nothing",
     )
-    live()
+    if job.progress.snapshot().ahead is None:
+        live()
+    else:
+        waiting()
     st.stop()
 
 waiting = not_ready()

@@ -7,6 +7,12 @@ then PrivSyn's three (1-way marginals, InDif, selected marginals). This module m
 :mod:`privsyn_core.selection.methods`). Everything after them (consistency, GUM, appending,
 decoding) is post-processing of their output, in :mod:`privsyn_core.generation.synthesis`.
 The number of synthetic records defaults to the consistent noisy total, never the true ``n``.
+
+The guarantee is per row, or per person (:class:`~privsyn_core.privacy.ledger.PrivacyUnit`):
+with ``person`` and ``max_rows_per_person`` K, the table is bounded to at most K rows per
+person before anything is counted (:mod:`privsyn_core.measuring.persons`), the person column is
+dropped, and every measurement's noise is calibrated for K rows (the noise source carries the
+unit; the ledger records it).
 """
 
 from __future__ import annotations
@@ -57,9 +63,10 @@ from privsyn_core.measuring.one_way import (
     measure_one_way,
     row_counts_without_each,
 )
+from privsyn_core.measuring.persons import bounded
 from privsyn_core.measuring.privbayes import select_network
 from privsyn_core.measuring.reading import FrameTable, RawTable
-from privsyn_core.privacy.ledger import PrivacyLedger
+from privsyn_core.privacy.ledger import ROW, PrivacyLedger, PrivacyUnit
 from privsyn_core.privacy.noise import NoiseSource, SecureNoise, SeededNoise
 from privsyn_core.progress import ProgressCallback, Stage
 from privsyn_core.progress import StageReporter as _Reporter
@@ -84,6 +91,8 @@ def synthesize(
     workers: int | None = None,
     block_rows: int | None = None,
     write: BlockWriter | None = None,
+    person: str | None = None,
+    max_rows_per_person: int | None = None,
 ) -> SynthesisResult:
     """Synthesise a DP copy of ``table`` with PrivSyn at (epsilon, delta)-DP: :func:`measure`
     then :func:`generate`.
@@ -110,9 +119,15 @@ def synthesize(
     ``rng`` selects debug mode: reproducible, and marked "not for release" in the ledger.
 
     ``workers``, ``block_rows`` and ``write``: see :func:`generate`.
+
+    ``person`` and ``max_rows_per_person`` (K, a public whole number >= 1) make the guarantee
+    one per person: at most K rows of each person are kept, chosen at random, every
+    measurement's sensitivity is K times its per-row one, and the person column is neither
+    synthesised nor released. Without them the guarantee is per row.
     """
     config = config or PrivSynConfig()
-    columns = source_width(table, engine)
+    unit = PrivacyUnit.of(person, max_rows_per_person)  # refused before anything is read
+    columns = source_width(table, engine) - (0 if unit.is_row else 1)
     sampling = _Sampling(workers, block_rows, write)
 
     def measured(noise_rng: np.random.Generator | None) -> Measurements:
@@ -128,9 +143,13 @@ def synthesize(
             config=config,
             rng=noise_rng,
             on_progress=on_progress,
+            person=person,
+            max_rows_per_person=max_rows_per_person,
         )
 
-    return _measured_and_generated(measured, columns, n_records, config, rng, on_progress, sampling)
+    return _measured_and_generated(
+        measured, max(0, columns), n_records, config, rng, on_progress, sampling
+    )
 
 
 def synthesize_coded(
@@ -212,6 +231,8 @@ def measure(
     rng: np.random.Generator | None = None,
     on_progress: ProgressCallback | None = None,
     spark: Any = None,
+    person: str | None = None,
+    max_rows_per_person: int | None = None,
 ) -> Measurements:
     """Every measurement PrivSyn makes on ``table``, and the choices made from them: the only
     part of a run that reads the private table (see :func:`synthesize` for the arguments;
@@ -221,14 +242,17 @@ def measure(
         raise InputError("give either a domain (pre-coded tables) or a schema, not both")
     if engine not in ENGINES:
         raise InputError(f"unknown engine {engine!r}: use one of {', '.join(ENGINES)}")
-    raw = _opened(table, engine, spark)
+    unit = PrivacyUnit.of(person, max_rows_per_person)
+    _check_unit(unit, engine, domain, schema)
+    noise = _noise(rng, unit)
+    # at most K rows per person, without the person column, before anything is counted
+    raw = bounded(_opened(table, engine, spark), unit, noise)
     _check_names(selection_method(config), config, raw.names)  # before anything is spent
     if engine != "numpy" and domain is not None:
         counter = raw.coded(_code_sizes(domain, engine))
         return measure_coded(
             counter, epsilon, delta, config=config, rng=rng, on_progress=on_progress
         )
-    noise = _noise(rng)
     report = _Reporter(on_progress)
     if isinstance(raw, FrameTable) and domain is not None:
         report.ledger = _ledger(epsilon, delta, config, noise)
@@ -260,9 +284,33 @@ def _opened(table: Source, engine: Engine, spark: Any) -> RawTable:
     return sql_table(table, engine, spark=spark)
 
 
-def _noise(rng: np.random.Generator | None) -> NoiseSource:
-    """Release-mode noise (exact, from secure randomness) without ``rng``; debug mode with."""
-    return SecureNoise() if rng is None else SeededNoise(rng)
+def _noise(rng: np.random.Generator | None, unit: PrivacyUnit = ROW) -> NoiseSource:
+    """Release-mode noise (exact, from secure randomness) without ``rng``; debug mode with;
+    calibrated for ``unit``."""
+    return SecureNoise(unit) if rng is None else SeededNoise(rng, unit=unit)
+
+
+def _check_unit(
+    unit: PrivacyUnit, engine: Engine, domain: DomainSpec | None, schema: Schema | None
+) -> None:
+    """Refuse a person column that would be synthesised, before anything is read."""
+    if unit.person is None:
+        return
+    if domain is not None and unit.person in domain:
+        raise InputError(
+            f"the person column {unit.person!r} is in the domain: it is never synthesised, "
+            "so leave it out of the domain"
+        )
+    if schema is not None and unit.person in schema.names():
+        raise InputError(
+            f"the person column {unit.person!r} is in the schema: it is never synthesised, "
+            "so leave it out of the schema"
+        )
+    if domain is not None and engine != "numpy":
+        raise InputError(
+            f"a person-level guarantee on a pre-coded table needs engine 'numpy' (the {engine} "
+            "engine counts such a file as it lies); give a schema instead"
+        )
 
 
 def _ledger(
@@ -274,7 +322,7 @@ def _ledger(
 ) -> PrivacyLedger:
     """The run's empty ledger, marked with the noise's mode (release or debug)."""
     ledger = PrivacyLedger.from_epsilon_delta(epsilon, delta, config.conversion, reserved_delta)
-    return replace(ledger, randomness=noise.mode)
+    return replace(ledger, randomness=noise.mode, unit=noise.unit)
 
 
 def _prepared(
@@ -489,7 +537,7 @@ def _selection_scores(
     if method.reads == "indif" and d > 1:
         noisy_indif, spend = measure_indif(counter, rho, noise)
         report.charge([spend] if spend is not None else [])
-        scores = SelectionScores(noisy_indif, indif_sigma(d, rho) if rho > 0 else 0.0)
+        scores = SelectionScores(noisy_indif, indif_sigma(d, rho, noise.unit) if rho > 0 else 0.0)
         report.finish(f"{d * (d - 1) // 2} pairs scored")
     elif method.reads == "network" and d > 1:
         nodes, spends = select_network(

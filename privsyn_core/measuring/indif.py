@@ -9,7 +9,6 @@ rho_2-zCDP (Theorem 4.2): each score gets ``rho_2 / m`` and ``sigma^2 = 4^2 / (2
 
 from __future__ import annotations
 
-import math
 from itertools import combinations
 from typing import TYPE_CHECKING
 
@@ -17,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from privsyn_core.marginals import cell_index, indif_of_joint
-from privsyn_core.privacy.ledger import Measurement
+from privsyn_core.privacy.ledger import ROW, Measurement, PrivacyUnit
 from privsyn_core.privacy.noise import NoiseSource, as_noise
 
 if TYPE_CHECKING:
@@ -48,10 +47,11 @@ def indif_scores(counter: Counter) -> pd.DataFrame:
     return pd.DataFrame(matrix, index=list(domain.attributes), columns=list(domain.attributes))
 
 
-def indif_sigma(n_attributes: int, rho: float) -> float:
-    """Noise standard deviation of every InDif score (Theorem 4.2): sqrt(8 m / rho)."""
+def indif_sigma(n_attributes: int, rho: float, unit: PrivacyUnit = ROW) -> float:
+    """Noise standard deviation of every InDif score (Theorem 4.2): sqrt(8 m / rho) per row,
+    K times that for a person of at most K rows (each score moves by at most 4K)."""
     m = n_attributes * (n_attributes - 1) // 2
-    return math.sqrt(8.0 * m / rho)
+    return unit.sigma(rho / m, INDIF_SENSITIVITY)
 
 
 def measure_indif(
@@ -64,16 +64,16 @@ def measure_indif(
     m = d * (d - 1) // 2
     if m == 0:
         return exact, None
-    sigma = indif_sigma(d, rho)
-    upper = np.triu_indices(d, k=1)
     source = as_noise(rng)
+    sigma = indif_sigma(d, rho, source.unit)
+    upper = np.triu_indices(d, k=1)
     noisy = exact.to_numpy(copy=True)
     noisy[upper] = source.add(noisy[upper], sigma, integer=False)
     noisy.T[upper] = noisy[upper]
     measurement = Measurement(
         step="indif",
         attributes=domain.attributes,
-        sensitivity=INDIF_SENSITIVITY,
+        sensitivity=source.unit.sensitivity(INDIF_SENSITIVITY),
         rho=rho,
         sigma=sigma,
         n_queries=m,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from privsyn_core.marginals import NoisyMarginal
-from privsyn_core.privacy.ledger import Measurement, gaussian_sigma, laplace_scale
+from privsyn_core.privacy.ledger import Measurement, laplace_scale
 from privsyn_core.privacy.noise import NoiseSource, as_noise
 
 if TYPE_CHECKING:
@@ -64,18 +64,18 @@ def measure_marginals(
     out = []
     for exact, rho in zip(counter.count(attribute_sets), rhos, strict=True):
         if mechanism == "laplace":
-            scale = laplace_scale(rho, l1_sensitivity=1.0)
+            scale = laplace_scale(rho, l1_sensitivity=noise.unit.sensitivity())
             noisy = noise.add_laplace(exact.values, scale, integer=True)
             sigma, effective = math.sqrt(2.0) * scale, rho / 2.0
             name = noise.laplace_mechanism(integer=True)
         else:
-            sigma, effective = gaussian_sigma(rho, sensitivity=1.0), rho
+            sigma, effective = noise.unit.sigma(rho), rho
             noisy = noise.add(exact.values, sigma, integer=True)
             name = noise.mechanism(integer=True)
         record = Measurement(
             step=step,
             attributes=exact.attributes,
-            sensitivity=1.0,
+            sensitivity=noise.unit.sensitivity(),
             rho=rho,
             sigma=sigma,
             n_queries=exact.cells,

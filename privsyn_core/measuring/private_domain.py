@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from privsyn_core.privacy.ledger import Measurement, gaussian_sigma, upper_quantile
+from privsyn_core.privacy.ledger import Measurement, upper_quantile
 from privsyn_core.privacy.noise import NoiseSource, as_noise
 
 #: grid resolution: 4 cells per doubling (cells are 19% wide in relative terms)
@@ -88,15 +88,15 @@ def categories_from_counts(
     (in their sorted order, so every counting backend draws the same noise for the same
     value)."""
     noise = as_noise(rng)
-    sigma = gaussian_sigma(rho)
-    threshold = 1.0 + sigma * noise.tail_quantile(delta)
+    sigma = noise.unit.sigma(rho)
+    threshold = category_threshold(sigma, delta, noise)
     noisy = noise.add(np.asarray(counts, dtype=float), sigma, integer=True)
     kept = [value for value, n in zip(values, noisy, strict=True) if n >= threshold]
     kept.sort(key=_order_key)
     measurement = Measurement(
         step="domain",
         attributes=(name,),
-        sensitivity=1.0,
+        sensitivity=noise.unit.sensitivity(),
         rho=rho,
         sigma=sigma,
         # one histogram query; the number of distinct values it covers is private
@@ -106,6 +106,17 @@ def categories_from_counts(
         delta=delta,
     )
     return PrivateCategories(tuple(kept), threshold, measurement)
+
+
+def category_threshold(sigma: float, delta: float, noise: NoiseSource) -> float:
+    """The noisy count a value must reach to be released as a category.
+
+    Per row, a value held by one record has count 1, and clears ``1 + sigma z(delta)`` with
+    probability at most ``delta``. A person of at most K rows may hold up to K values no one
+    else holds, with counts adding up to K: each clears ``K + sigma z(delta / K)`` with
+    probability at most ``delta / K``, so any of them with probability at most ``delta``."""
+    k = noise.unit.rows_per_person
+    return k + sigma * noise.tail_quantile(delta / k)
 
 
 def _grid_edges(steps_per_doubling: int = _STEPS_PER_DOUBLING) -> np.ndarray:
@@ -373,11 +384,11 @@ def range_from_histogram(
     """:func:`private_range` over the exact cell counts ``histogram`` gives (in memory, or
     counted in SQL over a public grid): the same measurement on every backend."""
     noise = as_noise(rng)
-    sigma = gaussian_sigma(rho / 2)
+    sigma = noise.unit.sigma(rho / 2)
     measurement = Measurement(
         step="domain",
         attributes=(),
-        sensitivity=1.0,
+        sensitivity=noise.unit.sensitivity(),
         rho=rho,
         sigma=sigma,
         n_queries=int(_grid_edges().size - 1 + FINE_CELLS),

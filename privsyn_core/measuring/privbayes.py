@@ -55,7 +55,8 @@ def select_network(
     nodes = [NetworkNode(first, ())]
     network, remaining = [first], [a for a in names if a != first]
     rho_step = rho / (len(names) - 1)
-    scale = exponential_scale(rho_step, INDIF_SENSITIVITY)
+    sensitivity = noise.unit.sensitivity(INDIF_SENSITIVITY)
+    scale = exponential_scale(rho_step, sensitivity)
     spends: list[Measurement] = []
     while remaining:
         options = candidates(network, remaining, sizes, degree, max_cells)
@@ -65,7 +66,7 @@ def select_network(
             Measurement(
                 step="privbayes",
                 attributes=tuple(involved),
-                sensitivity=INDIF_SENSITIVITY,
+                sensitivity=sensitivity,
                 rho=rho_step,
                 sigma=scale,
                 n_queries=len(options),

@@ -159,6 +159,89 @@ def gaussian_rho(sigma: float, sensitivity: float = 1.0) -> float:
     return sensitivity * sensitivity / (2.0 * sigma * sigma)
 
 
+@dataclass(frozen=True)
+class PrivacyUnit:
+    """Whose privacy the guarantee protects: one row (the default), or one person of the
+    column ``person`` whose rows are bounded to ``rows_per_person`` (K) before anything is
+    counted.
+
+    With at most K rows per person, adding or removing a person moves a histogram by at most
+    K counts in all (L1 K) and, all K in one cell at worst, by K in L2; InDif's scores, each
+    moved by at most 4 by one row (paper Lemma 4.1), move by at most 4K (the triangle
+    inequality over the K rows). So every measurement's sensitivity is its per-row one times
+    K (:meth:`sensitivity`), and the noise for a given rho is K times the per-row noise: the
+    one rule every step calibrates with (:meth:`sigma`). K is public: it is a setting, not a
+    statistic of the table."""
+
+    person: str | None = None
+    rows_per_person: int = 1
+
+    def __post_init__(self) -> None:
+        k = self.rows_per_person
+        if isinstance(k, bool) or not isinstance(k, int):
+            raise InputError(f"max_rows_per_person must be a whole number >= 1, got {k!r}")
+        if k < 1:
+            raise InputError(f"max_rows_per_person must be at least 1, got {k}")
+        if self.person is None and k != 1:
+            raise InputError("max_rows_per_person needs the person column that says whose rows")
+        if self.person is not None and (not isinstance(self.person, str) or not self.person):
+            raise InputError(f"person must be a column name, got {self.person!r}")
+
+    @classmethod
+    def of(cls, person: str | None, rows_per_person: int | None) -> PrivacyUnit:
+        """The unit from a front end's two settings: both or neither (K is never guessed)."""
+        if person is None and rows_per_person is None:
+            return ROW
+        if person is None:
+            raise InputError("max_rows_per_person needs the person column that says whose rows")
+        if rows_per_person is None:
+            raise InputError(
+                f"person {person!r} needs max_rows_per_person too: the most rows of one person "
+                "kept (a public choice; see the README)"
+            )
+        return cls(person, rows_per_person)
+
+    @property
+    def is_row(self) -> bool:
+        return self.person is None
+
+    def sensitivity(self, per_row: float = 1.0) -> float:
+        """A measurement's sensitivity under this unit, from its per-row one."""
+        return per_row * self.rows_per_person
+
+    def sigma(self, rho: float, per_row: float = 1.0) -> float:
+        """The Gaussian noise that makes a query of per-row sensitivity ``per_row``
+        rho-zCDP for this unit."""
+        return gaussian_sigma(rho, self.sensitivity(per_row))
+
+    @property
+    def words(self) -> str:
+        """The guarantee's unit as every front end prints it."""
+        if self.person is None:
+            return "per row"
+        rows = "row" if self.rows_per_person == 1 else "rows"
+        return f"per person ({self.person}), at most {self.rows_per_person} {rows}"
+
+    def to_json(self) -> dict[str, object]:
+        return {"person": self.person, "rows_per_person": self.rows_per_person, "words": self.words}
+
+    @classmethod
+    def from_json(cls, record: object) -> PrivacyUnit:
+        """The unit a ledger record states (a record without one is per row)."""
+        if record is None:
+            return ROW
+        if not isinstance(record, Mapping):
+            raise LedgerMismatchError(f"its ledger's privacy unit is {record!r}, not a record")
+        try:
+            return cls(record.get("person"), record.get("rows_per_person", 1))
+        except InputError as error:
+            raise LedgerMismatchError(f"its ledger's privacy unit is not one: {error}") from None
+
+
+#: the default unit: one row
+ROW = PrivacyUnit()
+
+
 def pure_epsilon(rho: float) -> float:
     """The epsilon of an epsilon-DP mechanism that costs exactly ``rho`` in zCDP.
 
@@ -284,6 +367,8 @@ class PrivacyLedger:
     not_private: tuple[str, ...] = ()
     #: "release" (secure, exact noise) or the debug mode's "not for release" mark
     randomness: str = "release"
+    #: whose privacy the budget protects: a row, or a person with at most K rows
+    unit: PrivacyUnit = ROW
 
     @classmethod
     def from_epsilon_delta(
@@ -387,6 +472,7 @@ class PrivacyLedger:
                 },
             },
             "randomness": self.randomness,
+            "privacy_unit": self.unit.to_json(),
             "end_to_end_dp": not self.not_private,
             "not_private": list(self.not_private),
             "measurements": [

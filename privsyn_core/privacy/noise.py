@@ -13,6 +13,10 @@
 Both are calibrated the same way: noise of standard deviation ``sigma`` on a query of L2
 sensitivity ``Delta`` is ``Delta^2 / (2 sigma^2)``-zCDP (the discrete Gaussian with scale
 ``sigma`` satisfies the same bound, CKS 2020 Theorem 14).
+
+Every source carries the run's :class:`~privsyn_core.privacy.ledger.PrivacyUnit`: a step
+cannot draw noise without the unit at hand, and each calibrates with ``noise.unit.sigma``
+(per row, or K times that for a person with at most K rows).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from privsyn_core.privacy.discrete_gaussian import (
     exact_plan,
     sample_discrete_gaussian,
 )
-from privsyn_core.privacy.ledger import upper_quantile
+from privsyn_core.privacy.ledger import ROW, PrivacyUnit, upper_quantile
 
 RELEASE = "release"
 DEBUG = "debug (seeded; not for release)"
@@ -36,6 +40,8 @@ DEBUG = "debug (seeded; not for release)"
 
 class NoiseSource(Protocol):
     mode: str
+    #: whose privacy the noise is calibrated for (see the module docstring)
+    unit: PrivacyUnit
 
     def add(self, values: np.ndarray, sigma: float, *, integer: bool) -> np.ndarray:
         """``values`` plus independent Gaussian noise of standard deviation ``sigma``."""
@@ -69,6 +75,7 @@ class SeededNoise:
 
     rng: np.random.Generator
     mode: str = DEBUG
+    unit: PrivacyUnit = ROW
 
     def add(self, values: np.ndarray, sigma: float, *, integer: bool) -> np.ndarray:
         return np.asarray(values, dtype=float) + self.rng.normal(0.0, sigma, size=np.shape(values))
@@ -93,11 +100,13 @@ class SeededNoise:
         return "exponential (Gumbel noisy max, seeded NumPy; not for release)"
 
 
+@dataclass(frozen=True)
 class SecureNoise:
     """Release mode: an exact discrete Gaussian (integers) and OpenDP's Gaussian (reals),
     drawn from the operating system's secure randomness."""
 
-    mode = RELEASE
+    unit: PrivacyUnit = ROW
+    mode: str = RELEASE
 
     def add(self, values: np.ndarray, sigma: float, *, integer: bool) -> np.ndarray:
         flat = np.asarray(values, dtype=float).ravel()
@@ -153,6 +162,16 @@ class SecureNoise:
 
     def choice_mechanism(self) -> str:
         return "exponential (OpenDP Gumbel noisy max, OS randomness)"
+
+
+def shuffling_rng(noise: NoiseSource) -> np.random.Generator:
+    """The generator that picks which rows of a person are kept: the debug mode's own
+    (reproducible), or one seeded from the operating system's secure randomness."""
+    if isinstance(noise, SeededNoise):
+        return noise.rng
+    import secrets
+
+    return np.random.default_rng(secrets.randbits(128))
 
 
 def as_noise(source: NoiseSource | np.random.Generator) -> NoiseSource:

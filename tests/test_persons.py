@@ -1,0 +1,211 @@
+"""A person-level guarantee: at most K rows per person, sensitivities times K, no person column
+in anything released (privsyn_core/measuring/persons.py and the pipeline's use of it)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_spark_counter import spark as spark  # the fixture: one local[2] session
+
+from privsyn_core.data.schema import ColumnSchema, Schema
+from privsyn_core.errors import InputError
+from privsyn_core.measuring.indif import indif_sigma
+from privsyn_core.measuring.persons import bounded, kept_rows
+from privsyn_core.measuring.private_domain import categories_from_counts
+from privsyn_core.measuring.sql_encoding import duckdb_table, spark_table
+from privsyn_core.pipeline import synthesize
+from privsyn_core.privacy.ledger import ROW, PrivacyUnit, gaussian_sigma, noise_rho
+from privsyn_core.privacy.noise import SecureNoise, SeededNoise
+
+
+def people_table(persons: int = 120, most: int = 9, seed: int = 0) -> pd.DataFrame:
+    """``persons`` people with 1 to ``most`` rows each, a person column ``pid`` first."""
+    rng = np.random.default_rng(seed)
+    pid = np.repeat(np.arange(persons), rng.integers(1, most + 1, persons))
+    n = pid.size
+    return pd.DataFrame(
+        {
+            "pid": pid,
+            "sex": rng.choice(["F", "M"], n),
+            "city": rng.choice(["a", "b", "c", "d"], n),
+            "grade": rng.choice(["x", "y", "z"], n),
+        }
+    )
+
+
+#: every column declared: no domain estimate, so each step's rho is the same for every K
+DECLARED = Schema(
+    (
+        ColumnSchema("sex", kind="categorical", categories=("F", "M"), missing=False),
+        ColumnSchema("city", kind="categorical", categories=("a", "b", "c", "d"), missing=False),
+        ColumnSchema("grade", kind="categorical", categories=("x", "y", "z"), missing=False),
+    )
+)
+
+
+def test_kept_rows_keeps_at_most_k_of_each_person_and_all_of_the_small_ones():
+    table = people_table()
+    sizes = table["pid"].value_counts()
+    keep = kept_rows(table["pid"], 3, np.random.default_rng(1))
+    kept = table["pid"].iloc[keep].value_counts()
+    assert (kept <= 3).all()
+    assert (kept == np.minimum(sizes.loc[kept.index], 3)).all()
+    assert set(kept.index) == set(sizes.index)  # nobody disappears
+    assert np.all(np.diff(keep) > 0)  # in the table's order
+
+
+def test_kept_rows_chooses_at_random_among_a_persons_rows():
+    people = pd.Series([0] * 10)
+    seen = np.zeros(10)
+    rng = np.random.default_rng(2)
+    for _ in range(2000):
+        seen[kept_rows(people, 2, rng)] += 1
+    assert seen.min() > 300  # each of the 10 rows kept about 400 times in 2000 draws
+
+
+def test_rows_without_a_person_are_one_person():
+    people = pd.Series([None, None, None, 1, 1, np.nan])
+    keep = kept_rows(people, 2, np.random.default_rng(0))
+    assert len(keep) == 4  # two of the four missing ones, both of person 1
+
+
+def test_duckdb_keeps_at_most_k_rows_per_person_in_sql_without_the_person_column(tmp_path):
+    table = people_table()
+    table.loc[:4, "pid"] = None
+    path = tmp_path / "people.csv"
+    table.to_csv(path, index=False)
+    raw = duckdb_table(path)
+    unit = PrivacyUnit("pid", 3)
+    out = bounded(raw, unit, SeededNoise(np.random.default_rng(0)))
+    assert out.names == ("sex", "city", "grade")
+    expected = int(np.minimum(table["pid"].value_counts(dropna=False), 3).sum())
+    assert out.run(f"SELECT count(*) FROM {out.source}")[0][0] == expected
+    # the same rows for every count: kept once
+    assert out.class_counts("sex").sum() == expected == out.class_counts("city").sum()
+
+
+def test_spark_keeps_at_most_k_rows_per_person_in_sql(spark):
+    table = people_table(persons=40)
+    raw = spark_table(spark.createDataFrame(table), spark=spark)
+    out = bounded(raw, PrivacyUnit("pid", 2), SecureNoise(PrivacyUnit("pid", 2)))
+    assert out.names == ("sex", "city", "grade")
+    expected = int(np.minimum(table["pid"].value_counts(), 2).sum())
+    assert out.run(f"SELECT count(*) FROM {out.source}")[0][0] == expected
+
+
+def test_a_missing_person_column_is_refused_before_anything_is_read(tmp_path):
+    table = people_table()
+    with pytest.raises(InputError, match="person column 'who' is not in the table"):
+        synthesize(table, 1.0, 1e-9, rng=np.random.default_rng(0), person="who",
+                   max_rows_per_person=2)  # fmt: skip
+    path = tmp_path / "people.csv"
+    table.to_csv(path, index=False)
+    with pytest.raises(InputError, match="person column 'who' is not in the table"):
+        synthesize(path, 1.0, 1e-9, engine="duckdb", person="who", max_rows_per_person=2)
+
+
+@pytest.mark.parametrize(
+    ("person", "k", "message"),
+    [
+        ("pid", 0, "at least 1"),
+        ("pid", 2.5, "whole number"),
+        ("pid", True, "whole number"),
+        ("pid", None, "needs max_rows_per_person"),
+        (None, 3, "needs the person column"),
+        ("", 3, "column name"),
+    ],
+)
+def test_a_unit_that_is_not_one_is_refused(person, k, message):
+    with pytest.raises(InputError, match=message):
+        synthesize(people_table(), 1.0, 1e-9, person=person, max_rows_per_person=k)
+
+
+def test_a_person_column_in_the_schema_or_domain_is_refused():
+    table = people_table()
+    schema = Schema.undeclared(table.columns)
+    with pytest.raises(InputError, match="in the schema: it is never synthesised"):
+        synthesize(table, 1.0, 1e-9, schema=schema, person="pid", max_rows_per_person=2)
+    domain = {"pid": 200, "sex": ["F", "M"]}
+    with pytest.raises(InputError, match="in the domain"):
+        synthesize(table, 1.0, 1e-9, domain=domain, person="pid", max_rows_per_person=2)
+
+
+def test_unit_scales_every_sensitivity_by_k():
+    unit = PrivacyUnit("pid", 5)
+    assert unit.sigma(0.3) == pytest.approx(5 * gaussian_sigma(0.3))
+    assert unit.sigma(0.3, 4.0) == pytest.approx(5 * ROW.sigma(0.3, 4.0))
+    assert indif_sigma(6, 0.2, unit) == pytest.approx(5 * indif_sigma(6, 0.2))
+    assert indif_sigma(6, 0.2) == pytest.approx(math.sqrt(8 * 15 / 0.2))
+    assert ROW.words == "per row"
+    assert unit.words == "per person (pid), at most 5 rows"
+    assert PrivacyUnit("pid", 1).words == "per person (pid), at most 1 row"
+    assert PrivacyUnit.from_json(json.loads(json.dumps(unit.to_json()))) == unit
+
+
+def test_category_threshold_covers_every_value_a_person_may_hold_alone():
+    counts = np.array([50.0, 3.0])
+    per_row = categories_from_counts("c", ["a", "b"], counts, 0.5, 1e-6, SeededNoise(
+        np.random.default_rng(0)))  # fmt: skip
+    unit = PrivacyUnit("pid", 4)
+    per_person = categories_from_counts(
+        "c", ["a", "b"], counts, 0.5, 1e-6, SeededNoise(np.random.default_rng(0), unit=unit)
+    )
+    assert per_person.measurement.sigma == pytest.approx(4 * per_row.measurement.sigma)
+    z = SeededNoise(np.random.default_rng(0)).tail_quantile(1e-6 / 4)
+    assert per_person.threshold == pytest.approx(4 + per_person.measurement.sigma * z)
+
+
+@pytest.mark.parametrize("selection", ["densemarg", "privbayes"])
+def test_every_measurement_of_a_run_is_k_times_noisier_for_the_same_rho(selection):
+    from privsyn_core.config import PrivSynConfig
+
+    config = PrivSynConfig(selection=selection)
+    table = people_table(persons=400)
+    runs = {
+        k: synthesize(
+            table,
+            2.0,
+            1e-9,
+            rng=np.random.default_rng(3),
+            person="pid",
+            max_rows_per_person=k,
+            config=config,
+            schema=DECLARED,
+        )
+        for k in (1, 3)
+    }
+    one, three = runs[1].ledger, runs[3].ledger
+    per_row = {"indif": 4.0, "privbayes": 4.0}
+    for entry in three.entries:
+        assert entry.sensitivity == 3 * per_row.get(entry.step, 1.0)
+        assert noise_rho(entry) == pytest.approx(entry.rho)  # the ledger prices its own noise
+    # the same measurement at the same rho: three times the noise
+    alike = {(e.step, e.attributes, round(e.rho, 12)): e for e in one.entries}
+    pairs = [(alike[k], e) for e in three.entries if (k := (e.step, e.attributes,
+             round(e.rho, 12))) in alike]  # fmt: skip
+    assert len(pairs) == len(three.entries) == len(one.entries)
+    for a, b in pairs:
+        assert b.sigma == pytest.approx(3 * a.sigma)
+    assert three.unit == PrivacyUnit("pid", 3)
+    for result in runs.values():
+        assert "pid" not in result.synthetic.columns
+        assert all("pid" not in m.attributes for m in result.noisy_marginals)
+        assert all("pid" not in e.attributes for e in result.ledger.entries)
+
+
+def test_the_ledger_says_per_person():
+    result = synthesize(
+        people_table(), 2.0, 1e-9, rng=np.random.default_rng(0), person="pid",
+        max_rows_per_person=2, schema=DECLARED,
+    )  # fmt: skip
+    record = result.ledger.to_json()
+    assert record["privacy_unit"] == {
+        "person": "pid",
+        "rows_per_person": 2,
+        "words": "per person (pid), at most 2 rows",
+    }
+    assert "pid" not in json.dumps(record["measurements"])

@@ -151,7 +151,7 @@ def test_a_bug_in_a_run_is_an_outcome_and_frees_its_slot():
 
 def test_cancel_stops_within_one_gum_iteration_and_records_the_spend():
     table = read_table(ROOT / "privsyn_core" / "samples" / "adult.csv")
-    config = PrivSynConfig(gum=GumSettings(iterations=500, patience=None))
+    config = PrivSynConfig(gum=GumSettings(iterations=500, patience=None, noise_floor=None))
     run = partial(synthesize, table, 1.0, 1e-9, config=config, rng=np.random.default_rng(1))
     job = worker.start(request(run, config, dataset=fingerprint(table)))
     deadline = time.monotonic() + 120

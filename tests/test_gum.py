@@ -131,6 +131,12 @@ def test_gum_stops_at_the_plateau_and_reports_a_normal_finish():
     history, finished = run_gum([(records, [target])], settings, rng)
     assert finished
     assert 5 < len(history) < 200
+    # with keep_best (the default) the rule watches the score that picks the kept table
+    scores = [h.table_error for h in history]
+    assert settings.converged(scores)
+    assert not settings.converged(scores[:-1])
+    assert not any(h.table_error is None for h in history)
+    history, _ = run_gum([(records, [target])], replace(settings, keep_best=False), rng)
     means = [h.mean_error for h in history]
     assert settings.converged(means)
     assert not settings.converged(means[:-1])

@@ -25,10 +25,13 @@ from privsyn_core.lab import (
 from privsyn_core.privacy.ledger import PrivacyLedger
 
 DOMAIN = {"a": 4, "b": 4, "noise0": 3, "noise1": 3}
-QUICK = GumSettings(iterations=15, patience=None)
+QUICK = GumSettings(iterations=15, patience=None, noise_floor=None)
 GUM = LabArm("GUM", PrivSynConfig(gum=QUICK))
 MCF = LabArm("MCF", PrivSynConfig(gum=QUICK, synthesis="mcf"))
-S5 = LabArm("S5", PrivSynConfig(gum=GumSettings(iterations=15, patience=None, strategy="S5")))
+S5 = LabArm(
+    "S5",
+    PrivSynConfig(gum=GumSettings(iterations=15, patience=None, noise_floor=None, strategy="S5")),
+)
 LAPLACE = LabArm("equal Laplace", PrivSynConfig(gum=QUICK, noise="equal_laplace"))
 
 

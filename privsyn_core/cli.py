@@ -60,6 +60,15 @@ def _count(minimum: int) -> type:
     return parse  # type: ignore[return-value]
 
 
+def _max_rows_option(
+    parser: argparse.ArgumentParser, help: str, default: int | None = None
+) -> None:
+    """``--max-rows-per-person K``: a whole number >= 1 (refused in one line otherwise)."""
+    parser.add_argument(
+        "--max-rows-per-person", type=_count(1), default=default, metavar="K", help=help
+    )
+
+
 def _iterations(text: str) -> int:
     """GUM's iterations, within the limit every reader of them checks
     (:func:`~privsyn_core.limits.check_iterations`)."""
@@ -200,6 +209,18 @@ def build_parser() -> argparse.ArgumentParser:
         "selection and the budget favour the marginals that hold it",
     )
     syn.add_argument(
+        "--person",
+        default=None,
+        metavar="COLUMN",
+        help="a person-level guarantee: the column that says whose row each is; needs "
+        "--max-rows-per-person. The column is never synthesised nor released",
+    )
+    _max_rows_option(
+        syn,
+        "keep at most K rows of each person (chosen at random) and calibrate every "
+        "measurement's noise for K rows (K times the per-row noise); K is public",
+    )
+    syn.add_argument(
         "--engine",
         choices=["numpy", "duckdb", "spark"],
         default="numpy",
@@ -337,6 +358,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--release-trials", type=_count(100), default=2_000, help="release-mode runs (slower)"
     )
     audit.add_argument("--seed", type=int, default=1, help="debug mode's noise seed")
+    _max_rows_option(
+        audit,
+        "audit the person-level guarantee: neighbours differ in one whole person, who "
+        "holds more than K rows, with every step calibrated for at most K rows per person",
+    )
     audit.set_defaults(run=_command("_audit"))
 
     plan = commands.add_parser(
@@ -361,6 +387,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--undeclared", type=_count(0), default=0,
         help="columns with nothing declared (no schema): kind and domain decided privately",
     )  # fmt: skip
+    _max_rows_option(
+        plan, "the noise of a person-level guarantee with at most K rows per person", default=1
+    )
     plan.set_defaults(run=_command("_plan"))
 
     studio = commands.add_parser(

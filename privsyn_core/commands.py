@@ -39,7 +39,9 @@ from privsyn_core.generation.fitted import Sample, written
 from privsyn_core.generation.gum import GumSettings
 from privsyn_core.pipeline import SynthesisResult, synthesize
 from privsyn_core.privacy.ledger import (
+    ROW,
     PrivacyLedger,
+    PrivacyUnit,
     rho_from_epsilon_delta,
 )
 from privsyn_core.privacy.noise import SecureNoise, SeededNoise
@@ -228,6 +230,8 @@ def _synthesize(args: argparse.Namespace) -> int:
         raise UsageError("give either --domain (pre-coded tables) or --schema, not both")
     domain = _read_domain(args.domain)
     schema = Schema.load(args.schema) if args.schema else None
+    PrivacyUnit.of(args.person, args.max_rows_per_person)  # refused before anything is read
+    persons = {"person": args.person, "max_rows_per_person": args.max_rows_per_person}
     if args.engine in ("duckdb", "spark"):
         source, spark = _file_source(args, domain)
         run = partial(
@@ -238,10 +242,18 @@ def _synthesize(args: argparse.Namespace) -> int:
             domain=domain,
             schema=schema,
             raw_domains=args.raw_domains,
+            **persons,
         )
     else:
         table = _read(args.input, args)
-        run = partial(synthesize, table, domain=domain, schema=schema, raw_domains=args.raw_domains)
+        run = partial(
+            synthesize,
+            table,
+            domain=domain,
+            schema=schema,
+            raw_domains=args.raw_domains,
+            **persons,
+        )
     output, cells = _table_file(targets["-o"], args.csv_escape_formulas, args.rows)
     if on_spark:  # Spark's tasks make the blocks and write them (generation/spark_blocks.py)
         output = _spark_parquet(targets["-o"], spark)
@@ -262,6 +274,7 @@ def _synthesize(args: argparse.Namespace) -> int:
         "domain": args.domain,
         "raw_domains": args.raw_domains,
         "target": args.target,
+        **persons,
     }
     reservation = None
     if registry is not None:  # reserve, then measure: refused here, nothing is measured
@@ -292,7 +305,8 @@ def _synthesize(args: argparse.Namespace) -> int:
             f"wrote {result.n_records} synthetic rows to {printable(args.output)} in "
             f"{time.perf_counter() - started:.1f} s; epsilon={args.epsilon:g}, "
             f"delta={args.delta:g} (rho={ledger.budget_rho:.5g}, spent {ledger.spent_rho:.5g}); "
-            f"{len(result.marginals)} marginals; noise: {ledger.randomness}",
+            f"{len(result.marginals)} marginals; noise: {ledger.randomness}; "
+            f"guarantee {ledger.unit.words}",
             file=sys.stderr,
         )
         if registry is not None:
@@ -678,6 +692,13 @@ def _audit(args: argparse.Namespace) -> int:
     from privsyn_core.privacy import audit  # scipy's statistics: a second of imports
 
     modes = ["debug", "release"] if args.mode == "both" else [args.mode]
+    k = args.max_rows_per_person
+    unit = ROW if k is None else PrivacyUnit("person", k)
+    if k is not None:
+        print(
+            f"person-level neighbours: one whole person ({3 * k} rows, all alike) added or "
+            f"removed; every step keeps at most {k} rows per person and is calibrated for them"
+        )
     print(
         f"privsyn audit: every noisy step, run many times on two generated neighbouring tables "
         f"(delta {args.delta:g}); measured epsilon is a {audit.CONFIDENCE:.0%}-confidence lower "
@@ -691,10 +712,14 @@ def _audit(args: argparse.Namespace) -> int:
     for epsilon in args.epsilon:
         for mode in modes:
             debug = mode == "debug"
-            noise = SeededNoise(np.random.default_rng(args.seed)) if debug else SecureNoise()
+            seeded = np.random.default_rng(args.seed)
+            noise = SeededNoise(seeded, unit=unit) if debug else SecureNoise(unit)
             trials = args.trials if debug else args.release_trials
             tables = np.random.default_rng(0)  # the generated neighbours
-            for result in audit.audit_engine(epsilon, args.delta, noise, trials, tables):
+            results = audit.audit_engine(
+                epsilon, args.delta, noise, trials, tables, rows_per_person=k
+            )
+            for result in results:
                 refuted |= result.violates_claim
                 measured = f"{result.mu_estimate:.3f} +- {result.mu_standard_error:.3f}"
                 print(
@@ -720,8 +745,14 @@ def _plan(args: argparse.Namespace) -> int:
         private_categories=args.private_categories,
         private_ranges=args.private_ranges,
         private_undecided=args.undeclared,
+        rows_per_person=args.max_rows_per_person,
     )
     print(f"epsilon {args.epsilon:g}, delta {args.delta:g}: rho = {plan.rho:.6g} (zCDP)")
+    if args.max_rows_per_person > 1:
+        print(
+            f"per person, at most {args.max_rows_per_person} rows: every sigma is "
+            f"{args.max_rows_per_person} times the per-row one"
+        )
     print(f"{'step':<20} {'rho':>10} {'share':>7} {'sigma':>10}  queries")
     for row in plan.as_rows():
         sigma = "-" if row["sigma"] is None else f"{row['sigma']:.4g}"

@@ -209,3 +209,134 @@ def test_the_ledger_says_per_person():
         "words": "per person (pid), at most 2 rows",
     }
     assert "pid" not in json.dumps(record["measurements"])
+
+
+# --------------------------------------------------------------------------------------------
+# front ends: the CLI, the bundle, the planner, the audit
+# --------------------------------------------------------------------------------------------
+
+FAST = ["--iterations", "5", "--no-registry", "--seed", "1"]
+
+
+def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    out, err = capsys.readouterr()
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("privsyn: error: ")
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--person", "who", "--max-rows-per-person", "2"], "person column 'who' is not in"),
+        (["--person", "pid", "--max-rows-per-person", "0"], "must be at least 1"),
+        (["--person", "pid", "--max-rows-per-person", "2.5"], "expected a whole number"),
+        (["--person", "pid"], "needs max_rows_per_person"),
+        (["--max-rows-per-person", "3"], "needs the person column"),
+    ],
+)
+def test_cli_refuses_a_unit_in_one_line_and_writes_nothing(tmp_path, capsys, extra, message):
+    from privsyn_core.cli import main
+
+    source = tmp_path / "people.csv"
+    people_table().to_csv(source, index=False)
+    out = tmp_path / "out.csv"
+    args = ["synthesize", str(source), "-o", str(out), "--epsilon", "2", *FAST, *extra]
+    assert main(args) == 2
+    assert message in _one_error_line(capsys)
+    assert not out.exists()
+
+
+def test_cli_refuses_a_person_column_the_schema_synthesises(tmp_path, capsys):
+    from privsyn_core.cli import main
+
+    source = tmp_path / "people.csv"
+    people_table().to_csv(source, index=False)
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps(Schema.undeclared(["pid", "sex"]).to_json()))
+    args = ["synthesize", str(source), "-o", str(tmp_path / "o.csv"), "--epsilon", "2",
+            "--schema", str(schema), "--person", "pid", "--max-rows-per-person", "2",
+            *FAST]  # fmt: skip
+    assert main(args) == 2
+    assert "in the schema: it is never synthesised" in _one_error_line(capsys)
+
+
+def test_cli_run_bundle_and_report_say_per_person_and_hold_no_person_column(tmp_path, capsys):
+    from privsyn_core.cli import main
+    from privsyn_core.release.bundle import load_release
+
+    source = tmp_path / "people.csv"
+    people_table(persons=300).to_csv(source, index=False)
+    out, bundle = tmp_path / "out.csv", tmp_path / "release.zip"
+    args = ["synthesize", str(source), "-o", str(out), "--epsilon", "4", "--bundle", str(bundle),
+            "--person", "pid", "--max-rows-per-person", "3", *FAST]  # fmt: skip
+    assert main(args) == 0
+    assert "guarantee per person (pid), at most 3 rows" in capsys.readouterr().err
+    assert "pid" not in pd.read_csv(out).columns
+    import zipfile
+
+    with zipfile.ZipFile(bundle) as archive:
+        names = archive.namelist()
+        manifest = json.loads(archive.read("manifest.json"))
+        ledger = json.loads(archive.read("ledger.json"))
+        report = archive.read("report.html").decode() if "report.html" in names else ""
+        everything = b"".join(archive.read(n) for n in names if n.endswith((".json", ".csv")))
+    assert manifest["privacy_unit"] == "per person (pid), at most 3 rows"
+    assert ledger["privacy_unit"]["rows_per_person"] == 3
+    assert b'"pid"' not in everything.replace(b'"person": "pid"', b"")
+    if report:
+        assert "per person (pid), at most 3 rows" in report
+    release = load_release(bundle)
+    assert release.model.ledger.unit == PrivacyUnit("pid", 3)
+
+
+def test_planner_shows_k_times_the_noise(capsys):
+    from privsyn_core.cli import main
+    from privsyn_core.privacy.planner import plan_budget
+
+    row = plan_budget(1.0, 1e-9, 6, private_categories=2, private_structure=2)
+    person = plan_budget(1.0, 1e-9, 6, private_categories=2, private_structure=2, rows_per_person=5)
+    assert person.rho == row.rho
+    for a, b in zip(row.steps, person.steps, strict=True):
+        assert b.rho == pytest.approx(a.rho)
+        if a.sigma is not None:
+            assert b.sigma == pytest.approx(5 * a.sigma)
+    assert main(["plan", "--epsilon", "1", "--columns", "6", "--max-rows-per-person", "5"]) == 0
+    assert "at most 5 rows: every sigma is 5 times" in capsys.readouterr().out
+
+
+def test_audit_with_person_level_neighbours_stays_within_the_claim():
+    from privsyn_core.privacy.audit import audit_engine
+
+    unit = PrivacyUnit("person", 4)
+    results = audit_engine(
+        4.0,
+        1e-6,
+        SeededNoise(np.random.default_rng(5), unit=unit),
+        600,
+        np.random.default_rng(0),
+        indif_candidates=5,
+        rows_per_person=4,
+    )
+    for result in results:
+        assert not result.violates_claim, result.mechanism
+        assert result.epsilon_lower_bound < result.claimed_epsilon
+        assert result.mu_of_neighbours <= result.mu_claimed * (1 + 1e-9)
+    one_way = results[0]
+    assert one_way.mu_of_neighbours == pytest.approx(one_way.mu_claimed)  # the worst case
+
+
+def test_audit_catches_row_level_noise_under_person_level_neighbours():
+    """The noise of one row against a person of 4 rows: the audit must see the leak."""
+    from privsyn_core.privacy.audit import AUDIT_DOMAIN, Neighbours, audit_one_way
+    from privsyn_core.privacy.ledger import rho_from_epsilon_delta
+
+    rng = np.random.default_rng(0)
+    records = np.stack([rng.integers(0, s, size=200) for s in AUDIT_DOMAIN.sizes])
+    neighbours = Neighbours(AUDIT_DOMAIN, records, np.array([1, 2, 0])).of_people(4)
+    rho = rho_from_epsilon_delta(1.0, 1e-6)
+    row_noise = SeededNoise(np.random.default_rng(1))  # per row: a quarter of the noise
+    result = audit_one_way(neighbours, rho, row_noise, 1e-6, 2000)
+    assert result.violates_claim

@@ -52,7 +52,7 @@ from privsyn_core.data.values import (
     ValueClass,
     class_counts,
 )
-from privsyn_core.privacy.ledger import Measurement, gaussian_sigma
+from privsyn_core.privacy.ledger import Measurement
 from privsyn_core.privacy.noise import NoiseSource, as_noise
 
 #: share of the present values that must be numbers (dates) for a numeric (datetime) column
@@ -164,12 +164,12 @@ def noisy_structure(
     """The mechanism itself: exact class counts (one record moves one of them by one) plus
     Gaussian noise of ``sigma = 1 / sqrt(2 rho)``, and the decision they lead to."""
     source = as_noise(noise)
-    sigma = gaussian_sigma(rho)
+    sigma = source.unit.sigma(rho)
     noisy = source.add(counts, sigma, integer=True)
     measurement = Measurement(
         step="structure",
         attributes=(name,),
-        sensitivity=1.0,
+        sensitivity=source.unit.sensitivity(),
         rho=rho,
         sigma=sigma,
         n_queries=len(ValueClass),

@@ -20,6 +20,13 @@ Two numbers per audit:
   calibration far more sharply than a finite-sample epsilon bound can: a noise scale off by
   10% shows up, where the epsilon bound would need billions of trials at small delta.
 
+**Person-level neighbours** (``rows_per_person`` K, :class:`~privsyn_core.privacy.ledger.
+PrivacyUnit`): ``D'`` is ``D`` plus one whole person holding ``3K`` identical rows, and every
+run first keeps at most K rows per person (:func:`~privsyn_core.measuring.persons.kept_rows`,
+the code a run uses) before the step, calibrated for K rows, measures. All K kept rows in one
+cell is the worst case of the histograms, so the separation to find is ``sqrt(2 rho)``, as per
+row.
+
 The statistic is the likelihood-ratio test for Gaussian noise: the projection of the output on
 the exact difference ``f(D') - f(D)`` weighted by ``1/sigma^2``, the most powerful test there is
 for this mechanism, so a weak audit cannot hide a leak.
@@ -29,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -44,9 +51,10 @@ from privsyn_core.measuring.counting import ArrayCounter
 from privsyn_core.measuring.indif import indif_scores, indif_sigma, measure_indif
 from privsyn_core.measuring.measurement import measure_marginal
 from privsyn_core.measuring.one_way import measure_one_way
+from privsyn_core.measuring.persons import bounded_frame, kept_rows
 from privsyn_core.measuring.structure import noisy_structure
-from privsyn_core.privacy.ledger import epsilon_from_rho, gaussian_sigma, rho_from_epsilon_delta
-from privsyn_core.privacy.noise import NoiseSource
+from privsyn_core.privacy.ledger import PrivacyUnit, epsilon_from_rho, rho_from_epsilon_delta
+from privsyn_core.privacy.noise import NoiseSource, shuffling_rng
 
 #: confidence of every epsilon lower bound
 CONFIDENCE = 0.99
@@ -178,33 +186,81 @@ def _run(mechanism: Callable[[Any], np.ndarray], records: Any, trials: int) -> n
 
 
 @dataclass(frozen=True)
+class PersonRows:
+    """Coded records (attribute-major) and whose each is: a run keeps at most ``k`` rows of
+    each person before it measures."""
+
+    records: np.ndarray
+    people: np.ndarray
+    k: int
+
+    def bounded(self, rng: np.random.Generator) -> np.ndarray:
+        return self.records[:, kept_rows(pd.Series(self.people), self.k, rng)]
+
+
+def _rows(data: np.ndarray | PersonRows, rng: np.random.Generator) -> np.ndarray:
+    """The records a step measures: at most K per person when they belong to people."""
+    return data.bounded(rng) if isinstance(data, PersonRows) else data
+
+
+@dataclass(frozen=True)
 class Neighbours:
-    """``D`` and ``D' = D`` plus ``extra`` (attribute-major records), on ``domain``."""
+    """``D`` and ``D' = D`` plus ``extra`` (attribute-major records), on ``domain``; with
+    ``people``, ``D'`` adds a new person holding ``copies`` rows equal to ``extra``, and each
+    run keeps at most ``rows_per_person`` rows per person."""
 
     domain: Domain
     records: np.ndarray
     extra: np.ndarray
+    people: np.ndarray | None = None
+    copies: int = 1
+    rows_per_person: int = 1
 
     @property
     def with_extra(self) -> np.ndarray:
-        return np.concatenate([self.records, self.extra[:, None]], axis=1)
+        return np.concatenate([self.records, np.repeat(self.extra[:, None], self.copies, 1)], 1)
 
     @property
-    def pair(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.records, self.with_extra
+    def pair(self) -> tuple[np.ndarray | PersonRows, np.ndarray | PersonRows]:
+        if self.people is None:
+            return self.records, self.with_extra
+        newcomer = np.full(self.copies, self.people.max(initial=0) + 1)
+        grown = np.concatenate([self.people, newcomer])
+        k = self.rows_per_person
+        return PersonRows(self.records, self.people, k), PersonRows(self.with_extra, grown, k)
+
+    def of_people(self, k: int) -> Neighbours:
+        """These neighbours with person-level rows: ``D``'s rows in people of K rows (so K
+        per person are all kept), and the added person holding ``3K`` rows like ``extra``."""
+        people = np.arange(self.records.shape[1]) // k
+        return replace(self, people=people, copies=3 * k, rows_per_person=k)
 
 
 @dataclass(frozen=True)
 class TableNeighbours:
-    """A raw table ``D`` (text, as read from a file) and ``D' = D`` plus the row ``extra``."""
+    """A raw table ``D`` (text, as read from a file) and ``D' = D`` plus the row ``extra``;
+    with ``person``, the column of ``D`` saying whose each row is, ``D'`` adds a new person
+    holding ``3K`` rows equal to ``extra`` (K ``rows_per_person``)."""
 
     table: pd.DataFrame
     extra: dict[str, object]
+    person: str | None = None
+    rows_per_person: int = 1
 
     @property
     def pair(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        row = pd.DataFrame([self.extra], columns=self.table.columns, dtype=object)
-        return self.table, pd.concat([self.table, row], ignore_index=True)
+        copies = 1 if self.person is None else 3 * self.rows_per_person
+        extra = dict(self.extra)
+        if self.person is not None:
+            extra[self.person] = "newcomer"
+        rows = pd.DataFrame([extra] * copies, columns=self.table.columns, dtype=object)
+        return self.table, pd.concat([self.table, rows], ignore_index=True)
+
+    def of_people(self, k: int) -> TableNeighbours:
+        """These neighbours with person-level rows: ``D``'s rows in people of K rows each."""
+        people = (np.arange(len(self.table)) // k).astype(str)
+        table = self.table.assign(person=people)
+        return TableNeighbours(table, self.extra, "person", k)
 
 
 def audit_step(
@@ -253,15 +309,17 @@ def audit_one_way(
     marginal
     at ``rho / d`` each). ``claimed_rho`` other than ``rho`` audits a mis-calibrated step."""
     domain = neighbours.domain
+    shuffle = shuffling_rng(noise)
 
-    def run(records: np.ndarray) -> np.ndarray:
-        noisy, _ = measure_one_way(ArrayCounter(records, domain), rho, noise)
+    def run(records: np.ndarray | PersonRows) -> np.ndarray:
+        noisy, _ = measure_one_way(ArrayCounter(_rows(records, shuffle), domain), rho, noise)
         return np.concatenate([m.table.values for m in noisy])
 
-    def exact(records: np.ndarray) -> np.ndarray:
-        return np.concatenate([count_marginal(records, domain, (a,)).values for a in domain])
+    def exact(records: np.ndarray | PersonRows) -> np.ndarray:
+        coded = _rows(records, shuffle)
+        return np.concatenate([count_marginal(coded, domain, (a,)).values for a in domain])
 
-    sigma = gaussian_sigma(rho / len(domain))
+    sigma = noise.unit.sigma(rho / len(domain))
     sigmas = np.full(sum(domain.sizes), sigma)
     claimed = rho if claimed_rho is None else claimed_rho
     return audit_step(
@@ -282,15 +340,16 @@ def audit_indif(
     ``rho``)."""
     domain = neighbours.domain
     upper = np.triu_indices(len(domain), k=1)
+    shuffle = shuffling_rng(noise)
 
-    def run(records: np.ndarray) -> np.ndarray:
-        noisy, _ = measure_indif(ArrayCounter(records, domain), rho, noise)
+    def run(records: np.ndarray | PersonRows) -> np.ndarray:
+        noisy, _ = measure_indif(ArrayCounter(_rows(records, shuffle), domain), rho, noise)
         return noisy.to_numpy()[upper]
 
-    def exact(records: np.ndarray) -> np.ndarray:
-        return indif_scores(ArrayCounter(records, domain)).to_numpy()[upper]
+    def exact(records: np.ndarray | PersonRows) -> np.ndarray:
+        return indif_scores(ArrayCounter(_rows(records, shuffle), domain)).to_numpy()[upper]
 
-    sigmas = np.full(upper[0].size, indif_sigma(len(domain), rho))
+    sigmas = np.full(upper[0].size, indif_sigma(len(domain), rho, noise.unit))
     claimed = rho if claimed_rho is None else claimed_rho
     return audit_step("InDif scores", run, exact, sigmas, *neighbours.pair, claimed, delta, trials)
 
@@ -308,16 +367,17 @@ def audit_marginal(
     """Audit :func:`~privsyn_core.measuring.measurement.measure_marginal` on ``attributes`` at
     ``rho``."""
     domain = neighbours.domain
+    shuffle = shuffling_rng(noise)
 
-    def run(records: np.ndarray) -> np.ndarray:
-        counter = ArrayCounter(records, domain)
+    def run(records: np.ndarray | PersonRows) -> np.ndarray:
+        counter = ArrayCounter(_rows(records, shuffle), domain)
         noisy, _ = measure_marginal(counter, attributes, rho, noise, step="marginal")
         return noisy.table.values.ravel()
 
-    def exact(records: np.ndarray) -> np.ndarray:
-        return count_marginal(records, domain, attributes).values.ravel()
+    def exact(records: np.ndarray | PersonRows) -> np.ndarray:
+        return count_marginal(_rows(records, shuffle), domain, attributes).values.ravel()
 
-    sigmas = np.full(domain.cells(attributes), gaussian_sigma(rho))
+    sigmas = np.full(domain.cells(attributes), noise.unit.sigma(rho))
     claimed = rho if claimed_rho is None else claimed_rho
     name = f"marginal {' x '.join(attributes)}"
     return audit_step(name, run, exact, sigmas, *neighbours.pair, claimed, delta, trials)
@@ -335,9 +395,13 @@ def audit_structure(
     """Audit :func:`~privsyn_core.measuring.structure.measure_structure` (every column's value-class
     counts at ``rho / d`` each, as the pipeline spends the structure share): the step that
     decides kinds, whole numbers and date formats."""
-    columns = list(neighbours.table.columns)
-    each = rho / len(columns)
     on_d, on_neighbour = neighbours.pair
+    if neighbours.person is not None:  # at most K rows per person, the person column dropped
+        unit = PrivacyUnit(neighbours.person, neighbours.rows_per_person)
+        shuffle = shuffling_rng(noise)
+        on_d, on_neighbour = (bounded_frame(t, unit, shuffle) for t in (on_d, on_neighbour))
+    columns = list(on_d.columns)
+    each = rho / len(columns)
     # reading and classifying the values is deterministic: done once per table, while every
     # run draws fresh noise through the mechanism itself
     exact_counts = {
@@ -356,7 +420,7 @@ def audit_structure(
     def exact(table: pd.DataFrame) -> np.ndarray:
         return np.concatenate(exact_counts[id(table)])
 
-    sigmas = np.full(len(columns) * len(ValueClass), gaussian_sigma(each))
+    sigmas = np.full(len(columns) * len(ValueClass), noise.unit.sigma(each))
     claimed = rho if claimed_rho is None else claimed_rho
     return audit_step(
         "column kinds", run, exact, sigmas, on_d, on_neighbour, claimed, delta, trials
@@ -414,6 +478,7 @@ def audit_engine(
     *,
     indif_candidates: int = 200,
     rho_multiplier: float = 1.0,
+    rows_per_person: int | None = None,
 ) -> list[AuditResult]:
     """Audit the four noisy steps (1-way marginals, InDif, a 2-way marginal, and the
     structure step that decides column kinds), each at the rho that makes it (epsilon,
@@ -424,7 +489,12 @@ def audit_engine(
     ``rho_multiplier`` other than 1 runs every step at that multiple of rho while still
     claiming rho: a deliberately broken engine (4 means half the noise), so a demonstration
     can show the audit catching a mis-calibration. Leave it at 1 to audit the engine as is.
+
+    ``rows_per_person`` K plays the game with person-level neighbours (see the module
+    docstring): ``noise`` must then be calibrated for K rows per person (its ``unit``).
     """
+    if rows_per_person is not None and noise.unit.rows_per_person != rows_per_person:
+        raise ValueError("person-level neighbours need noise calibrated for the same K")
     claimed = rho_from_epsilon_delta(epsilon, delta)
     rho = rho_multiplier * claimed
     records = np.stack([rng.integers(0, s, size=200) for s in AUDIT_DOMAIN.sizes])
@@ -432,6 +502,10 @@ def audit_engine(
     indif_neighbours = worst_indif_neighbours(AUDIT_DOMAIN, 6, rng, indif_candidates)
     indif_trials = max(trials // 3, 100)
     tables = structure_neighbours(rng)
+    if rows_per_person is not None:
+        neighbours = neighbours.of_people(rows_per_person)
+        indif_neighbours = indif_neighbours.of_people(rows_per_person)
+        tables = tables.of_people(rows_per_person)
     structure_trials = max(trials // 3, 100)
     return [
         audit_one_way(neighbours, rho, noise, delta, trials, claimed_rho=claimed),

@@ -242,6 +242,18 @@ class PrivacyUnit:
 ROW = PrivacyUnit()
 
 
+def guarantee(unit: PrivacyUnit) -> str:
+    """The guarantee in one sentence, as the report, the marginals' README and the CLI say it."""
+    if unit.person is None:
+        return (
+            "(epsilon, delta)-differential privacy, per row: neighbouring tables differ in one row"
+        )
+    return (
+        f"(epsilon, delta)-differential privacy, {unit.words}: neighbouring tables differ in "
+        f"all the rows of one person, of which at most {unit.rows_per_person} are kept"
+    )
+
+
 def pure_epsilon(rho: float) -> float:
     """The epsilon of an epsilon-DP mechanism that costs exactly ``rho`` in zCDP.
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 from typing import Any
 
@@ -28,9 +28,14 @@ from privsyn_core.data.schema import Schema
 from privsyn_core.data.values import ValueClass
 from privsyn_core.measuring.counting import Counter
 from privsyn_core.measuring.indif import indif_sigma
-from privsyn_core.measuring.private_domain import CATEGORY_WEIGHT, FIRST_RANGE_SHARE, DomainSplit
+from privsyn_core.measuring.private_domain import (
+    CATEGORY_WEIGHT,
+    FIRST_RANGE_SHARE,
+    DomainSplit,
+    category_threshold,
+)
 from privsyn_core.measuring.reading import Numbers, RawTable
-from privsyn_core.privacy.ledger import gaussian_sigma, laplace_scale, rho_from_epsilon_delta
+from privsyn_core.privacy.ledger import ROW, PrivacyUnit, laplace_scale, rho_from_epsilon_delta
 from privsyn_core.privacy.noise import NoiseSource, SecureNoise, SeededNoise
 from privsyn_core.selection.methods import selection_method
 
@@ -126,6 +131,7 @@ def plan_budget(
     private_ranges: int = 0,
     private_undecided: int = 0,
     noise: NoiseSource | None = None,
+    rows_per_person: int = 1,
 ) -> BudgetPlan:
     """The split of rho over PrivSyn's steps (Algorithm 3) and each step's noise.
 
@@ -134,8 +140,12 @@ def plan_budget(
     their categories or bounds estimated; ``private_undecided`` are of undeclared kind, so
     they get one estimate of either sort (and may release categories). ``noise`` is the noise
     source whose tail bound sets the category threshold (release mode by default).
+    ``rows_per_person`` K > 1 plans a person-level guarantee: every sigma is K times the
+    per-row one, and the category threshold is the person-level one.
     """
     config = config or PrivSynConfig()
+    unit = ROW if rows_per_person == 1 else PrivacyUnit("person", rows_per_person)
+    noise = replace(noise or SecureNoise(), unit=unit)
     estimates = private_categories + private_ranges + private_undecided
     may_threshold = private_categories + private_undecided
     open_split = config.open_split(
@@ -153,7 +163,7 @@ def plan_budget(
             StepPlan(
                 "column kinds",
                 rho_structure,
-                gaussian_sigma(rho_structure / private_structure),
+                unit.sigma(rho_structure / private_structure),
                 f"{private_structure} columns",
                 "sigma of the counts of numbers, decimals, dates and text per column; kinds, "
                 "whole numbers and date formats are decided from their noisy shares",
@@ -164,18 +174,18 @@ def plan_budget(
     if may_threshold:
         # without the ranges' reserve, which reaches the categories only when every range
         # finds its bounds at first: the threshold shown is the one a category can count on
-        sigma = gaussian_sigma(split.category_least)
+        sigma = unit.sigma(split.category_least)
         delta_each = reserved / may_threshold
         survival = CategorySurvival(
             sigma=sigma,
-            threshold=1.0 + sigma * (noise or SecureNoise()).tail_quantile(delta_each),
+            threshold=category_threshold(sigma, delta_each, noise),
             delta_each=delta_each,
             columns=may_threshold,
         )
     if estimates:
         sigma_domain = survival.sigma if survival is not None else None
         if sigma_domain is None:  # ranges only: a first estimate's histograms (rho / 2 each)
-            sigma_domain = gaussian_sigma(split.range_first / 2)
+            sigma_domain = unit.sigma(split.range_first / 2)
         steps.append(
             StepPlan(
                 "domains",
@@ -200,7 +210,7 @@ def plan_budget(
         StepPlan(
             "1-way marginals",
             split.one_way,
-            gaussian_sigma(split.one_way / max(1, n_columns)),
+            unit.sigma(split.one_way / max(1, n_columns)),
             f"{n_columns} marginals",
             "values below 3 sigma are combined or dropped",
         )
@@ -212,7 +222,7 @@ def plan_budget(
             StepPlan(
                 "InDif scores",
                 split.selection,
-                indif_sigma(n_columns, split.selection),
+                indif_sigma(n_columns, split.selection, unit),
                 f"{pairs} pairs",
                 "sensitivity 4; noise variance 8m / rho_2",
             )
@@ -227,11 +237,13 @@ def plan_budget(
                 "PrivBayes's exponential mechanism: no additive noise",
             )
         )
-    steps.append(_marginals_step(split.marginals, n_columns, config))
+    steps.append(_marginals_step(split.marginals, n_columns, config, unit))
     return BudgetPlan(epsilon, delta, rho, tuple(steps), survival)
 
 
-def _marginals_step(rho: float, n_columns: int, config: PrivSynConfig) -> StepPlan:
+def _marginals_step(
+    rho: float, n_columns: int, config: PrivSynConfig, unit: PrivacyUnit = ROW
+) -> StepPlan:
     """The chosen marginals' step: how many there will be (known before the run unless the
     data chooses them) and each one's noise under ``config.noise``."""
     count, chosen = selection_method(config).planned(n_columns) or (
@@ -239,13 +251,13 @@ def _marginals_step(rho: float, n_columns: int, config: PrivSynConfig) -> StepPl
         "chosen by the data",
     )
     if config.noise == "equal_laplace":
-        sigma = math.sqrt(2) * laplace_scale(rho / count)
+        sigma = math.sqrt(2) * laplace_scale(rho / count, unit.sensitivity())
         how = f"rho / {count} each, Laplace noise (pure DP); its standard deviation shown"
     elif config.noise == "equal_gaussian":
-        sigma = gaussian_sigma(rho / count)
+        sigma = unit.sigma(rho / count)
         how = f"rho / {count} each"
     else:
-        sigma = gaussian_sigma(rho / count)
+        sigma = unit.sigma(rho / count)
         rule = "cells^(2/3)"
         if config.target is not None:
             rule = (

@@ -68,6 +68,7 @@ from privsyn_core.privacy.ledger import (
     LedgerMismatchError,
     Measurement,
     PrivacyLedger,
+    PrivacyUnit,
     agrees,
     gaussian_rho,
     verified,
@@ -294,6 +295,7 @@ def _zipped(files: dict[str, bytes], ledger: PrivacyLedger) -> bytes:
         "version": VERSION,
         "randomness": ledger.randomness,
         "for_release": ledger.randomness == "release",
+        "privacy_unit": ledger.unit.words,
         "model": MODEL_FILE if MODEL_FILE in files else None,
         "files": {name: hashlib.sha256(data).hexdigest() for name, data in files.items()},
     }
@@ -575,6 +577,7 @@ def ledger_from_json(data: Mapping[str, Any]) -> PrivacyLedger:
         reserved_delta=float(data.get("reserved_delta", 0.0)),
         not_private=tuple(data.get("not_private", ())),
         randomness=data.get("randomness", "release"),
+        unit=PrivacyUnit.from_json(data.get("privacy_unit")),
     )
 
 
@@ -709,7 +712,8 @@ def _priced(
     The model is fitted to exactly the noisy marginals of ``marginals.json`` (each column's
     1-way, then one per target, paper 4.3). Each must state the rho its sigma buys (the
     Gaussian budget of its per-cell variance, :class:`NoisyMarginal`) and match a ledger
-    measurement of its own: same attributes, one query per cell, sensitivity 1, same sigma.
+    measurement of its own: same attributes, one query per cell, sensitivity 1 per row (K for a
+    person of at most K rows: the ledger's unit), same sigma.
     So a price edited in the ledger alone, or a sigma edited in one file but not the other,
     is a :class:`LedgerMismatchError`."""
     priced = verified(ledger_from_json(ledger), ledger)
@@ -728,6 +732,7 @@ def _priced(
             f"to {len(fitted)}: number {first + 1} is on {got} in one and on {want} in the other"
         )
     unpaid = list(priced.entries)
+    sensitivity = priced.unit.sensitivity()
     for marginal in noisy:
         name, sigma = list(marginal.attributes), marginal.sigma
         if not (math.isfinite(sigma) and sigma > 0):
@@ -735,10 +740,11 @@ def _priced(
                 f"its marginals.json gives the noisy marginal on {name} sigma {sigma!r}, not a "
                 "positive number"
             )
-        if not agrees(marginal.rho, gaussian_rho(sigma)):
+        means = gaussian_rho(sigma, sensitivity)
+        if not agrees(marginal.rho, means):
             raise LedgerMismatchError(
                 f"its marginals.json says rho {marginal.rho:.6g} for the noisy marginal on "
-                f"{name}, but its sigma {sigma:.6g} means rho {gaussian_rho(sigma):.6g}"
+                f"{name}, but its sigma {sigma:.6g} means rho {means:.6g}"
             )
         paid = next(
             (
@@ -746,7 +752,7 @@ def _priced(
                 for e in unpaid
                 if e.attributes == marginal.attributes
                 and e.n_queries == marginal.cells
-                and e.sensitivity == 1.0
+                and e.sensitivity == sensitivity
                 and agrees(e.sigma, sigma)
             ),
             None,

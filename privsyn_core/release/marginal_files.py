@@ -36,6 +36,7 @@ from privsyn_core.data.codecs import BinnedCodec
 from privsyn_core.generation.fitted import ColumnDecoder, FittedModel
 from privsyn_core.generation.grouping import ValueGrouping
 from privsyn_core.marginals import MarginalTable
+from privsyn_core.privacy.ledger import guarantee
 from privsyn_core.release.csv_cells import FormulaCells, csv_ready
 
 #: how a merged value's members are joined in its label
@@ -156,6 +157,7 @@ def _readme(model: FittedModel, source: str, marginals: Sequence[ReleasedMargina
         f"for. The whole release cost epsilon {epsilon}, delta {delta} (zCDP rho "
         f"{ledger.spent_rho:.6g});",
         "publishing these files as well costs nothing more (post-processing).",
+        f"Guarantee: {guarantee(ledger.unit)}.",
         f"Noise: {ledger.randomness}.",
     ]
     if debug:

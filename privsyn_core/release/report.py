@@ -27,6 +27,7 @@ from typing import Any
 
 from privsyn_core.data.codecs import BinnedCodec
 from privsyn_core.generation.fitted import FittedModel
+from privsyn_core.privacy.ledger import guarantee
 from privsyn_core.release.marginal_files import MISSING
 
 #: the ledger's step names in words
@@ -132,8 +133,7 @@ def _budget(model: FittedModel) -> str:
     ledger = model.ledger
     spent_epsilon = ledger.spent_epsilon()
     rows = [
-        ("Guarantee", "(epsilon, delta)-differential privacy, per row: neighbouring tables "
-         "differ in one row"),
+        ("Guarantee", _e(guarantee(ledger.unit))),
         ("epsilon", _num(ledger.epsilon)),
         ("delta", _num(ledger.delta)),
         ("Budget in zCDP rho", _num(ledger.budget_rho, 6)),

@@ -80,4 +80,6 @@ def public_settings(delta: float, seed: int | None) -> dict[str, Any]:
         "seed_given": seed is not None,
         "raw_domains": bool(ss["raw_domains"]),
         "target": ss.get("target"),
+        "person": ss.get("person"),
+        "max_rows_per_person": None if ss.get("person") is None else ss["max_rows_per_person"],
     }

@@ -23,6 +23,7 @@ from privsyn_core.data.io import read_table
 from privsyn_core.data.schema import Schema
 from privsyn_core.errors import InputError
 from privsyn_core.generation.synthesis import SynthesisResult
+from privsyn_core.privacy.ledger import ROW, PrivacyUnit
 from privsyn_core.release.registry import file_fingerprint
 from privsyn_core.release.registry import fingerprint as registry_fingerprint
 
@@ -46,6 +47,9 @@ DEFAULTS: dict[str, Any] = {
     "seed_text": "",
     "raw_domains": False,
     "target": None,
+    #: a person-level guarantee: the person column (None: per row) and K
+    "person": None,
+    "max_rows_per_person": 1,
 }
 
 
@@ -202,6 +206,20 @@ def schema() -> Schema:
     return st.session_state["schema"]
 
 
+def unit() -> PrivacyUnit:
+    """The guarantee's unit the Data page set: per row, or per person with at most K rows."""
+    ss = st.session_state
+    person = ss.get("person")
+    return ROW if person is None else PrivacyUnit(person, int(ss["max_rows_per_person"]))
+
+
+def run_schema() -> Schema:
+    """The session's schema as a run takes it: without the person column, which is never
+    synthesised."""
+    person = unit().person
+    return Schema(tuple(c for c in schema().columns if c.name != person))
+
+
 def dataset_fingerprint() -> str:
     """The registry's key for the session's table, hashed once per table (it reads every
     value). Owner-only: it identifies the data and stays on this machine."""
@@ -244,8 +262,12 @@ def finished_or_stop(message: str) -> Finished:
     return finished
 
 
-def dp_badge() -> None:
-    st.badge("DP release", icon=":material/verified_user:", color="green")
+def dp_badge(of: PrivacyUnit | None = None) -> None:
+    """The badge of a DP release, with its unit: ``of``, or the finished run's."""
+    if of is None:
+        finished = st.session_state.get("finished")
+        of = finished.result.ledger.unit if finished is not None else ROW
+    st.badge(f"DP release, {of.words}", icon=":material/verified_user:", color="green")
 
 
 def owner_badge() -> None:

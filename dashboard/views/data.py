@@ -302,6 +302,37 @@ def _schema_from(rows: pd.DataFrame) -> Schema:
     return Schema(tuple(columns))
 
 
+st.subheader("Whose privacy")
+names = [c.name for c in state.schema().columns]
+if st.session_state.get("person") not in (None, *names):
+    st.session_state["person"] = None  # a column of another table
+person_column, rows_per_person = st.columns([2, 1])
+person_column.selectbox(
+    "Person column (a person-level guarantee)",
+    [None, *names],
+    format_func=lambda name: "none: the guarantee is per row" if name is None else name,
+    key="person",
+    help="The column that says whose row each is. At most K rows of each person are kept "
+    "(chosen at random), every measurement's noise is calibrated for K rows, and the column "
+    "is never synthesised nor released.",
+)
+rows_per_person.number_input(
+    "At most K rows per person",
+    min_value=1,
+    max_value=10_000,
+    step=1,
+    key="max_rows_per_person",
+    disabled=st.session_state.get("person") is None,
+    help="Public: the noise is K times the per-row noise for the same epsilon. Choose about "
+    "the number of rows a typical person has (see the README).",
+)
+if st.session_state.get("person") is not None:
+    st.caption(
+        f"The guarantee: {state.unit().words}. The noise of every step is "
+        f"{st.session_state['max_rows_per_person']} times the per-row noise; the column "
+        f"{st.session_state['person']!r} is left out of the schema below for the run."
+    )
+
 raw = st.toggle(
     "Read undeclared structure and domains off the raw data (demo shortcut: NOT end-to-end DP)",
     key="raw_domains",

@@ -95,11 +95,15 @@ def request(config: PrivSynConfig) -> worker.RunRequest:
     epsilon = float(ss["epsilon"])
     rng = None if seed is None else np.random.default_rng(seed)
     settings = public_settings(delta, seed)
+    unit = state.unit()  # the person column never reaches the schema of the run
+    persons = {"person": unit.person, "max_rows_per_person": unit.rows_per_person}
+    if unit.person is None:
+        persons = {}
     if on_disk is None:
-        table, schema, raw = state.table(), state.schema(), bool(ss["raw_domains"])
+        table, schema, raw = state.table(), state.run_schema(), bool(ss["raw_domains"])
         run = partial(
             synthesize, table, epsilon, delta, schema=schema, raw_domains=raw, config=config,
-            rng=rng, block_rows=ONE_BLOCK,
+            rng=rng, block_rows=ONE_BLOCK, **persons,
         )  # fmt: skip
         known = ss.get("dataset_fingerprint")
         dataset = (lambda: known) if known else partial(registry_fingerprint, table)
@@ -111,7 +115,8 @@ def request(config: PrivSynConfig) -> worker.RunRequest:
             declared: dict[str, Any] = {"domain": sizes}
             settings = {**settings, "raw_domains": False, "domain": sizes}
         else:
-            declared = {"schema": state.schema(), "raw_domains": bool(ss["raw_domains"])}
+            declared = {"schema": state.run_schema(), "raw_domains": bool(ss["raw_domains"])}
+        declared = {**declared, **persons}
         settings = {**settings, "engine": "duckdb"}
         # opened once in the worker thread, checked as opened, and both fingerprinted and
         # counted through that opening (dashboard.sources.DiskRun): never the name again, so

@@ -22,9 +22,9 @@ from privsyn_core.errors import InputError
 from privsyn_core.generation.blocks import BlockSeeds
 from privsyn_core.generation.fitted import FittedModel, SamplingSettings
 from privsyn_core.generation.spark_blocks import _BlockTask, output_schema, spark_rows
-from privsyn_core.measuring.spark_counter import spark_session
 from privsyn_core.model import PrivSyn
 from privsyn_core.release.bundle import load_model, model_bytes
+from privsyn_core.spark_session import spark_session
 
 ADULT = ROOT / "assets" / "adult-coded.csv"
 ADULT_DOMAIN = ROOT / "assets" / "adult-coded-domain.json"

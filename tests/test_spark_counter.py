@@ -14,7 +14,8 @@ from glob_names import GLOB_NAMES, ROWS, beside_decoys, write_table
 from privsyn_core.data.table import encode_table
 from privsyn_core.errors import InputError
 from privsyn_core.measuring.counting import ArrayCounter
-from privsyn_core.measuring.spark_counter import SparkCounter, spark_frame, spark_session
+from privsyn_core.measuring.spark_counter import SparkCounter, spark_frame
+from privsyn_core.spark_session import spark_session
 
 ADULT = ROOT / "assets" / "adult-coded.csv"
 SIZES = json.loads((ROOT / "assets" / "adult-coded-domain.json").read_text())

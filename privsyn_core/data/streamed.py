@@ -151,7 +151,7 @@ def _parquet(blocks: Iterable[pd.DataFrame], path: str) -> int:
     try:
         for frame in blocks:
             if writer is None:
-                schema = _without_nulls(pa.Schema.from_pandas(frame, preserve_index=False))
+                schema = without_null_types(pa.Schema.from_pandas(frame, preserve_index=False))
                 writer = pq.ParquetWriter(path, schema)
             table = pa.Table.from_pandas(frame, schema=writer.schema, preserve_index=False)
             writer.write_table(table)
@@ -162,7 +162,7 @@ def _parquet(blocks: Iterable[pd.DataFrame], path: str) -> int:
     return rows
 
 
-def _without_nulls(schema: Any) -> Any:  # a pyarrow Schema (pyarrow loads lazily)
+def without_null_types(schema: Any) -> Any:  # a pyarrow Schema (pyarrow loads lazily)
     """``schema`` with Arrow's ``null`` type (a column of only missing values in the first
     block) replaced by text, which later blocks' values of that column are."""
     import pyarrow as pa

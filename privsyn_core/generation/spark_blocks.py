@@ -68,10 +68,10 @@ def output_schema(model: FittedModel) -> Any:
     """The synthetic table's Arrow schema, from the decoders alone (their type depends on
     the codec, never on the values drawn, :func:`privsyn_core.data.codecs._typed`): every
     code of every column decoded once. A column of only missing values is text, as the
-    local Parquet writer makes it (:func:`privsyn_core.data.streamed._without_nulls`)."""
+    local Parquet writer makes it (:func:`privsyn_core.data.streamed.without_null_types`)."""
     import pyarrow as pa
 
-    from privsyn_core.data.streamed import _without_nulls
+    from privsyn_core.data.streamed import without_null_types
 
     longest = max(decoder.size for decoder in model.decoders)
     rng = np.random.default_rng(0)  # values are thrown away: only their types are kept
@@ -82,7 +82,7 @@ def output_schema(model: FittedModel) -> Any:
         ],
         axis=1,
     )
-    return _without_nulls(pa.Schema.from_pandas(frame, preserve_index=False)).remove_metadata()
+    return without_null_types(pa.Schema.from_pandas(frame, preserve_index=False)).remove_metadata()
 
 
 @dataclass(frozen=True)
@@ -123,8 +123,8 @@ def spark_rows(plan: BlockPlan, spark: Any = None) -> SparkRows:
     ``spark``: a SparkSession (default: the running one, or ``local[N]``)."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from privsyn_core.measuring.spark_counter import spark_session
     from privsyn_core.release.bundle import model_bytes
+    from privsyn_core.spark_session import spark_session
 
     spark = spark or spark_session()
     context = spark.sparkContext

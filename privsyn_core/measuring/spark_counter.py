@@ -35,8 +35,6 @@ counted by one task, whatever the number of cores.
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from math import prod
@@ -45,17 +43,12 @@ from typing import Any
 
 import numpy as np
 
-from privsyn_core.cores import available_cores
 from privsyn_core.data.paths import is_parquet, spark_path
 from privsyn_core.domain import Domain
 from privsyn_core.errors import InputError
 from privsyn_core.marginals import MarginalTable
 from privsyn_core.measuring.sql_counting import check_codes
-
-#: the master a session is started with when none is given: local mode on every core this
-#: process may use (:func:`privsyn_core.cores.available_cores`, its affinity, not the host's
-#: count)
-DEFAULT_MASTER = f"local[{available_cores()}]"
+from privsyn_core.spark_session import spark_session
 
 #: count cells per scan: bounds each task's count arrays (8 bytes a cell) and each partial
 #: sent to the driver; all 2-way marginals of a 50-column table with 40 codes a column are
@@ -72,28 +65,6 @@ CHUNK_ROWS = 1 << 16
 #: the rows a counting task emits: attribute set (its position in the batch), whether the
 #: payload is sparse, and the payload (int64 counts, or nonzero cells then their counts)
 _PARTIAL_SCHEMA = "s INT, sparse BOOLEAN, payload BINARY"
-
-
-def spark_session(master: str | None = None) -> Any:
-    """A Spark session (the running one if there is one), quiet and without its web UI.
-
-    Without ``master``, a driver that spark-submit launched keeps spark-submit's ``--master``
-    (and its other settings); otherwise :data:`DEFAULT_MASTER`.
-    In local mode the Python workers that count run this process's interpreter (unless
-    ``PYSPARK_PYTHON`` says otherwise): Spark's default, the first ``python3`` on the path, may
-    lack NumPy and PyArrow. On a cluster the executors' Python is the cluster's to set."""
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder.appName("privsyn").config("spark.ui.enabled", "false")
-    builder = builder.config("spark.sql.shuffle.partitions", "8")
-    # no progress bar of Spark's own on the terminal: the command line draws its own
-    builder = builder.config("spark.ui.showConsoleProgress", "false")
-    if master is None and os.environ.get("PYSPARK_GATEWAY_PORT"):
-        return builder.getOrCreate()  # launched by spark-submit: its --master applies
-    master = master or DEFAULT_MASTER
-    if master.startswith("local"):
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # read when the context starts
-    return builder.master(master).getOrCreate()
 
 
 def spark_frame(source: Any, *, spark: Any = None, master: str | None = None) -> tuple[Any, bool]:

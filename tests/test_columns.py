@@ -537,7 +537,13 @@ def test_without_a_schema_each_column_states_why_it_got_its_kind(penguins_privat
     assert "-> categorical" in notes["species"]
     assert "of values are numbers -> numeric, whole numbers" in notes["year"]
     assert "of values are numbers -> numeric" in notes["bill_length_mm"]
-    assert "with decimals" in notes["bill_length_mm"]
+    assert "numeric, 1 decimal" in notes["bill_length_mm"]
+    choices = {c.codec.name: {(ch.name, ch.value, ch.provenance) for ch in c.choices}
+               for c in penguins_private.columns}  # fmt: skip
+    assert ("decimals", "1 (counted with the kinds)", Provenance.PRIVATE) in choices[
+        "bill_length_mm"
+    ]
+    assert ("decimals", "0 (whole numbers)", Provenance.PRIVATE) in choices["body_mass_g"]
 
 
 def test_a_table_of_only_identifiers_gets_a_clear_error():

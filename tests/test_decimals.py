@@ -1,6 +1,7 @@
 """Output that looks like the input: whole numbers stay whole (also when blanks made pandas
-read them as floats), and numbers carry no more decimals than the column's precision,
-declared in the schema (``decimals``) or, undeclared, a tenth of the narrowest bin."""
+read them as floats), and numbers carry the column's precision: declared in the schema
+(``decimals``), or, undeclared, the decimals the structure step counted privately (a tenth
+of the narrowest bin when it counts none)."""
 
 from __future__ import annotations
 
@@ -187,17 +188,19 @@ def test_ages_read_as_floats_because_of_blanks_come_back_whole(runs, declared):
     assert all(re.fullmatch(r"\d+", a) for a in present), [a for a in present if "." in a][:5]
 
 
-def test_undeclared_numbers_carry_the_bin_width_precision_not_noise(runs):
+def test_undeclared_numbers_carry_the_decimals_of_the_input_not_noise(runs):
+    """score has 2 decimals, price 3: the structure step counts them privately."""
     text = runs["numpy", False]
     assert not LONG[3].search(text), LONG[3].search(text)
     columns = _columns(text)
-    for name in ("score", "price"):
+    for name, places in (("score", 2), ("price", 3)):
         present = [v for v in columns[name] if v]
-        assert max(_decimals(v) for v in present) <= 3
+        assert max(_decimals(v) for v in present) == places, name
         assert len(set(present)) > 50  # still spread inside the bins
 
 
 def test_declared_decimals_are_the_most_decimals_written(runs):
+    """Declared decimals win over the counted ones: price has 3 decimals, declared 0."""
     columns = _columns(runs["numpy", True])
     scores = [v for v in columns["score"] if v]
     assert max(_decimals(v) for v in scores) == 2
@@ -219,3 +222,69 @@ def test_the_cli_says_which_precision_it_chose(tmp_path, capsys):
     err = capsys.readouterr().err
     decided = r"age numeric whole, score numeric \d decimals?, price numeric \d decimals?"
     assert re.search(decided, err), err
+
+
+# --- penguins: the decimals counted privately, and the drafted schema's ----------------------
+
+
+def _written_decimals(path) -> dict[str, int]:
+    """The most decimals written in each numeric column of a CSV file, as text."""
+    table = pd.read_csv(path, dtype=str, keep_default_na=False)
+    out = {}
+    for name in PENGUIN_NUMBERS:
+        present = [v for v in table[name] if v and v != "NA"]
+        assert all(re.fullmatch(r"-?\d+(\.\d+)?", v) for v in present), name
+        out[name] = max(_decimals(v) for v in present)
+    return out
+
+
+PENGUIN_NUMBERS = (
+    "bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g", "year"
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(("epsilon", "seed"), [(4, 0), (4, 1), (8, 2)])
+def test_penguins_without_a_schema_come_back_with_the_inputs_decimals(tmp_path, epsilon, seed):
+    """bill_length_mm and bill_depth_mm have 1 decimal (``32.5``; before the vote, a tenth
+    of the narrowest DP bin wrote ``32.49``), the others none."""
+    from conftest import ROOT
+
+    source = ROOT / "tests" / "data" / "penguins.csv"
+    out = tmp_path / "out.csv"
+    argv = ["synthesize", str(source), "-o", str(out), "--epsilon", str(epsilon),
+            "--seed", str(seed), "--iterations", "10", "-q", "--no-registry"]  # fmt: skip
+    assert main(argv) == 0
+    expected = _written_decimals(source)
+    assert expected == {"bill_length_mm": 1, "bill_depth_mm": 1, "flipper_length_mm": 0,
+                        "body_mass_g": 0, "year": 0}  # fmt: skip
+    assert _written_decimals(out) == expected
+
+
+def test_schema_infer_drafts_the_decimals_and_penguins_come_back_with_them(tmp_path):
+    from conftest import ROOT
+
+    source = ROOT / "tests" / "data" / "penguins.csv"
+    draft, out = tmp_path / "schema.json", tmp_path / "out.csv"
+    assert main(["schema", "infer", str(source), "-o", str(draft)]) == 0
+    schema = Schema.load(draft)
+    assert schema["bill_length_mm"].decimals == 1 and schema["bill_depth_mm"].decimals == 1
+    assert schema["flipper_length_mm"].decimals is None  # whole: "integer": true says it
+    argv = ["synthesize", str(source), "--schema", str(draft), "-o", str(out), "--epsilon", "4",
+            "--seed", "0", "--iterations", "10", "-q", "--no-registry"]  # fmt: skip
+    assert main(argv) == 0
+    assert _written_decimals(out) == _written_decimals(source)
+
+
+def test_the_draft_takes_the_decimals_all_but_one_percent_of_the_numbers_fit():
+    from privsyn_core.data.schema import infer_schema
+
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame(
+        {
+            "one": np.round(rng.uniform(0, 100, 1000), 1),
+            "outlier": np.append(np.round(rng.uniform(0, 100, 999), 2), 1.23456),
+            "full": rng.uniform(0, 1, 1000),  # in full: most have 16-18 decimals, left open
+        }
+    )
+    schema = infer_schema(table)
+    assert [schema[c].decimals for c in table.columns] == [1, 2, None]

@@ -25,12 +25,13 @@ from privsyn_core.release.registry import Registry, bytes_fingerprint, file_fing
 ADULT = ROOT / "privsyn_core" / "samples" / "adult.csv"
 
 #: values that test every reading rule: blanks and missing spellings (with spaces around),
-#: numbers in every notation and some that are not numbers, dates of all six classes and
-#: invalid ones, text with Unicode spaces
+#: numbers in every notation (with 1 to 5 or more decimals) and some that are not numbers,
+#: dates of all six classes and invalid ones, text with Unicode spaces
 TRICKY = [
     "", " ", "NA", " NA", "NA ", "null", "N/A", "nan", "None", "-", "?",
     " 1.0 ", "1", "-0", "+.5", "5.", ".5", "1e5", "1E-3", "-2.5e+2", "1e999", "1,000", "inf",
-    "0x10", "12%", "\u0663",
+    "0x10", "12%", "\u0663", "32.50", "-0.25", "1.25e1", "1.5e-3", "0.000125e2",
+    "0.30000000000000004", "123.4567800",
     "2020-01-05", "2020-1-5", "2019-02-29", "2020-02-29", "2020-00-10", "0001-01-01",
     "2020-01-05 7:30", "2020-01-05T23:59:59", "2020-01-05 24:00", "2020-01-05 23:60",
     "2020-01-05 23:59:60", "2020-01-05T10:00:00Z",
@@ -216,6 +217,17 @@ def test_adult_raw_and_as_parquet_counts_equal_in_memory(tmp_path):
             assert np.array_equal(sql.class_counts(name), memory.class_counts(name)), name
             assert sql.value_counts(name)[0] == memory.value_counts(name)[0], name
             assert np.array_equal(sql.value_counts(name)[1], memory.value_counts(name)[1])
+
+
+def test_typed_floats_in_parquet_count_the_same_decimals_in_sql_and_in_memory(tmp_path):
+    """A double reads as its shortest text in both (``0.1 + 0.2`` has 17 decimals)."""
+    values = [32.5, 0.25, 1.5e-7, 0.1 + 0.2, 44.0, np.nan, 123.456, 3e-5, -0.0625, 2.5e-300]
+    path = tmp_path / "floats.parquet"
+    pd.DataFrame({"x": values, "k": range(len(values))}).to_parquet(path)
+    sql, memory = duckdb_table(path), FrameTable(read_table(path))
+    assert np.array_equal(sql.class_counts("x"), memory.class_counts("x"))
+    # missing, whole (44), 1, 2, 3, 4 and more decimals (1.5e-7, 0.1 + 0.2, 3e-5, 2.5e-300)
+    assert sql.class_counts("x")[:7].tolist() == [1, 1, 1, 1, 1, 1, 4]
 
 
 def test_the_cli_on_duckdb_synthesises_a_raw_file_like_numpy_and_fingerprints_it_alike(

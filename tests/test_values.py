@@ -13,6 +13,7 @@ from privsyn_core.data.values import (
     classify,
     parse_datetimes,
     parse_numbers,
+    written_decimals,
 )
 
 
@@ -52,7 +53,13 @@ def test_numbers_are_plain_decimal_notation_only():
         ("42", ValueClass.INTEGER),
         ("42.0", ValueClass.INTEGER),
         ("-1e3", ValueClass.INTEGER),
-        ("42.5", ValueClass.DECIMAL),
+        ("42.5", ValueClass.DECIMAL_1),
+        ("42.50", ValueClass.DECIMAL_1),  # trailing zeros are not decimals
+        ("-0.25", ValueClass.DECIMAL_2),
+        ("1E-3", ValueClass.DECIMAL_3),
+        ("1.5e-3", ValueClass.DECIMAL_4),
+        ("1.25e1", ValueClass.DECIMAL_1),  # 12.5: the exponent moves the point
+        ("0.30000000000000004", ValueClass.DECIMAL_MORE),
         ("2020-01-31", ValueClass.DATE_ISO),
         ("2020-02-30", ValueClass.TEXT),  # not a real day
         ("2020-01-31 10:15:00", ValueClass.DATETIME_ISO),
@@ -75,10 +82,27 @@ def test_one_record_moves_one_class_count_by_one_in_each_column():
     count of each column by exactly one, whatever it holds."""
     rng = np.random.default_rng(0)
     base = pd.Series(rng.integers(0, 100, 500).astype(str), dtype=object)
-    for extra in ("unknown", None, "35.5", "13/01/2020", "2020-01-01", "7", ""):
+    for extra in ("unknown", None, "35.5", "0.125", "1e-9", "13/01/2020", "2020-01-01", "7", ""):
         moved = class_counts(canonical_text(pd.concat([base, pd.Series([extra])])))
         difference = moved - class_counts(canonical_text(base))
         assert difference.sum() == 1 and np.abs(difference).sum() == 1, extra
+
+
+def test_decimals_are_read_as_written_without_trailing_zeros_and_with_the_exponent():
+    text = pd.Series(["32.5", "32.50", "+.5", "5.", "12", "-2.5e+2", "1.5e-3", "2.50E1",
+                      "0.000125e2", "123456.7890123"])  # fmt: skip
+    assert written_decimals(text).tolist() == [1, 1, 1, 0, 0, 0, 4, 0, 4, 7]
+
+
+def test_a_typed_float_and_its_csv_text_have_the_same_decimals():
+    """A typed float reads as its shortest repr, so Parquet and CSV agree on the class."""
+    floats = pd.Series([32.5, 0.25, 1.5e-7, 0.1 + 0.2, 44.0, np.nan])
+    as_text = pd.Series(["32.5", "0.250", "0.00000015", "0.30000000000000004", "44.0", ""])
+    assert classify(canonical_text(floats)).tolist() == classify(canonical_text(as_text)).tolist()
+    assert [ValueClass(c) for c in classify(canonical_text(floats))] == [
+        ValueClass.DECIMAL_1, ValueClass.DECIMAL_2, ValueClass.DECIMAL_MORE,
+        ValueClass.DECIMAL_MORE, ValueClass.INTEGER, ValueClass.MISSING,
+    ]  # fmt: skip
 
 
 def test_slashed_dates_follow_the_columns_day_order_only_when_ambiguous():

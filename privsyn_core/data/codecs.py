@@ -131,9 +131,10 @@ class BinnedCodec:
     from DP counts: the minority of values that do not fit are read as missing).
 
     ``decimals`` is the precision of decoded numbers (not whole, not dates): values are drawn
-    uniformly among the multiples of ``10**-decimals`` inside their bin. None (undeclared)
-    uses :func:`default_decimals` of the edges, which are public or DP: the precision reads
-    nothing private. A column decoded with 0 decimals comes back as whole numbers.
+    uniformly among the multiples of ``10**-decimals`` inside their bin. It is declared or
+    counted by the structure step (DP); None uses :func:`default_decimals` of the edges,
+    which are public or DP: the precision reads nothing private. A column decoded with 0
+    decimals comes back as whole numbers.
     """
 
     name: str

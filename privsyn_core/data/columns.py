@@ -353,7 +353,8 @@ def _prepare_domain(
         return found
     choices.append(StructureChoice("domain", item.note or "declared", item.provenance))
     if isinstance(item.codec, BinnedCodec) and not item.codec.datetime:
-        choices.append(_precision_choice(spec, item, choices))
+        precision = _precision_choice(spec, item, choices)
+        choices = [c for c in choices if c.name != "decimals"] + [precision]
     item = replace(item, note=_join(spec.reason, item.note), choices=tuple(choices))
     return replace(found, item=item)
 
@@ -362,14 +363,17 @@ def _precision_choice(
     spec: ColumnSchema, item: PreparedColumn, choices: list[StructureChoice]
 ) -> StructureChoice:
     """The decimals of the column's output: 0 for whole numbers (as sourced as that choice),
-    declared, or a tenth of the narrowest bin
-    (:func:`~privsyn_core.data.codecs.default_decimals`), which comes from the edges and so
-    has the domain's provenance."""
+    declared, decided by the structure step (from its noisy counts of decimals), or else a
+    tenth of the narrowest bin (:func:`~privsyn_core.data.codecs.default_decimals`), which
+    comes from the edges and so has the domain's provenance."""
     codec = item.codec
     assert isinstance(codec, BinnedCodec)
     if codec.integer:
         whole = next(c.provenance for c in choices if c.name == "whole numbers")
         return StructureChoice("decimals", "0 (whole numbers)", whole)
+    decided = next((c for c in choices if c.name == "decimals"), None)
+    if decided is not None:
+        return decided
     if spec.decimals is not None:
         return StructureChoice("decimals", str(spec.decimals), Provenance.DECLARED)
     return StructureChoice(
@@ -383,8 +387,9 @@ def _resolve(
     """``spec`` with its open structural choices filled in from ``decision``."""
     kind = spec.kind if spec.kind is not None else decision.kind
     kind_source = Provenance.DECLARED if spec.kind is not None else source
-    integer, fmt = spec.integer, spec.datetime_format
+    integer, fmt, decimals = spec.integer, spec.datetime_format, spec.decimals
     choices = [StructureChoice("kind", kind.value, kind_source)]
+    decided_decimals: StructureChoice | None = None
     if kind is Kind.NUMERIC:
         if integer is None and spec.decimals:
             # declared decimals say the values have fractional parts: that is public, and a
@@ -396,14 +401,25 @@ def _resolve(
             choices.append(StructureChoice("whole numbers", _yes(integer), source))
         else:
             choices.append(StructureChoice("whole numbers", _yes(integer), Provenance.DECLARED))
+        if not integer and decimals is None and decision.decimals:
+            # the decimals the structure step counted (None: more than it counts, or a
+            # declared "integer": false it contradicts: the bins' precision then)
+            decimals = decision.decimals
+            decided_decimals = StructureChoice(
+                "decimals", f"{decimals} (counted with the kinds)", source
+            )
     elif kind is Kind.DATETIME:
         if fmt is None:
             fmt = decision.datetime_format
             choices.append(StructureChoice("date format", fmt, source))
         else:
             choices.append(StructureChoice("date format", fmt, Provenance.DECLARED))
+    if decided_decimals is not None:
+        choices.append(decided_decimals)
     reason = _join(spec.reason, decision.reason if source is not Provenance.DECLARED else "")
-    resolved = replace(spec, kind=kind, integer=integer, datetime_format=fmt, reason=reason)
+    resolved = replace(
+        spec, kind=kind, integer=integer, datetime_format=fmt, decimals=decimals, reason=reason
+    )
     return resolved, choices
 
 

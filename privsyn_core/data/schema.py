@@ -21,17 +21,20 @@ The JSON form (``version`` 1)::
     ]}
 
 Every key but ``name`` is optional; absent means "not declared". An undeclared ``kind`` (and
-``integer``, and ``datetime_format``) is decided from DP counts of how the values read
-(:mod:`privsyn_core.measuring.structure`); an undeclared ``missing`` gives the column a missing code
-whose rate PrivSyn measures. ``"datetime_format": "datetime64"`` keeps pandas datetimes in
-the output instead of text.
+``integer``, ``decimals`` and ``datetime_format``) is decided from DP counts of how the values
+read (:mod:`privsyn_core.measuring.structure`); an undeclared ``missing`` gives the column a
+missing code whose rate PrivSyn measures. ``"datetime_format": "datetime64"`` keeps pandas
+datetimes in the output instead of text.
 
 ``decimals`` (0 .. 15) is the precision of a numeric column's output: decoded values carry no
 more decimals than that, and 0 writes whole numbers. It is output formatting only (it changes
 nothing that is measured), so it may be declared without the kind: it applies if the column
-turns out numeric. Undeclared, the precision comes from the bin width
+turns out numeric. Undeclared, it is counted privately with the kinds when the structure
+step runs for the column (its kind or whole-number flag undeclared): the fewest decimals that
+all but 1% of the numbers fit. Otherwise (``"integer": false`` declared with the kind), or when
+the numbers have more than 4 decimals, the precision comes from the bin width
 (:func:`privsyn_core.data.codecs.default_decimals`: a tenth of the narrowest bin), which is
-public or DP, never from the values.
+public or DP. :func:`infer_schema` drafts ``decimals`` by the same rule, read off the data.
 """
 
 from __future__ import annotations
@@ -49,6 +52,12 @@ import numpy as np
 import pandas as pd
 
 from privsyn_core.data.inputs import read_declaration
+from privsyn_core.data.values import (
+    canonical_text,
+    fewest_decimals,
+    parse_numbers,
+    written_decimals,
+)
 from privsyn_core.errors import InputError
 from privsyn_core.limits import check_codes, check_pairs
 
@@ -481,7 +490,22 @@ def _infer_column(
         integer=integer,
         missing=missing,
         reason=reason,
+        decimals=None if integer else _draft_decimals(values),
     )
+
+
+def _draft_decimals(values: pd.Series) -> int | None:
+    """The decimals of a draft's numeric column: the fewest that all but
+    :data:`~privsyn_core.data.values.DECIMAL_SHARE` of its numbers fit, as written (the
+    structure step's rule, on exact counts); None (undeclared) beyond :data:`MAX_DECIMALS`."""
+    text = canonical_text(values)
+    text = text[~np.isnan(parse_numbers(text))]
+    places = written_decimals(text)
+    if not len(places):
+        return None
+    by_places = np.bincount(np.minimum(places, MAX_DECIMALS + 1), minlength=MAX_DECIMALS + 2)
+    decimals = fewest_decimals(by_places[1:], float(len(places)))
+    return None if decimals is None or decimals > MAX_DECIMALS else decimals
 
 
 def _guess_format(example: str) -> str | None:

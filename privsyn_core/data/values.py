@@ -21,8 +21,12 @@ The rules:
   (``-12``, ``3.5``, ``.5``, ``1e6``). ``inf``, ``nan``, ``1,000``, ``12%`` are not numbers.
 * **Dates** (:data:`DATE_FORMATS`): ISO dates and date-times, ``Y/m/d``, and ``d/m/Y`` or
   ``m/d/Y`` (a slashed date whose first two fields are both at most 12 is ambiguous).
-* **Value classes** (:func:`classify`): each value falls in exactly one class, so a record
-  moves one count per column: the sensitivity of the structure measurement.
+* **Decimals** (:func:`written_decimals`): a number's decimals as written, trailing zeros
+  dropped and the exponent applied (``32.50`` -> 1, ``1.5e-3`` -> 4, ``2.5e1`` -> 0). A typed
+  float is read from its shortest repr (``32.5``), so a typed table and its CSV text agree.
+* **Value classes** (:func:`classify`): each value falls in exactly one class (a number with
+  decimals in the class of its count of decimals, 1 to :data:`MAX_COUNTED_DECIMALS` or more),
+  so a record moves one count per column: the sensitivity of the structure measurement.
 """
 
 from __future__ import annotations
@@ -36,6 +40,14 @@ import pandas as pd
 
 #: plain decimal numbers, optional sign and exponent; no thousands separators, no inf or nan
 NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+#: a :data:`NUMBER`'s fractional digits without trailing zeros (group 1), and its exponent
+#: (group 2): the same groups in Python's, RE2's (DuckDB) and Java's (Spark) regular expressions
+NUMBER_DECIMALS = r"[+-]?[0-9]*(?:\.([0-9]*?)0*)?(?:[eE]([+-]?[0-9]+))?"
+#: numbers with decimals are counted by their decimals up to this many; more share one class
+MAX_COUNTED_DECIMALS = 4
+#: numbers with more decimals than ``d``, as a share of all numbers, that still count as
+#: having ``d`` decimals (``d = 0``: whole numbers; :func:`fewest_decimals`)
+DECIMAL_SHARE = 0.01
 _ISO_DATE = r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}"
 _ISO_DATETIME = (
     r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}[T ][0-9]{1,2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?"
@@ -55,14 +67,20 @@ class ValueClass(IntEnum):
 
     MISSING = 0
     INTEGER = 1
-    DECIMAL = 2
-    DATE_ISO = 3
-    DATETIME_ISO = 4
-    DATE_YMD_SLASH = 5
-    DATE_DMY = 6
-    DATE_MDY = 7
-    DATE_SLASH_AMBIGUOUS = 8
-    TEXT = 9
+    #: a number with 1 decimal (``2.5``), 2 (``0.25``), ...
+    DECIMAL_1 = 2
+    DECIMAL_2 = 3
+    DECIMAL_3 = 4
+    DECIMAL_4 = 5
+    #: a number with more than :data:`MAX_COUNTED_DECIMALS` decimals
+    DECIMAL_MORE = 6
+    DATE_ISO = 7
+    DATETIME_ISO = 8
+    DATE_YMD_SLASH = 9
+    DATE_DMY = 10
+    DATE_MDY = 11
+    DATE_SLASH_AMBIGUOUS = 12
+    TEXT = 13
 
 
 #: the format each date class is written in (the ambiguous class takes d/m or m/d by vote)
@@ -73,7 +91,16 @@ DATE_FORMATS: dict[ValueClass, str] = {
     ValueClass.DATE_DMY: "%d/%m/%Y",
     ValueClass.DATE_MDY: "%m/%d/%Y",
 }
-NUMBER_CLASSES = (ValueClass.INTEGER, ValueClass.DECIMAL)
+#: numbers with decimals: the class of ``d`` decimals is ``DECIMAL_CLASSES[d - 1]``
+DECIMAL_CLASSES = (
+    ValueClass.DECIMAL_1,
+    ValueClass.DECIMAL_2,
+    ValueClass.DECIMAL_3,
+    ValueClass.DECIMAL_4,
+    ValueClass.DECIMAL_MORE,
+)
+assert len(DECIMAL_CLASSES) == MAX_COUNTED_DECIMALS + 1
+NUMBER_CLASSES = (ValueClass.INTEGER, *DECIMAL_CLASSES)
 DATE_CLASSES = (
     ValueClass.DATE_ISO,
     ValueClass.DATETIME_ISO,
@@ -186,6 +213,37 @@ def _parse_numbers(text: pd.Series) -> np.ndarray:
     return out
 
 
+def written_decimals(text: pd.Series) -> np.ndarray:
+    """The decimals of each number (text matching :data:`NUMBER`) as written: its fractional
+    digits without trailing zeros, less its exponent, at least 0 (``32.50`` -> 1, ``1.5e-3``
+    -> 4, ``2.5e1`` -> 0)."""
+    groups = text.astype(object).str.extract(f"^(?:{NUMBER_DECIMALS})$")
+    digits = groups[0].fillna("").str.len().to_numpy(dtype=np.int64)
+    # Python's ints read an exponent of any length (a number with decimals has a small one)
+    exponents = [int(e) if isinstance(e, str) and e else 0 for e in groups[1]]
+    places = [min(max(0, int(d) - e), 1 << 30) for d, e in zip(digits, exponents, strict=True)]
+    return np.array(places, dtype=np.int64)
+
+
+def fewest_decimals(by_places: Sequence[float], numbers: float) -> int | None:
+    """The fewest decimals ``d`` such that the numbers with more than ``d`` decimals are at
+    most :data:`DECIMAL_SHARE` of ``numbers``, where ``by_places[i]`` counts the numbers with
+    ``i + 1`` decimals; None when no ``d < len(by_places)`` does (the last count may gather
+    every number with more decimals)."""
+    counts = np.asarray(by_places, dtype=float)
+    for places in range(len(counts)):
+        if float(counts[places:].sum()) <= DECIMAL_SHARE * numbers:
+            return places
+    return None
+
+
+def decimal_class(places: np.ndarray) -> np.ndarray:
+    """The :class:`ValueClass` of numbers with decimals, from their :func:`written_decimals`
+    (at least 1: a number with none is whole)."""
+    counted = np.clip(places, 1, MAX_COUNTED_DECIMALS + 1)
+    return (ValueClass.DECIMAL_1 + counted - 1).astype(np.int8)
+
+
 def classify(text: pd.Series) -> np.ndarray:
     """The :class:`ValueClass` of each value of a canonical-text column (int8 codes)."""
     return _by_unique(text, _classify, ValueClass.MISSING.value).astype(np.int8)
@@ -201,7 +259,9 @@ def _classify(text: pd.Series) -> np.ndarray:
     whole = np.zeros(len(text), dtype=bool)
     whole[is_number] = np.mod(numbers[is_number], 1) == 0
     classes[is_number & whole] = ValueClass.INTEGER
-    classes[is_number & ~whole] = ValueClass.DECIMAL
+    fractional = is_number & ~whole
+    if fractional.any():
+        classes[fractional] = decimal_class(written_decimals(text[fractional]))
     rest = ~missing & ~is_number
     if not rest.any():
         return classes

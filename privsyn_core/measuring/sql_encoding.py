@@ -16,7 +16,8 @@ The SQL reads each value as :mod:`privsyn_core.data.values` does, one value at a
   reads it). Integers print as integers, booleans as ``True``/``False``, whole floats below
   2^53 as integers, dates as ISO text;
 * **numbers**: the same regular expression (ASCII digits), cast to a double (both engines
-  round decimal text correctly, as Python does), finite only;
+  round decimal text correctly, as Python does), finite only; their decimals as written by
+  the same regular expression's groups (fractional digits without trailing zeros, exponent);
 * **dates**: the same regular expressions; a date is valid by arithmetic on its fields
   (months 1-12, days within the month, leap years; hours 0-23, minutes and seconds 0-59),
   which is what pandas' format parsing checks; seconds since 1970 by the civil-calendar
@@ -50,7 +51,9 @@ from privsyn_core.data.values import (
     _ISO_DATETIME,
     _SLASH,
     _YMD_SLASH,
+    MAX_COUNTED_DECIMALS,
     NUMBER,
+    NUMBER_DECIMALS,
     ValueClass,
     categories_as_text,
     day_first_format,
@@ -255,6 +258,11 @@ def reading_query(
     def fields(t: str) -> str:
         dated = f"{t}_p BETWEEN {_ISO} AND {_SLASHED}"
         out = [f"CASE WHEN {t}_p = {_NUMBER} THEN TRY_CAST({t} AS DOUBLE) END AS {t}_v"]
+        # a number's decimals as written (values.written_decimals): digits, exponent
+        digits = f"length({dialect.extract(t, NUMBER_DECIMALS, 1)})"
+        out.append(f"CASE WHEN {t}_p = {_NUMBER} THEN {digits} END AS {t}_dd")
+        exponent = _int(dialect.extract(t, NUMBER_DECIMALS, 2))
+        out.append(f"CASE WHEN {t}_p = {_NUMBER} THEN {exponent} END AS {t}_de")
         out += [
             f"CASE WHEN {dated} THEN {_int(dialect.extract(t, _FIELDS, g))} END AS {t}_f{g}"
             for g in (1, 2, 3)
@@ -292,10 +300,12 @@ def reading_query(
 
     def outputs(t: str) -> str:
         finite = f"abs({t}_v) <= {double_max()}"
+        places = f"least(greatest({t}_dd - COALESCE({t}_de, 0), 1), {MAX_COUNTED_DECIMALS + 1})"
         klass = (
             f"CASE {t}_p WHEN {_MISSING} THEN {c.MISSING.value} "
             f"WHEN {_NUMBER} THEN CASE WHEN {finite} THEN CASE WHEN {t}_v % 1 = 0 "
-            f"THEN {c.INTEGER.value} ELSE {c.DECIMAL.value} END ELSE {c.TEXT.value} END "
+            f"THEN {c.INTEGER.value} ELSE {c.DECIMAL_1.value - 1} + {places} END "
+            f"ELSE {c.TEXT.value} END "
             f"WHEN {_ISO} THEN CASE WHEN {t}_ok THEN {c.DATE_ISO.value} ELSE {c.TEXT.value} END "
             f"WHEN {_DATETIME} THEN CASE WHEN {t}_ok AND {t}_tok THEN {c.DATETIME_ISO.value} "
             f"ELSE {c.TEXT.value} END "

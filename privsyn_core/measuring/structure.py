@@ -1,4 +1,5 @@
-"""The table's structure decided privately: each column's kind, whole numbers, date format.
+"""The table's structure decided privately: each column's kind, whole numbers, decimals and
+date format.
 
 Without a schema, someone must decide whether ``age`` is a number or text, whether its numbers
 are whole, how its dates are written. Deciding that from pandas' dtypes, or from any look at
@@ -7,10 +8,12 @@ text and drop it from the output) with certainty: an unbounded privacy loss. Her
 is a post-processing of a DP measurement:
 
 1. **Measure.** Every value of the column is read on its own (:mod:`privsyn_core.data.values`) and
-   falls in exactly one :class:`~privsyn_core.data.values.ValueClass` (missing, integer, decimal,
-   each date format, text). The column's class counts get Gaussian noise. One record moves one
-   count by one, so the histogram has L2 sensitivity 1 per column: ``rho = 1 / (2 sigma^2)``
-   per column, charged to the ledger as step ``structure``.
+   falls in exactly one :class:`~privsyn_core.data.values.ValueClass` (missing, integer, a
+   number with 1, 2, 3, 4 or more decimals, each date format, text). The column's class counts
+   get Gaussian noise. One record moves one count by one, so the histogram has L2 sensitivity
+   1 per column: ``rho = 1 / (2 sigma^2)`` per column, charged to the ledger as step
+   ``structure``. Counting the decimals in the same histogram (finer classes of the same
+   partition) costs nothing more than counting "decimal" alone did.
 2. **Decide** (:func:`decide_structure`, a pure function of the noisy counts and public
    constants), by noisy shares of the present (non-missing) values, where a class whose noisy
    count is at most :data:`NOISE_FLOOR` sigmas counts as empty (summed, the noise of the
@@ -22,12 +25,25 @@ is a post-processing of a DP measurement:
    * datetime when at least :data:`KIND_SHARE` of them are dates, in the format with the
      largest noisy count (ambiguous ``01/02/2020`` dates follow the larger of d/m and m/d);
    * categorical otherwise;
-   * when the noisy total is too small for shares to mean much (at most :data:`MIN_SIGNAL`
-     sigmas: a few hundred rows at epsilon 1), the largest of the noisy counts of numbers,
-     dates and text decides instead: on a small table a numeric column read as categorical
-     would lose every value to the threshold of the category estimate;
-   * whole numbers when the decimals are at most :data:`DECIMAL_SHARE` of the numbers (the
-     noise floor keeps noise alone from turning an integer column into floats).
+   * when the classes heard over the floor hold too few values for shares to mean much (at
+     most :data:`MIN_SIGNAL` sigmas: a few hundred rows at epsilon 1), the largest of the
+     noisy counts of numbers, dates and text decides instead: on a small table a numeric
+     column read as categorical would lose every value to the threshold of the category
+     estimate. (The heard total, not the sum of all fourteen noisy counts, whose noise
+     ``sigma sqrt(13)`` would send a large column here now and then);
+   * the **decimals** of its numbers: the fewest ``d`` such that the numbers with more than
+     ``d`` decimals are at most :data:`~privsyn_core.data.values.DECIMAL_SHARE` (1%) of the
+     numbers, so that written to ``d`` places at most 1% of the values would lose a digit
+     (one outlier cannot add a decimal to a column); ``d = 0`` is whole numbers. A decimal
+     class counts as empty under :data:`DECIMAL_FLOOR` sigmas, a little above
+     :data:`NOISE_FLOOR`, so that noise in the five of them passes it together as rarely as
+     noise in one class passes :data:`NOISE_FLOOR` (0.13%): counting decimals finely does not
+     turn whole numbers into decimals more often. When more than 1% of the numbers have more
+     than :data:`~privsyn_core.data.values.MAX_COUNTED_DECIMALS` decimals (floats written in
+     full) the count gives no answer (None) and the output takes the precision of its bins
+     (:func:`~privsyn_core.data.codecs.default_decimals`). On few values the noise makes the
+     vote err towards fewer decimals (a class under its floor is read as empty), and to more
+     only when noise alone passes a floor.
 
 Whether a column may hold missing values is not decided here: every column whose schema does
 not say otherwise gets a "missing" code, and PrivSyn's own noisy 1-way marginal measures its
@@ -40,6 +56,7 @@ threshold.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
@@ -48,34 +65,45 @@ from privsyn_core.data.schema import Kind
 from privsyn_core.data.values import (
     DATE_CLASSES,
     DATE_FORMATS,
+    DECIMAL_CLASSES,
+    MAX_COUNTED_DECIMALS,
     NUMBER_CLASSES,
     ValueClass,
     class_counts,
+    fewest_decimals,
 )
 from privsyn_core.privacy.ledger import Measurement
 from privsyn_core.privacy.noise import NoiseSource, as_noise
 
 #: share of the present values that must be numbers (dates) for a numeric (datetime) column
 KIND_SHARE = 0.8
-#: numbers with a fractional part, as a share of all numbers, that still count as whole
-DECIMAL_SHARE = 0.01
-#: the noisy count of present values must exceed this many sigmas to decide by shares
+#: the present values heard over the noise floor must exceed this many sigmas to decide by
+#: shares
 MIN_SIGNAL = 10.0
 #: a class whose noisy count is at most this many sigmas is read as empty when shares are
 #: taken (pure noise passes it with probability 0.13% per class)
 NOISE_FLOOR = 3.0
+#: the floor of each decimal class (3.46 sigmas): noise alone passes it in one of the five
+#: classes as rarely as it passes :data:`NOISE_FLOOR` in one class (0.13%), so counting
+#: decimals finely does not make a whole-number column fractional more often
+DECIMAL_FLOOR = -NormalDist().inv_cdf(NormalDist().cdf(-NOISE_FLOOR) / len(DECIMAL_CLASSES))
 
 
 @dataclass(frozen=True)
 class StructureDecision:
-    """What the counts say of a column: its kind, whether its numbers are whole, the format of
-    its dates (the last two are decided whatever the kind, for schemas that declare the kind
-    and leave them open), and why, in words."""
+    """What the counts say of a column: its kind, whether its numbers are whole, their
+    decimals, the format of its dates (all but the kind are decided whatever the kind, for
+    schemas that declare the kind and leave them open), and why, in words.
+
+    ``decimals`` is 0 for whole numbers, 1 to
+    :data:`~privsyn_core.data.values.MAX_COUNTED_DECIMALS`, or None when the numbers have more
+    (the output then takes the precision of the bins)."""
 
     kind: Kind
     integer: bool
     datetime_format: str
     reason: str
+    decimals: int | None = 0
 
 
 @dataclass(frozen=True)
@@ -95,21 +123,23 @@ def decide_structure(counts: np.ndarray, sigma: float) -> StructureDecision:
     # sums of the noisy counts themselves (unbiased), clipped only once summed: clipping each
     # class first would add about 0.4 sigma of positive bias per empty class
     c = np.asarray(counts, dtype=float)
-    present = max(0.0, float(c.sum() - c[ValueClass.MISSING]))
     numbers = max(0.0, float(sum(c[k] for k in NUMBER_CLASSES)))
     dates = max(0.0, float(sum(c[k] for k in DATE_CLASSES)))
     text = max(0.0, float(c[ValueClass.TEXT]))
     # the shares read classes under the noise floor as empty: summed, the noise of the seven
     # classes a numeric column leaves empty (sigma sqrt(7)) would make one numeric column in
     # thirteen categorical on a wide table (caravan, 86 columns at epsilon 1)
-    heard = np.where(c > NOISE_FLOOR * sigma, c, 0.0)
+    floors = np.full(len(c), NOISE_FLOOR * sigma)
+    floors[list(DECIMAL_CLASSES)] = DECIMAL_FLOOR * sigma
+    heard = np.where(c > floors, c, 0.0)
     heard_numbers = float(sum(heard[k] for k in NUMBER_CLASSES))
     heard_dates = float(sum(heard[k] for k in DATE_CLASSES))
     heard_present = heard_numbers + heard_dates + float(heard[ValueClass.TEXT])
-    decimals = float(heard[ValueClass.DECIMAL])
-    integer = decimals <= DECIMAL_SHARE * heard_numbers
+    # the counts of 1, 2, 3, 4 and more decimals; none below "more": more than 4 (None)
+    decimals = fewest_decimals([heard[k] for k in DECIMAL_CLASSES], heard_numbers)
+    integer = decimals == 0
     fmt = _date_format(c)
-    if present <= MIN_SIGNAL * sigma or heard_present <= 0:
+    if heard_present <= MIN_SIGNAL * sigma:
         # too few values for shares to mean much: the largest noisy group decides
         groups = {Kind.CATEGORICAL: text, Kind.NUMERIC: numbers, Kind.DATETIME: dates}
         kind = max(groups, key=lambda k: groups[k])
@@ -130,10 +160,15 @@ def decide_structure(counts: np.ndarray, sigma: float) -> StructureDecision:
             "dates -> categorical"
         )
     if kind is Kind.NUMERIC:
-        reason += ", whole numbers" if integer else ", with decimals"
+        if integer:
+            reason += ", whole numbers"
+        elif decimals is None:
+            reason += f", more than {MAX_COUNTED_DECIMALS} decimals"
+        else:
+            reason += f", {decimals} decimal{'' if decimals == 1 else 's'}"
     elif kind is Kind.DATETIME:
         reason += f", {fmt}"
-    return StructureDecision(kind, bool(integer), fmt, reason)
+    return StructureDecision(kind, bool(integer), fmt, reason, decimals)
 
 
 def _date_format(c: np.ndarray) -> str:
@@ -174,7 +209,7 @@ def noisy_structure(
         sigma=sigma,
         n_queries=len(ValueClass),
         mechanism=f"{source.mechanism(integer=True)} on counts of value classes "
-        "(missing, integer, decimal, date formats, text)",
+        "(missing, integer, decimals 1-4 and more, date formats, text)",
     )
     return StructureEstimate(name, noisy, decide_structure(noisy, sigma), measurement)
 

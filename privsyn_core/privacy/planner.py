@@ -25,7 +25,7 @@ import pandas as pd
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.codecs import BinnedCodec, CategoryCodec, ColumnCodec
 from privsyn_core.data.schema import Schema
-from privsyn_core.data.values import ValueClass
+from privsyn_core.data.values import NUMBER_CLASSES
 from privsyn_core.measuring.counting import Counter
 from privsyn_core.measuring.indif import indif_sigma
 from privsyn_core.measuring.private_domain import (
@@ -165,8 +165,9 @@ def plan_budget(
                 rho_structure,
                 unit.sigma(rho_structure / private_structure),
                 f"{private_structure} columns",
-                "sigma of the counts of numbers, decimals, dates and text per column; kinds, "
-                "whole numbers and date formats are decided from their noisy shares",
+                "sigma of the counts of numbers (by their decimals), dates and text per "
+                "column; kinds, whole numbers, decimals and date formats are decided from "
+                "their noisy shares",
             )
         )
     split = DomainSplit(rho_domain, private_ranges, may_threshold)
@@ -465,7 +466,7 @@ def _column_forecast(
     ):
         return _categorical_forecast(table, name, lost, why, categorical, threshold)
     classes = table.class_counts(name)
-    present = float(classes[ValueClass.INTEGER] + classes[ValueClass.DECIMAL])
+    present = float(sum(classes[k] for k in NUMBER_CLASSES))
     if not codecs:
         if why and "range could not be estimated" in why:
             why = (

@@ -56,7 +56,7 @@ def structure_plan_frame(schema: Schema, *, raw: bool) -> pd.DataFrame:
                     else "measured privately (missing code)"
                 ),
                 "domain": f"{DECLARED}" if column.has_domain else open_source,
-                "decimals": _decimals(column),
+                "decimals": _decimals(column, open_source),
             }
         )
     return pd.DataFrame(rows)
@@ -66,15 +66,18 @@ def _declared(value: str | None, open_source: str) -> str:
     return f"{value} ({DECLARED})" if value is not None else open_source
 
 
-def _decimals(column: ColumnSchema) -> str:
-    """The output's precision: declared, or (numbers only) from the bin width."""
+def _decimals(column: ColumnSchema, open_source: str) -> str:
+    """The output's precision: declared, counted with the kind by the structure step, or
+    (numbers only) from the bin width."""
     if column.kind in (Kind.CATEGORICAL, Kind.DATETIME):
         return "-"
     if column.decimals is not None:
         return f"{column.decimals} ({DECLARED})"
     if column.integer:
         return f"0: whole numbers ({DECLARED})"
-    return "a tenth of the narrowest bin (whole numbers: 0)"
+    if needs_structure(column):
+        return f"counted with the kind: {open_source} (whole numbers: 0)"
+    return "a tenth of the narrowest bin"
 
 
 def _detail(column: ColumnSchema, open_source: str) -> str:

@@ -522,7 +522,10 @@ def test_declared_decimals_show_in_the_plan_and_bound_the_output():
     and the synthetic column carries no more decimals."""
     at = app()
     plan = frame(at, "whole numbers / date format").set_index("column")
-    assert plan.loc["fnlwgt", "decimals"] == "a tenth of the narrowest bin (whole numbers: 0)"
+    assert (
+        plan.loc["fnlwgt", "decimals"]
+        == "counted with the kind: private estimate (whole numbers: 0)"
+    )
     hours = ColumnSchema(
         "hours-per-week", Kind.NUMERIC, integer=False, lower=1, upper=99, bins=20, decimals=1
     )

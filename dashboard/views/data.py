@@ -235,9 +235,10 @@ st.write(
     "Everything about a column is either **declared** by you (public, free), **estimated "
     "privately** when you run (paid from the budget), or **read off the data** (not private: "
     "only with the demo switch below). Left open, a column's kind, whether its numbers are "
-    "whole and its date format are decided from noisy counts of how its values read (numbers, "
-    "decimals, dates, text), so one record cannot change them; its categories or bounds are "
-    "estimated privately. Declare what you would publish anyway: it costs nothing."
+    "whole, their decimals and its date format are decided from noisy counts of how its "
+    "values read (numbers by their decimals, dates, text), so one record cannot change them; "
+    "its categories or bounds are estimated privately. Declare what you would publish "
+    "anyway: it costs nothing."
 )
 
 PRIVATE = "decide privately"
@@ -365,8 +366,9 @@ edited = st.data_editor(
             min_value=0,
             max_value=MAX_DECIMALS,
             step=1,
-            help="numeric columns: decimals in the output (0: whole numbers); empty: a tenth "
-            "of the narrowest bin",
+            help="numeric columns: decimals in the output (0: whole numbers); empty: counted "
+            "privately with the kind (a tenth of the narrowest bin when the kind and whole "
+            "numbers are declared)",
         ),
     },
 )

@@ -31,6 +31,7 @@ through positions).
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -142,9 +143,10 @@ class GumSettings:
     patience: int | None = 5
     min_improvement: float = 0.01
     #: "auto" (the default), "compiled" (numba) or "reference" (NumPy): same rules, same
-    #: distribution. "auto" runs the compiled kernel on a component whose records times
-    #: marginals reach :data:`COMPILED_GUM_FROM` (a block of 50,000 rows of a wide table with
-    #: hundreds of marginals) when numba is installed, else the reference. On such blocks the
+    #: distribution. "auto" runs the compiled kernel when records times marginals (of all
+    #: components together) reach :data:`COMPILED_GUM_FROM` (a block of 50,000 rows of a
+    #: wide table with hundreds of marginals) when numba is installed, else the reference.
+    #: On such blocks the
     #: reference's per-attribute copies of a blanket dominate: a 50,000-row block of the
     #: dense 600k x 100 table took 132 s of GUM with the reference, 34 s compiled; planted
     #: 58 s and 16 s (``benchmarks/evidence/gum-speed-2026-11-26.txt``). Why not compiled
@@ -356,8 +358,9 @@ def table_counts(
         return []
     n = records.shape[1]
     columns = columns_of(records)
-    # below, not worth importing numba (Adult); from GUM's own threshold numba is in use anyway
-    if n * len(rows) >= min(COMPILED_BATCH_FROM, COMPILED_GUM_FROM):
+    # below, not worth importing numba (Adult), unless it is already in use (the compiled
+    # GUM update): a 2-way set counted compiled costs a tenth of NumPy's passes
+    if n * len(rows) >= min(COMPILED_BATCH_FROM, COMPILED_GUM_FROM) or "numba" in sys.modules:
         try:
             from privsyn_core.count_kernel import count_sets
         except ImportError:  # numba is the optional 'compiled' extra
@@ -664,6 +667,8 @@ def _part_bounds(size: int, pool: ThreadPoolExecutor | None) -> np.ndarray:
     """Boundaries splitting ``size`` items into one part per worker of ``pool`` (a single
     part without a pool or when parts would be too small to repay a thread hand-off)."""
     parts = 1 if pool is None else max(1, min(threads(), size // _ITEMS_PER_PART))
+    if parts == 1:  # a block worker's single thread: no linspace per update
+        return np.array([0, size], dtype=np.int64)
     return np.linspace(0, size, parts + 1).astype(np.int64)
 
 
@@ -892,9 +897,11 @@ def _iterate(
     pool: ThreadPoolExecutor,
     unmeasured: Sequence[UnmeasuredPairs | None],
 ) -> tuple[list[GumIterationRecord], bool]:
+    # numba's import is paid once for all components: judge the run's updates together (a
+    # wide table split into many small components is as much work as one large one)
+    updates = sum(len(targets) for _, targets in components)
     kernels = [
-        resolve_kernel(settings.kernel, records.shape[1], len(targets))
-        for records, targets in components
+        resolve_kernel(settings.kernel, records.shape[1], updates) for records, _ in components
     ]
     scratches = [
         UpdateScratch.for_records(records.shape[1]) if kernel == "compiled" else None

@@ -362,7 +362,9 @@ def _prepared(
     except InputError as error:
         if not error.spent:
             raise
-        raise FailedAfterSpending.after(error, ledger.charge_all(error.spent)) from None
+        raise FailedAfterSpending.after(
+            _for_unit(error, noise.unit), ledger.charge_all(error.spent)
+        ) from None
     ledger = report.charge(preparation.measurements)
     if raw_domains:
         report.ledger = replace(
@@ -374,6 +376,19 @@ def _prepared(
             ),
         )
     return preparation
+
+
+def _for_unit(error: InputError, unit: PrivacyUnit) -> InputError:
+    """``error`` with, under a person-level unit, the cause a user would not guess: only K
+    rows of each person are kept, so a column that names few people leaves few rows."""
+    if unit.is_row:
+        return error
+    return InputError(
+        f"{error}; only {unit.rows_per_person} row(s) of each person (column "
+        f"{unit.person!r}) are kept, so if that column names few people, few rows remain: "
+        "check it names people, or allow more rows per person",
+        spent=error.spent,
+    )
 
 
 def measure_coded(

@@ -12,7 +12,7 @@ import pytest
 from test_spark_counter import spark as spark  # the fixture: one local[2] session
 
 from privsyn_core.data.schema import ColumnSchema, Schema
-from privsyn_core.errors import InputError
+from privsyn_core.errors import FailedAfterSpending, InputError
 from privsyn_core.measuring.indif import indif_sigma
 from privsyn_core.measuring.persons import bounded, kept_rows
 from privsyn_core.measuring.private_domain import categories_from_counts
@@ -340,3 +340,23 @@ def test_audit_catches_row_level_noise_under_person_level_neighbours():
     row_noise = SeededNoise(np.random.default_rng(1))  # per row: a quarter of the noise
     result = audit_one_way(neighbours, rho, row_noise, 1e-6, 2000)
     assert result.violates_claim
+
+
+def test_a_person_column_naming_few_people_says_why_no_column_is_left():
+    """Thousands of rows but four 'people' (a column that is not a person id): K rows each
+    leave too few rows for any category, and the refusal names that cause, not only the
+    budget."""
+    rng = np.random.default_rng(3)
+    table = pd.DataFrame(
+        {
+            "region": rng.choice(["n", "s", "e", "w"], 3000),
+            "colour": rng.choice(["red", "blue"], 3000),
+            "size": rng.choice(["S", "M", "L"], 3000),
+        }
+    )
+    with pytest.raises(FailedAfterSpending) as refused:
+        synthesize(table, 1.0, 1e-9, person="region", max_rows_per_person=1, rng=rng)
+    message = str(refused.value)
+    assert "no column is left" in message
+    assert "1 row(s) of each person (column 'region')" in message
+    assert refused.value.ledger.spent_rho > 0

@@ -254,6 +254,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--rows", type=_count(1), default=None,
         help="rows to synthesise (default: the release's noisy total)",
     )  # fmt: skip
+    gen.add_argument(
+        "--where",
+        action="append",
+        metavar="CONDITION",
+        help="keep only rows that satisfy CONDITION, on released values: a category "
+        "(sex=Female; several as race=White|Black) or a range of a numeric or date column "
+        "(age=30..40 with both ends included, age>=30, age<40); give it again for several "
+        "conditions (all must hold). The rows follow the release's model conditioned on them "
+        "(drawn and filtered: rejection); still no privacy spend",
+    )
     _block_options(gen)
     gen.add_argument(
         "--seed", type=_count(0), default=None,

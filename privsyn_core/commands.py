@@ -390,6 +390,9 @@ def _generate(args: argparse.Namespace) -> int:
     """Sample from the fitted model in a release bundle: the bundle is the only input (no
     table, no registry), so nothing is measured and nothing is spent."""
     on_spark = args.engine == "spark"
+    where = list(args.where or [])
+    if where and on_spark:
+        raise UsageError("--where is not offered with --engine spark; use --engine local")
     if on_spark:
         target = _spark_output(args, {"the bundle": args.bundle}, False)
     else:
@@ -408,7 +411,8 @@ def _generate(args: argparse.Namespace) -> int:
         sampling = replace(sampling, block_rows=args.block_rows)
     rows = model.default_rows if args.rows is None else args.rows
     blocks = len(block_sizes(rows, sampling.block_rows))
-    bar = _ProgressBar(gum.iterations if blocks == 1 else blocks, not args.quiet, stages=3)
+    # a conditional sample draws rounds of blocks until enough rows match: no progress
+    bar = _ProgressBar(gum.iterations if blocks == 1 else blocks, not (args.quiet or where), 3)
     started = time.perf_counter()
     output, cells = _table_file(target, args.csv_escape_formulas, rows)
     if on_spark:  # Spark's tasks make the blocks and write them (generation/spark_blocks.py)
@@ -417,9 +421,15 @@ def _generate(args: argparse.Namespace) -> int:
         output = _spark_parquet(target, spark_session(args.spark_master))
     try:
         with output:
-            # checks the blocks' memory before any work: one line, no file
-            made = model.generate_blocks(
-                rows, seed=args.seed, settings=sampling, workers=args.workers, on_progress=bar
+            # checks the blocks' memory (and the conditions) before any work: one line, no file
+            made = (
+                model.generate_where(
+                    rows, where, seed=args.seed, settings=sampling, workers=args.workers
+                )
+                if where
+                else model.generate_blocks(
+                    rows, seed=args.seed, settings=sampling, workers=args.workers, on_progress=bar
+                )
             )
             drawn = written(made, output.write)
             output.commit()
@@ -430,7 +440,9 @@ def _generate(args: argparse.Namespace) -> int:
         ledger = model.ledger
         epsilon = "-" if ledger.epsilon is None else f"{ledger.epsilon:g}"
         print(
-            f"wrote {drawn.n_records} synthetic rows to {printable(args.output)} in "
+            f"wrote {drawn.n_records} synthetic rows"
+            + (f" where {printable('; '.join(where))}" if where else "")
+            + f" to {printable(args.output)} in "
             f"{time.perf_counter() - started:.1f} s from {printable(args.bundle)}: read nothing "
             "but the "
             f"bundle and spent no privacy budget (the release cost epsilon={epsilon}, "

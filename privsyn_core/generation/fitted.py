@@ -221,13 +221,15 @@ class FittedModel:
         rng: np.random.Generator | None = None,
         gum: GumSettings | None = None,
         workers: int | None = None,
+        where: Mapping[str, Any] | Sequence[str] | None = None,
     ) -> pd.DataFrame:
         """A synthetic table of ``n`` rows (default :attr:`default_rows`), at no privacy
         cost. ``seed`` (or an explicit ``rng``) makes it reproducible: the same seed gives
         the same table. ``gum`` overrides GUM's settings for this sample only. ``workers``
         processes make its blocks (default: every core this process may use; the table is
-        the same for any number)."""
-        return self.generate(n, seed=seed, rng=rng, gum=gum, workers=workers).table
+        the same for any number). ``where`` conditions the sample on released values
+        (``{"sex": "Female", "age": "30..40"}``; :meth:`generate_where`)."""
+        return self.generate(n, seed=seed, rng=rng, gum=gum, workers=workers, where=where).table
 
     def sample_blocks(
         self,
@@ -239,10 +241,16 @@ class FittedModel:
         settings: SamplingSettings | None = None,
         workers: int | None = None,
         on_progress: ProgressCallback | None = None,
+        where: Mapping[str, Any] | Sequence[str] | None = None,
     ) -> Iterator[pd.DataFrame]:
         """:meth:`sample`'s rows as they are made, block by block (their concatenation is
         :meth:`sample`'s table for the same seed and settings): for writing a table larger
         than memory (``privsyn generate --rows 100000000``)."""
+        if where is not None:
+            kept = self.generate_where(
+                n, where, seed=seed, rng=rng, gum=gum, settings=settings, workers=workers
+            )
+            return (block.table for block in kept)
         drawn = self.generate_blocks(
             n,
             seed=seed,
@@ -264,22 +272,56 @@ class FittedModel:
         settings: SamplingSettings | None = None,
         on_progress: ProgressCallback | None = None,
         workers: int | None = None,
+        where: Mapping[str, Any] | Sequence[str] | None = None,
     ) -> Sample:
         """:meth:`sample` with everything about the draw: GUM's history, the appended
         attributes and stage timings. ``settings`` replaces all sampling settings; ``gum``
         only GUM's. ``on_progress`` gets the GUM, appending and decoding stages (returning
         ``False`` stops with :class:`~privsyn_core.progress.SynthesisCancelled`, whose
         ledger is this model's: a sample spends nothing). The whole table is held in
-        memory; :meth:`generate_blocks` hands it over block by block."""
+        memory; :meth:`generate_blocks` hands it over block by block. ``where``: see
+        :meth:`generate_where` (``on_progress`` is then not called)."""
         settings = self._settings(gum, settings)
         n = self.default_rows if n is None else n
         self.check_fits(n)
-        blocks = list(
-            self.generate_blocks(
+        drawn = (
+            self.generate_where(n, where, seed=seed, rng=rng, settings=settings, workers=workers)
+            if where is not None
+            else self.generate_blocks(
                 n, seed=seed, rng=rng, settings=settings, workers=workers, on_progress=on_progress
             )
         )
+        blocks = list(drawn)
         return blocks[0] if len(blocks) == 1 else _joined(blocks)
+
+    def generate_where(
+        self,
+        n: int | None,
+        where: Mapping[str, Any] | Sequence[str],
+        *,
+        seed: int | None = None,
+        rng: np.random.Generator | None = None,
+        gum: GumSettings | None = None,
+        settings: SamplingSettings | None = None,
+        workers: int | None = None,
+    ) -> Generator[Sample, None, None]:
+        """``n`` rows (default :attr:`default_rows`) that satisfy every condition of
+        ``where``, as blocks of kept rows (:mod:`privsyn_core.generation.conditional`):
+        ``{"sex": "Female", "age": "30..40"}``, or ``--where`` texts
+        (``["sex=Female", "age>=30"]``). Blocks are drawn as :meth:`generate_blocks` draws
+        them and the rows that match are kept (rejection), so the rows follow the model's
+        own conditional distribution; post-processing, at no privacy cost. The conditions,
+        and the bound on the draws they need, are checked when this is called (a readable
+        :class:`InputError`); the same seed and conditions give the same rows."""
+        from privsyn_core.generation.conditional import conditional_blocks
+
+        if seed is not None and rng is not None:
+            raise InputError("give a seed or a random generator, not both")
+        rng = rng if rng is not None else np.random.default_rng(seed)
+        settings = self._settings(gum, settings)
+        n = self.default_rows if n is None else n
+        check_rows(n)
+        return conditional_blocks(self, int(n), where, rng, settings, workers)
 
     def generate_blocks(
         self,

@@ -176,15 +176,18 @@ class GumSettings:
     #: up to 15% better (planted at 4, happiness at 1); adult-coded is unchanged within
     #: its seed spread (``benchmarks/evidence/gum-drift-2026-11-26.txt``).
     copy: CopyScope = "blanket"
-    #: stop once the table is as close to the targets as the measurement noise puts the
-    #: targets from the real table: when the mean L1 of the targets that know their noise
-    #: (:attr:`GumTarget.noise_l1`, the expected L1 of the DP noise, from public noise
+    #: the noise-floor stop: end GUM once the table is within the measurement noise of the
+    #: targets, i.e. when the mean L1 of the targets that know their noise
+    #: (:attr:`GumTarget.noise_l1`, the expected L1 of the raw DP noise, from public noise
     #: scales) is at most ``noise_floor`` times their mean expected noise L1. Nearer than
-    #: that, GUM fits noise, not data. Post-processing of public quantities: it costs no
-    #: budget. None runs to ``iterations`` or the plateau rule. On by default (1.0), by
-    #: measurement (``benchmarks/evidence/gum-speed-2026-11-26.txt``): adult-coded at
-    #: epsilon 1 stops after 2-3 iterations instead of 26-46 with the same 2-way L1 and SVM
-    #: over 5 seeds; wide tables of 600,000 rows never reach their (smaller) floor.
+    #: that, GUM mostly fits noise. Post-processing of public quantities: it costs no
+    #: budget. None turns it off (``iterations`` and the plateau rule alone). On by default
+    #: at 0.5, by measurement (``benchmarks/evidence/gum-speed-2026-11-26.txt``, adult-coded
+    #: at epsilon 1, 10 seeds): 3-5 iterations instead of 26-46, mean 2-way L1 0.0737 vs
+    #: 0.0746, SVM 0.1486 vs 0.1496, range queries 0.00122 vs 0.00120; at 1.0 and 0.7 it
+    #: stops after 1-2 iterations and range queries lose 13%. Consistency already removes
+    #: part of the noise, hence a factor below 1. Wide 600k-row tables never reach their
+    #: (smaller) floor; there the plateau rule stops GUM.
     noise_floor: float | None = 0.5
 
     def __post_init__(self) -> None:

@@ -3,9 +3,11 @@
 Shared by the Results page (the run just finished) and the History page (any recorded run,
 from the registry's stored bundle). The model holds DP measurements and public metadata only
 (:mod:`privsyn_core.generation.fitted`), so sampling reads no data, measures nothing and is
-never recorded as a spend: the page says so next to the button. The new table lives in the
-session (keyed by run, rows, seed and iterations), never in a cache: nothing here is a noisy
-measurement, but a session's table should not be served to another session.
+never recorded as a spend: the page says so next to the button. A condition (``sex=Female,
+age=30..40``) draws only rows that satisfy it (:mod:`privsyn_core.generation.conditional`),
+still for free. The new table lives in the session (keyed by run, rows, seed, iterations and
+condition), never in a cache: nothing here is a noisy measurement, but a session's table
+should not be served to another session.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import replace
 import streamlit as st
 
 from privsyn_core.errors import InputError
+from privsyn_core.generation.conditional import split_where
 from privsyn_core.generation.fitted import FittedModel
 from privsyn_core.release.bundle import BundleError, load_model
 
@@ -27,6 +30,15 @@ NO_SPEND = (
     "**No new privacy spend.** A new table is drawn from the measurements this release "
     "already paid for (post-processing): the private table is not read, nothing is measured, "
     "and the run registry's totals do not change. Any number of rows, any seed."
+)
+
+
+WHERE_HELP = (
+    "Draw only rows that satisfy these conditions, on the release's own values: a category "
+    "(`sex=Female`, several as `race=White|Black`) or a range of a numeric or date column "
+    "(`age=30..40` with both ends included, `age>=30`, `age<40`). Separate conditions with "
+    "commas; all must hold. Rows are drawn from the release's model and those that match "
+    "are kept, so they follow its conditional distribution. Still no privacy spend."
 )
 
 
@@ -43,8 +55,8 @@ def model_from_bundle(bundle: bytes | None) -> tuple[FittedModel | None, str]:
 def sample_again(
     model: FittedModel | None, run_id: int, key: str, why_not: str = "", heading: bool = True
 ) -> None:
-    """Rows and seed inputs, a Generate button and, once drawn, a download and a preview
-    (``heading`` False when the page has its own heading for this section)."""
+    """Rows, seed and condition inputs, a Generate button and, once drawn, a download and a
+    preview (``heading`` False when the page has its own heading for this section)."""
     if heading:
         st.markdown(f"**Sample again from run {run_id}'s release**")
     if model is None:
@@ -82,14 +94,23 @@ def sample_again(
         key=f"{key}_iterations",
         help="Generation only: more iterations fit the release's marginals more closely.",
     )
-    wanted = (run_id, int(rows), int(seed), int(iterations))
+    condition = st.text_input(
+        "only rows where (optional)",
+        key=f"{key}_where",
+        placeholder="sex=Female, age=30..40",
+        help=WHERE_HELP,
+    ).strip()
+    where = split_where(condition) if condition else None
+    wanted = (run_id, int(rows), int(seed), int(iterations), condition)
     store = st.session_state.setdefault("resampled", {})
     if st.button("Generate a new table (no privacy spend)", key=f"{key}_go"):
         gum = replace(model.defaults.gum, iterations=int(iterations))
         try:
             with st.spinner(f"Drawing {int(rows):,} rows from the release's measurements"):
-                store[key] = (wanted, model.sample(int(rows), seed=int(seed), gum=gum))
+                table = model.sample(int(rows), seed=int(seed), gum=gum, where=where)
+                store[key] = (wanted, table)
         except InputError as exc:
+            store.pop(key, None)
             st.error(f"Cannot draw that table: {exc}")
             return
     drawn = store.get(key)
@@ -97,13 +118,16 @@ def sample_again(
         return
     table = drawn[1]
     st.success(
-        f"Drew {len(table):,} rows from run {run_id}'s release with seed {int(seed)}; "
-        "privacy spent: none."
+        f"Drew {len(table):,} rows from run {run_id}'s release with seed {int(seed)}"
+        + (f", all where {condition}" if condition else "")
+        + "; privacy spent: none."
     )
     downloads.offer_csv(
         f"Download the new table ({len(table):,} rows, CSV)",
         table,
-        f"privsyn-run-{run_id}-sample-seed{int(seed)}-{len(table)}rows.csv",
+        f"privsyn-run-{run_id}-sample-seed{int(seed)}-{len(table)}rows"
+        + ("-conditional" if condition else "")
+        + ".csv",
         key=f"{key}_download",
     )
     st.caption("Its first rows:")

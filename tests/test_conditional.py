@@ -16,7 +16,7 @@ from test_generate_cli import raw_csv, release  # noqa: F401 - fixture
 from privsyn_core.cli import main
 from privsyn_core.errors import InputError
 from privsyn_core.generation import conditional
-from privsyn_core.generation.conditional import parse_where, probability, resolve
+from privsyn_core.generation.conditional import parse_where, probability, resolve, split_where
 from privsyn_core.model import PrivSyn
 from privsyn_core.release.registry import Registry, file_fingerprint
 
@@ -156,3 +156,13 @@ def test_generate_where_given_twice_end_to_end(release, tmp_path, capsys):  # no
         err = capsys.readouterr().err
         assert err.startswith("privsyn: error: condition") and err.count("\n") == 1, err
         assert not refused.exists()
+
+
+def test_a_line_of_conditions_splits_at_commas_between_conditions():
+    assert split_where("sex=Female, age=30..40; race=White|Black") == [
+        "sex=Female",
+        "age=30..40",
+        "race=White|Black",
+    ]
+    assert split_where("job=Sales, marketing, age>=30") == ["job=Sales, marketing", "age>=30"]
+    assert split_where(" , ") == [] and split_where("sex=Female, ") == ["sex=Female"]

@@ -624,17 +624,22 @@ def test_the_graph_of_a_hundred_attributes_stays_legible(server, chromium):
     user.close()
 
 
-def test_sample_again_from_results_and_history(server, chromium):
-    """A run, then a new table of a chosen size and seed from its release on Results and on
-    History: downloaded with the rows asked for, and the page says nothing is spent."""
-    user = Session(chromium, server)
+def synthesised(user: Session, iterations: int) -> Session:
+    """``user`` after a run of the Run page's default table with ``iterations``."""
     user.open("Run")
-    user.page.get_by_label("GUM iterations (at most)").fill("20")
+    user.page.get_by_label("GUM iterations (at most)").fill(str(iterations))
     user.page.keyboard.press("Enter")
     user.idle()
     user.page.get_by_role("button", name="Run synthesis").click()
     user.page.get_by_text("Synthesised").first.wait_for(timeout=120_000)
     user.idle()
+    return user
+
+
+def test_sample_again_from_results_and_history(server, chromium):
+    """A run, then a new table of a chosen size and seed from its release on Results and on
+    History: downloaded with the rows asked for, and the page says nothing is spent."""
+    user = synthesised(Session(chromium, server), 20)
     for page, rows in (("Results", "1234"), ("History", "321")):
         user.open(page)
         user.page.get_by_label("rows", exact=True).fill(rows)
@@ -659,5 +664,39 @@ def test_sample_again_from_results_and_history(server, chromium):
         drawn = pd.read_csv(download.value.path())
         assert len(drawn) == int(rows)
         assert "seed7" in download.value.suggested_filename
+    user.assert_offline()
+    user.close()
+
+
+def test_sample_again_with_a_condition(server, chromium):
+    """Results' "Sample again" with a condition: only matching rows, downloaded; a refused
+    condition is one error line."""
+    user = synthesised(Session(chromium, server), 10)
+    user.open("Results")
+    user.page.get_by_label("rows", exact=True).fill("800")
+    user.page.keyboard.press("Enter")
+    user.idle()
+    user.fill("only rows where (optional)", "sex=Female, age=30..40")
+    user.page.get_by_role("button", name="Generate a new table (no privacy spend)").click()
+    user.idle()
+    user.page.get_by_text("all where sex=Female, age=30..40").first.wait_for(timeout=60_000)
+    user.page.get_by_role("heading", name="Sample again from run").evaluate(
+        "e => e.scrollIntoView({block: 'start'})"
+    )
+    user.page.wait_for_timeout(500)
+    user.shot("results-sample-again-where.png")
+    with user.page.expect_download() as download:
+        user.page.get_by_role("button", name="Download the new table (800 rows").click()
+    drawn = pd.read_csv(download.value.path())
+    assert len(drawn) == 800 and set(drawn["sex"]) == {"Female"}
+    assert drawn["age"].between(30, 40).all()
+    user.fill("only rows where (optional)", "sex=Femal")
+    user.page.get_by_role("button", name="Generate a new table (no privacy spend)").click()
+    user.idle()
+    error = user.page.locator("[data-testid='stAlert']").filter(has_text="no category 'Femal'")
+    error.first.wait_for(timeout=30_000)
+    assert error.count() == 1
+    error.first.scroll_into_view_if_needed()
+    user.shot("results-sample-again-where-refused.png")
     user.assert_offline()
     user.close()

@@ -60,6 +60,28 @@ def test_history_samples_a_stored_release_again_with_no_spend():
     assert spend_record() == before
 
 
+def test_sample_again_draws_only_rows_that_satisfy_a_condition():
+    at = run_once(app())
+    before = spend_record()
+    go(at, "results")
+    at.text_input(key="results_resample_where").set_value("sex=Female, age=30..40")
+    table = draw(at, "results_resample", 400, 2)
+    assert len(table) == 400 and set(table["sex"]) == {"Female"}
+    assert table["age"].between(30, 40).all()
+    assert any("all where sex=Female, age=30..40" in s.value for s in at.success)
+    model = at.session_state["finished"].result.model
+    expected = model.sample(400, seed=2, where=["sex=Female", "age=30..40"])
+    pd.testing.assert_frame_equal(table, expected)
+    # a refused condition: one error line, and no table from before is shown
+    at.text_input(key="results_resample_where").set_value("sex=Femal")
+    at.button(key="results_resample_go").click().run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and "has no category 'Femal'" in errors[0], errors
+    assert "\n" not in errors[0] and not at.success
+    assert spend_record() == before
+
+
 def test_history_says_why_an_old_release_cannot_be_sampled_again():
     at = run_once(app())
     registry = Registry()

@@ -126,6 +126,21 @@ def parse_where(texts: Iterable[str]) -> list[tuple[str, str]]:
     return pairs
 
 
+def split_where(text: str) -> list[str]:
+    """One line of conditions (``sex=Female, age=30..40``; commas or semicolons between
+    them) as ``--where`` texts; a piece with no operator belongs to the one before it (a
+    category with a comma in it)."""
+    pieces: list[str] = []
+    for piece in re.split(r"[,;]", text):
+        if not piece.strip():
+            continue
+        if pieces and not _OPERATOR.search(piece):
+            pieces[-1] += "," + piece.rstrip()
+        else:
+            pieces.append(piece.strip())
+    return pieces
+
+
 def resolve(model: FittedModel, where: Mapping[str, Any] | Sequence[str]) -> tuple[Condition, ...]:
     """``where`` as one :class:`Condition` per column, checked against the model's released
     domain. ``where`` maps columns to a value (a category, a number, or a range text such as

@@ -461,7 +461,7 @@ def test_audit_checks_every_step_and_fails_on_a_leak(capsys, monkeypatch):
         assert step in out
     assert "no step leaks more than it claims" in out and "LEAKS" not in out
 
-    def leaky_engine(epsilon, delta, noise, trials, rng):
+    def leaky_engine(epsilon, delta, noise, trials, rng, **options):
         records = np.stack([rng.integers(0, s, size=200) for s in AUDIT_DOMAIN.sizes])
         neighbours = Neighbours(AUDIT_DOMAIN, records, np.array([1, 2, 0]))
         noise = SeededNoise(np.random.default_rng(3))

@@ -58,11 +58,17 @@ def current_config() -> PrivSynConfig:
         one_way_share=ss["one_way_share"],
         indif_share=ss["indif_share"],
         domain_share=ss["domain_share"],
-        gum=GumSettings(
-            iterations=int(ss["iterations"]), patience=10 if ss["stop_at_plateau"] else None
-        ),
+        gum=_gum(int(ss["iterations"]), stop_early=ss["stop_at_plateau"]),
         target=ss.get("target"),
     )
+
+
+def _gum(iterations: int, *, stop_early: bool) -> GumSettings:
+    """GUM with the engine's early stops (the noise floor and the plateau) or, unticked,
+    every iteration asked for (to watch it converge, or to compare)."""
+    if stop_early:
+        return GumSettings(iterations=iterations)
+    return GumSettings(iterations=iterations, patience=None, noise_floor=None)
 
 
 def public_settings(delta: float, seed: int | None) -> dict[str, Any]:

@@ -933,3 +933,17 @@ def test_privacy_page_forecasts_which_columns_a_run_would_lose_for_the_owner():
     go(at, "privacy")
     assert any("not end-to-end DP" in c.value for c in at.caption)
     assert not at.table
+
+
+def test_unticking_stop_early_runs_every_iteration_asked_for():
+    """The Run page's box turns off both of GUM's early stops (the plateau and the noise
+    floor), so a teacher can watch all the iterations; ticked, the engine's defaults apply."""
+    from dashboard.settings import _gum
+    from privsyn_core.generation.gum import GumSettings
+
+    every = _gum(40, stop_early=False)
+    assert every.iterations == 40 and every.patience is None and every.noise_floor is None
+    defaults = GumSettings()
+    early = _gum(40, stop_early=True)
+    assert (early.patience, early.noise_floor) == (defaults.patience, defaults.noise_floor)
+    assert early.patience is not None and early.noise_floor is not None

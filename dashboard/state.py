@@ -157,6 +157,19 @@ def running() -> bool:
     return job() is not None
 
 
+def still_waiting() -> tuple[worker.Job, worker.Snapshot] | None:
+    """For a fragment that watches a run waiting for a slot: the run and its snapshot while
+    it waits; once it starts or ends, a rerun of the whole app (which then polls it as it
+    runs, or collects its outcome). None: the session has no run."""
+    current = job()
+    if current is None:
+        return None
+    snap = current.progress.snapshot()
+    if snap.outcome is not None or snap.ahead is None:
+        st.rerun()
+    return current, snap
+
+
 def collect() -> None:
     """Move the session's finished run (done, cancelled, failed or refused) out of its worker
     and into the session. A "running" state with no worker behind it is a run that was lost

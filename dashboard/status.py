@@ -9,24 +9,44 @@ from . import state
 
 #: seconds between two looks at the run's progress (the Run page itself looks more often)
 POLL = 1.0
+#: seconds between two looks at a run waiting for a slot: its place changes only when a run
+#: ends (the Run page's WAIT_POLL; issue 24)
+WAIT_POLL = 2.0
+
+
+def run_status() -> None:
+    """The session's run in the sidebar, looked at as often as it can change."""
+    current = state.job()
+    if current is None:
+        return
+    if current.progress.snapshot().ahead is None:
+        _running()
+    else:
+        _waiting()
+
+
+@st.fragment(run_every=WAIT_POLL)
+def _waiting() -> None:
+    watched = state.still_waiting()
+    if watched is None:
+        return
+    current, snap = watched
+    place = "next in line" if snap.ahead == 0 else f"{snap.ahead} ahead of it in line"
+    st.caption(
+        f"A synthesis of {current.request.name} is waiting for a free slot ({place}, "
+        f"{snap.waited:.0f} s so far); it starts by itself"
+    )
+    st.page_link("views/run.py", label="See it or cancel it on the Run page")
 
 
 @st.fragment(run_every=POLL)
-def run_status() -> None:
+def _running() -> None:
     current = state.job()
     if current is None:
         return
     snap = current.progress.snapshot()
     if snap.outcome is not None:
         st.rerun()  # the whole app: state.collect() takes the outcome into the session
-    if snap.ahead is not None:
-        place = "next in line" if snap.ahead == 0 else f"{snap.ahead} ahead of it in line"
-        st.caption(
-            f"A synthesis of {current.request.name} is waiting for a free slot ({place}, "
-            f"{snap.waited:.0f} s so far); it starts by itself"
-        )
-        st.page_link("views/run.py", label="See it or cancel it on the Run page")
-        return
     st.caption(f"A synthesis of {current.request.name} is running ({snap.seconds:.0f} s)")
     st.progress(min(1.0, snap.stage_fraction), text=snap.stage_text)
     if snap.gum_text is not None:

@@ -3,8 +3,10 @@
 The synthesis runs in a background thread (``dashboard.worker``): this script starts it and
 returns, so the page and every other page keep working during a long run. When the server
 already runs its cap of syntheses, the run waits in line for a slot and the page says how many
-runs are ahead of it. A fragment polls the run's progress a few times a second and redraws the
-stage, the GUM iteration and the convergence chart; when the run ends it reruns the app, and
+runs are ahead of it. A fragment polls the run's progress every second and redraws the stage
+and the GUM iteration, another the convergence chart every two seconds, and a run waiting in
+line is looked at every two seconds (ten sessions polling twice a second cost a shared server
+more CPU than their runs: issue 24); when the run ends the app reruns, and
 ``state.collect`` moves the outcome into the session. Cancel sets a flag the engine's progress
 callback reads: the run stops at the next stage boundary or GUM iteration, and what it had
 spent is recorded (a run still waiting for a slot leaves the line and spends nothing).
@@ -37,7 +39,10 @@ from ..charts import convergence_chart
 from ..settings import current_config, parse_delta, parse_epsilon, parse_seed, public_settings
 
 #: seconds between two looks at a run's progress while it runs
-POLL = 0.5
+POLL = 1.0
+#: seconds between two redraws of the live convergence chart: a plotly figure costs the server
+#: tens of milliseconds to build and send each time, the progress bars next to nothing
+CHART_POLL = 2.0
 #: seconds between two looks at a run waiting for a slot: its place changes only when a run
 #: ends, and ten sessions waiting on a shared server each redrawing twice a second cost the
 #: server more CPU than the runs themselves (issue 24)
@@ -178,6 +183,16 @@ def live() -> None:
         f"Running for {snap.seconds:.0f} s in the background: other pages keep working "
         "meanwhile, and the result will be here when it is done."
     )
+
+
+@st.fragment(run_every=CHART_POLL)
+def live_chart() -> None:
+    """GUM's convergence so far, redrawn every CHART_POLL seconds (the outcome is the
+    progress fragment's to notice)."""
+    current = state.job()
+    if current is None:
+        return
+    snap = current.progress.snapshot()
     # the x axis grows with the run (up to its iteration cap), so early iterations are legible
     shown = min(snap.iterations, max(10, len(snap.history) * 3 // 2 + 1))
     draw(snap.history, key="live", iterations=shown, live=True)
@@ -187,13 +202,9 @@ def live() -> None:
 def waiting() -> None:
     """The run in line for a slot, looked at every WAIT_POLL seconds; once it starts (or
     ends), the whole page again, which polls it as it runs."""
-    current = state.job()
-    if current is None:
-        return
-    snap = current.progress.snapshot()
-    if snap.outcome is not None or snap.ahead is None:
-        st.rerun()
-    in_line(snap)
+    watched = state.still_waiting()
+    if watched is not None:
+        in_line(watched[1])
 
 
 def in_line(snap: worker.Snapshot) -> None:
@@ -228,6 +239,7 @@ if job is not None:
     )
     if job.progress.snapshot().ahead is None:
         live()
+        live_chart()
     else:
         waiting()
     st.stop()

@@ -16,7 +16,7 @@ import argparse
 import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from privsyn_core.errors import InputError, UsageError
 from privsyn_core.limits import MAX_ITERATIONS, check_iterations
@@ -46,7 +46,7 @@ def _command(name: str) -> Callable[[argparse.Namespace], int]:
     return run
 
 
-def _count(minimum: int) -> type:
+def _count(minimum: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -57,7 +57,7 @@ def _count(minimum: int) -> type:
         return value
 
     parse.__name__ = "number"
-    return parse  # type: ignore[return-value]
+    return parse
 
 
 def _max_rows_option(
@@ -98,7 +98,7 @@ def _studio(args: argparse.Namespace) -> int:
     return studio(args)
 
 
-def _privacy_number(name: str) -> type:
+def _privacy_number(name: str) -> Callable[[str], float]:
     """Parse epsilon or delta and refuse, before anything is read, a value that is no privacy
     guarantee (:func:`~privsyn_core.privacy.ledger.check_epsilon_delta` says why and what to
     use)."""
@@ -121,7 +121,7 @@ def _privacy_number(name: str) -> type:
         return value
 
     parse.__name__ = name
-    return parse  # type: ignore[return-value]
+    return parse
 
 
 class _Parser(argparse.ArgumentParser):
@@ -133,7 +133,7 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         self._negative_number_matcher = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"privsyn: error: {message} (see '{self.prog} --help')\n")
 
 

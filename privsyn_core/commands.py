@@ -32,7 +32,7 @@ from privsyn_core.data.io import read_table
 from privsyn_core.data.paths import is_parquet
 from privsyn_core.data.schema import DRAFT_WARNING, Provenance, Schema, infer_schema
 from privsyn_core.data.streamed import TableFile
-from privsyn_core.data.table import check_domain_spec
+from privsyn_core.data.table import DomainSpec, check_domain_spec
 from privsyn_core.errors import FailedAfterSpending, InputError, UsageError
 from privsyn_core.generation.blocks import block_sizes
 from privsyn_core.generation.fitted import Sample, written
@@ -81,7 +81,7 @@ def _read(path: str, args: argparse.Namespace, *, infer_types: bool = False) -> 
     )
 
 
-def _read_domain(path: str | None) -> dict[str, object] | None:
+def _read_domain(path: str | None) -> DomainSpec | None:
     if path is None:
         return None
     domain = read_declaration(path, "domain file")
@@ -141,6 +141,13 @@ def _check_outputs(
                 )
         checked[option] = _check_output(path, inputs)
     return checked
+
+
+def _asked(targets: dict[str, Path | None], option: str) -> Path:
+    """The checked path of an output the command was asked for (:func:`_check_outputs`)."""
+    target = targets[option]
+    assert target is not None, f"{option} was asked for"
+    return target
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -254,9 +261,9 @@ def _synthesize(args: argparse.Namespace) -> int:
             raw_domains=args.raw_domains,
             **persons,
         )
-    output, cells = _table_file(targets["-o"], args.csv_escape_formulas, args.rows)
+    output, cells = _table_file(_asked(targets, "-o"), args.csv_escape_formulas, args.rows)
     if on_spark:  # Spark's tasks make the blocks and write them (generation/spark_blocks.py)
-        output = _spark_parquet(targets["-o"], spark)
+        output = _spark_parquet(_asked(targets, "-o"), spark)
     # rows are made in blocks on worker processes and written as each is decoded
     run = partial(run, workers=args.workers, block_rows=args.block_rows, write=output.write)
     # the same file has the same fingerprint on every engine (its bytes), so its budget is
@@ -295,10 +302,10 @@ def _synthesize(args: argparse.Namespace) -> int:
         output.commit()  # the rows were written to a temporary file as they were made
         cells.report()
         if args.bundle:
-            write_atomically(bundle or bundle_bytes(result, config), targets["--bundle"])
+            write_atomically(bundle or bundle_bytes(result, config), _asked(targets, "--bundle"))
         if args.ledger:
             ledger_json = json.dumps(result.ledger.to_json(), indent=2) + "\n"
-            _write_text_atomically(ledger_json, targets["--ledger"])
+            _write_text_atomically(ledger_json, _asked(targets, "--ledger"))
     if not args.quiet:
         ledger = result.ledger
         print(
@@ -601,7 +608,7 @@ def _decided_structure(result: SynthesisResult) -> str:
     return ", ".join(parts)
 
 
-def _file_source(args: argparse.Namespace, domain: dict[str, object] | None) -> tuple[str, Any]:
+def _file_source(args: argparse.Namespace, domain: DomainSpec | None) -> tuple[str, Any]:
     """The input for counting where the file lies, on DuckDB or Spark: a CSV file with a
     header or a Parquet file, raw (with or without --schema) or pre-coded (--domain)."""
     if domain is not None and not all(
@@ -687,13 +694,14 @@ def _runs_export(args: argparse.Namespace) -> int:
     """Write a recorded run's release bundle again: no data is read, no budget is spent."""
     registry = Registry()
     run = _recorded_run(registry, args.id)
-    if not run.has_bundle:
+    bundle = registry.bundle(run.id) if run.has_bundle else None
+    if bundle is None:
         raise UsageError(
             f"run {run.id} has no release bundle: it read domains off the raw data "
             "(--raw-domains), so it was never a DP release"
         )
     target = _check_output(args.output, {"the run registry": registry.path})
-    write_atomically(registry.bundle(run.id), target)
+    write_atomically(bundle, target)
     print(f"wrote the release bundle of run {run.id} to {printable(args.output)}", file=sys.stderr)
     return 0
 

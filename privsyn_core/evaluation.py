@@ -187,7 +187,7 @@ def _check_codes(name: str, codes: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     return codes.astype(np.int64, copy=False)
 
 
-def _as_sizes(sizes: Sequence[int]) -> np.ndarray:
+def _as_sizes(sizes: Sequence[int] | np.ndarray) -> np.ndarray:
     arr = np.asarray(sizes, dtype=np.int64).reshape(-1)
     if bool((arr < 1).any()):
         raise InputError("every attribute size must be >= 1")
@@ -285,7 +285,11 @@ class RangeQueries(NamedTuple):
 
 
 def draw_range_queries(
-    sizes: Sequence[int], *, n_queries: int = 1000, n_attributes: int = 3, seed: int = 0
+    sizes: Sequence[int] | np.ndarray,
+    *,
+    n_queries: int = 1000,
+    n_attributes: int = 3,
+    seed: int = 0,
 ) -> RangeQueries:
     """The random queries used by ``range_query_error``, exposed so they can be inspected.
 

@@ -36,12 +36,14 @@ MAX_MARGINAL_CELLS = 1 << 24
 def check_iterations(iterations: object, asked_by: str = "") -> int:
     """``iterations`` if it is a whole number from 0 to :data:`MAX_ITERATIONS`; else an
     :class:`InputError` line, which begins with ``asked_by`` if given ("its model")."""
-    whole = isinstance(iterations, Integral) and not isinstance(iterations, bool)
-    if whole and 0 <= iterations <= MAX_ITERATIONS:  # type: ignore[operator]
-        return int(iterations)  # type: ignore[arg-type]
-    shown = f"{iterations:,}" if whole else repr(iterations)
+    count = None
+    if isinstance(iterations, Integral) and not isinstance(iterations, bool):
+        count = int(iterations)
+        if 0 <= count <= MAX_ITERATIONS:
+            return count
+    shown = repr(iterations) if count is None else f"{count:,}"
     asked = f"{asked_by} asks GUM for {shown} iterations" if asked_by else f"{shown} iterations"
-    if not whole or iterations < 0:  # type: ignore[operator]
+    if count is None or count < 0:
         raise InputError(f"{asked}: give a whole number from 0 to {MAX_ITERATIONS:,}, such as 100")
     raise InputError(
         f"{asked}, more than the {MAX_ITERATIONS:,} this version runs (100 is the default, and "

@@ -249,6 +249,9 @@ def measure(
     raw = bounded(_opened(table, engine, spark), unit, noise)
     _check_names(selection_method(config), config, raw.names)  # before anything is spent
     if engine != "numpy" and domain is not None:
+        from privsyn_core.measuring.sql_encoding import SqlTable
+
+        assert isinstance(raw, SqlTable), "read in SQL (_opened), and bounded keeps it there"
         counter = raw.coded(_code_sizes(domain, engine))
         return measure_coded(
             counter, epsilon, delta, config=config, rng=rng, on_progress=on_progress
@@ -428,13 +431,15 @@ def _spent_if_refused(ledger: PrivacyLedger) -> Iterator[None]:
 
 def _code_sizes(domain: DomainSpec, engine: str) -> dict[str, int]:
     """A pre-coded table's numbers of codes (the SQL engines read integer codes only)."""
-    values = domain.values()
-    if not all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in values):
-        raise InputError(
-            f"the {engine} engine reads a pre-coded table with a number of codes per column; "
-            "for categories give a schema instead (or use engine='numpy')"
-        )
-    return {str(k): int(v) for k, v in domain.items()}  # type: ignore[call-overload]
+    sizes: dict[str, int] = {}
+    for name, size in domain.items():
+        if not isinstance(size, int | np.integer) or isinstance(size, bool):
+            raise InputError(
+                f"the {engine} engine reads a pre-coded table with a number of codes per "
+                "column; for categories give a schema instead (or use engine='numpy')"
+            )
+        sizes[str(name)] = int(size)
+    return sizes
 
 
 def _measure_counts(

@@ -123,8 +123,8 @@ class StageReporter:
         self.ledger = self.ledger.charge_all(spends)
         return self.ledger
 
-    def send(self, event: object) -> bool:
-        return self.callback is None or self.callback(event) is not False  # type: ignore[arg-type]
+    def send(self, event: ProgressEvent) -> bool:
+        return self.callback is None or self.callback(event) is not False
 
     def start(self, stage: Stage) -> None:
         self._stage, self._started = stage, time.perf_counter()

@@ -302,7 +302,7 @@ class CodesCodec:
         labels[:] = list(self.categories)
         series = pd.Series(labels[codes], name=self.name)
         try:
-            return series.astype(self.dtype)  # type: ignore[call-overload]
+            return series.astype(self.dtype)
         except (TypeError, ValueError):
             return series
 

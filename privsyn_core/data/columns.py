@@ -156,8 +156,10 @@ def _kind_of_dtype(column: pd.Series) -> tuple[Kind, str]:
 
 
 def check_schema_matches(table: pd.DataFrame | RawTable, schema: Schema) -> None:
-    frame = isinstance(table, pd.DataFrame)
-    names = [str(c) for c in table.columns] if frame else list(table.names)
+    if isinstance(table, pd.DataFrame):
+        names = [str(c) for c in table.columns]
+    else:
+        names = list(table.names)
     missing = [n for n in schema.names() if n not in names]
     if missing:
         raise InputError(
@@ -214,9 +216,9 @@ def prepare_columns(
             settled.append(_resolve(spec, decision, Provenance.RAW))
         else:
             counts = table.class_counts(spec.name)
-            estimate = noisy_structure(spec.name, counts, rho_per_structure, rng)
-            measurements.append(estimate.measurement)
-            settled.append(_resolve(spec, estimate.decision, Provenance.PRIVATE))
+            noisy = noisy_structure(spec.name, counts, rho_per_structure, rng)
+            measurements.append(noisy.measurement)
+            settled.append(_resolve(spec, noisy.decision, Provenance.PRIVATE))
     private = not raw_domains
     ranges = [i for i, (spec, _) in enumerate(settled) if private and _estimates_range(spec)]
     categories = [

@@ -17,7 +17,7 @@ name that reads exactly the file named (:mod:`privsyn_core.data.paths`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 import pandas as pd
 
@@ -27,7 +27,7 @@ from privsyn_core.errors import InputError
 Engine = Literal["numpy", "duckdb", "spark"]
 ENGINES: tuple[str, ...] = ("numpy", "duckdb", "spark")
 #: a pandas DataFrame, a file path, or (engine spark) a Spark DataFrame or table name
-Source = pd.DataFrame | str | Path | Any
+Source: TypeAlias = pd.DataFrame | str | Path | Any
 
 
 def is_path(source: object) -> bool:

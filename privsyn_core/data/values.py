@@ -225,7 +225,7 @@ def written_decimals(text: pd.Series) -> np.ndarray:
     return np.array(places, dtype=np.int64)
 
 
-def fewest_decimals(by_places: Sequence[float], numbers: float) -> int | None:
+def fewest_decimals(by_places: Sequence[float] | np.ndarray, numbers: float) -> int | None:
     """The fewest decimals ``d`` such that the numbers with more than ``d`` decimals are at
     most :data:`DECIMAL_SHARE` of ``numbers``, where ``by_places[i]`` counts the numbers with
     ``i + 1`` decimals; None when no ``d < len(by_places)`` does (the last count may gather

@@ -45,7 +45,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import numpy as np
 
@@ -64,25 +64,33 @@ BlockWork = Callable[[int, np.random.Generator], T]
 
 @dataclass(frozen=True)
 class BlockSizes(Sequence[int]):
-    """``rows`` rows as ``count`` blocks as even as possible (sizes differ by at most one),
+    """``rows`` rows as ``blocks`` blocks as even as possible (sizes differ by at most one),
     computed when asked: a hundred million rows in blocks of a thousand are 100,000 blocks,
-    never listed."""
+    never listed (a slice lists the sizes it asks for)."""
 
     rows: int
-    count: int
+    blocks: int
 
     def __len__(self) -> int:
-        return self.count
+        return self.blocks
 
-    def __getitem__(self, index: int) -> int:  # type: ignore[override]
-        if not -self.count <= index < self.count:
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[int]: ...
+
+    def __getitem__(self, index: int | slice) -> int | list[int]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self.blocks))]
+        if not -self.blocks <= index < self.blocks:
             raise IndexError(index)
-        base, extra = divmod(self.rows, self.count)
-        return base + (1 if index % self.count < extra else 0)
+        base, extra = divmod(self.rows, self.blocks)
+        return base + (1 if index % self.blocks < extra else 0)
 
     @property
     def largest(self) -> int:
-        return -(-self.rows // self.count)
+        return -(-self.rows // self.blocks)
 
 
 def block_sizes(n: int, block_rows: int) -> BlockSizes:
@@ -136,7 +144,9 @@ def block_seeds(rng: np.random.Generator, count: int) -> BlockSeeds:
     kind = type(rng.bit_generator)
     if count == 1:
         return BlockSeeds(None, kind, rng)
-    return BlockSeeds(rng.bit_generator.seed_seq.spawn(1)[0], kind)
+    seed_seq = rng.bit_generator.seed_seq
+    assert isinstance(seed_seq, np.random.SeedSequence), "a generator made from a seed"
+    return BlockSeeds(seed_seq.spawn(1)[0], kind)
 
 
 def check_workers(workers: object) -> int:
@@ -214,7 +224,10 @@ def _context() -> multiprocessing.context.BaseContext:
     return _EngineSpawn()
 
 
-def _engine_only(name: str, process: type) -> type:
+def _engine_only(
+    name: str,
+    process: type[multiprocessing.context.SpawnProcess | multiprocessing.context.ForkServerProcess],
+) -> type:
     """``process`` (a multiprocessing Process class) started under :func:`_main_hidden`;
     ``name`` is the module attribute it is bound to (a process object is pickled by it)."""
 
@@ -246,7 +259,7 @@ def _main_hidden() -> Iterator[None]:
     the script: hiding its path and spec while a worker starts spares the caller the guard.
     """
     main = sys.modules.get("__main__")
-    saved = (
+    saved: dict[str, Any] = (
         {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
         if main
         else {}

@@ -91,6 +91,10 @@ class ColumnDecoder(Protocol):
 
     def decode(self, codes: np.ndarray, rng: np.random.Generator) -> pd.Series: ...
 
+    def labels(self) -> Sequence[object]:
+        """Each code's value as a released count's label (None for the missing code)."""
+        ...
+
 
 @dataclass(frozen=True)
 class SamplingSettings:
@@ -483,7 +487,7 @@ class PlannedBlocks(Generator[Sample, None, None]):
     def send(self, value: None) -> Sample:
         return self._blocks.send(value)
 
-    def throw(self, *args: Any) -> Sample:  # type: ignore[override]
+    def throw(self, *args: Any) -> Sample:
         return self._blocks.throw(*args)
 
     def close(self) -> None:

@@ -917,8 +917,7 @@ def _iterate(
         alpha = settings.alpha(t)
         share = settings.duplicate_share(t)
         for c, (records, targets) in enumerate(components):
-            order = sorted(range(len(targets)), key=lambda k, c=c: -errors[(c, k)])
-            for k in order:
+            for k in worst_first(errors, c, len(targets)):
                 errors[(c, k)] = update_towards(
                     records, targets[k], alpha, share, rng, pool, kernels[c], scratches[c]
                 )
@@ -944,12 +943,20 @@ def _iterate(
     return history, True
 
 
+def worst_first(errors: dict[tuple[int, int], float], component: int, count: int) -> list[int]:
+    """The indices of ``component``'s ``count`` marginals, largest error first (ties in
+    order): the order of one pass (GUM's and MCF's), fixed before the pass updates any
+    error."""
+    return sorted(range(count), key=lambda k: -errors[(component, k)])
+
+
 def _plateau_errors(history: Sequence[GumIterationRecord]) -> list[float]:
     """What the plateau rule (:meth:`GumSettings.converged`) watches: the whole table's score
     when GUM keeps its best table (that score decides what is returned), else the mean
     error each marginal had when visited."""
-    if history and all(h.table_error is not None for h in history):
-        return [float(h.table_error) for h in history]  # type: ignore[arg-type]
+    scores = [h.table_error for h in history if h.table_error is not None]
+    if history and len(scores) == len(history):
+        return [float(score) for score in scores]
     return [h.mean_error for h in history]
 
 

@@ -40,11 +40,16 @@ compiles each kernel once per array type, later processes load them from the cac
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 import numba as nb
 import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -57,7 +62,7 @@ _PREFETCH_AHEAD = 12
 
 
 @intrinsic
-def _prefetch(typingctx, array, index):  # type: ignore[no-untyped-def]
+def _prefetch_intrinsic(typingctx, array, index):
     """Hint the CPU to load the cache line holding element ``index`` of C-contiguous
     ``array`` (LLVM's ``llvm.prefetch``: read, keep in all cache levels). A hint only: it
     never faults and never changes a result.
@@ -68,7 +73,7 @@ def _prefetch(typingctx, array, index):  # type: ignore[no-untyped-def]
     misses in flight and made the rewrite 3-7 times faster at 600,000 x 100.
     """
 
-    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+    def codegen(context, builder, signature, args):
         data = context.make_array(signature.args[0])(context, builder, args[0]).data
         pointer = builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(8).as_pointer())
         prefetch = builder.module.declare_intrinsic(
@@ -83,6 +88,11 @@ def _prefetch(typingctx, array, index):  # type: ignore[no-untyped-def]
         return context.get_dummy_value()
 
     return types.void(array, index), codegen
+
+
+#: the intrinsic as the kernels call it, ``_prefetch(array, index)``: numba supplies the
+#: typing context itself, which its type stubs do not say
+_prefetch = cast("Callable[[np.ndarray, int], None]", _prefetch_intrinsic)
 
 
 @nb.njit(cache=True)

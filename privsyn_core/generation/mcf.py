@@ -36,7 +36,13 @@ from itertools import combinations
 
 import numpy as np
 
-from privsyn_core.generation.gum import GumIterationRecord, GumSettings, GumTarget, ProgressHook
+from privsyn_core.generation.gum import (
+    GumIterationRecord,
+    GumSettings,
+    GumTarget,
+    ProgressHook,
+    worst_first,
+)
 from privsyn_core.generation.sampling import quota_counts
 from privsyn_core.marginals import cell_index
 
@@ -101,9 +107,9 @@ def _route_level(
     tails: list[np.ndarray] = []  # (over index, hub) pairs
     heads: list[np.ndarray] = []  # (hub, under index) pairs
     hubs = 0
-    for cols in subsets:
-        over_keys = _keys(over_values[live_over][:, cols], shape, cols)
-        under_keys = _keys(under_values[live_under][:, cols], shape, cols)
+    for subset in subsets:
+        over_keys = _keys(over_values[live_over][:, subset], shape, subset)
+        under_keys = _keys(under_values[live_under][:, subset], shape, subset)
         shared = np.intersect1d(over_keys, under_keys)
         if shared.size == 0:
             continue
@@ -242,8 +248,7 @@ def run_mcf(
     for t in range(settings.iterations):
         started = time.perf_counter()
         for c, (records, targets) in enumerate(components):
-            order = sorted(range(len(targets)), key=lambda k, c=c: -errors[(c, k)])
-            for k in order:
+            for k in worst_first(errors, c, len(targets)):
                 errors[(c, k)] = mcf_update(records, targets[k], rng)
         record = GumIterationRecord(
             iteration=t,

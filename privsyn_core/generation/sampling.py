@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 
-def quota_counts(weights: np.ndarray, total: int) -> np.ndarray:
+def quota_counts(weights: np.ndarray, total: int | np.ndarray) -> np.ndarray:
     """Non-negative integers summing to ``total``, proportional to ``weights`` (last axis).
 
     Largest-remainder rounding. Negative weights count as zero; a row whose weights are all

@@ -137,7 +137,7 @@ def spark_rows(plan: BlockPlan, spark: Any = None) -> SparkRows:
         context.broadcast(bundle),
         hashlib.sha256(bundle).hexdigest(),
         plan.settings,
-        (plan.sizes.rows, plan.sizes.count),
+        (plan.sizes.rows, plan.sizes.blocks),
         plan.seeds,
         int(spark.conf.get("spark.task.cpus", "1") or 1),
         schema,

@@ -17,12 +17,16 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from privsyn_core.data.paths import duckdb_reader
 from privsyn_core.domain import Domain
 from privsyn_core.errors import InputError
 from privsyn_core.marginals import MarginalTable
 from privsyn_core.measuring.sql_counting import check_codes, count_by_grouping_sets
+
+if TYPE_CHECKING:
+    import duckdb
 
 #: DuckDB's own memory cap; past it, aggregation spills to a temporary folder
 MEMORY_LIMIT = "2GB"
@@ -41,7 +45,7 @@ class DuckDBCounter:
 
     path: Path
     domain: Domain
-    _connection: object = field(init=False, repr=False)
+    _connection: duckdb.DuckDBPyConnection = field(init=False, repr=False)
     #: where a pattern-free link to the file lies while the counter reads it (see
     #: :func:`~privsyn_core.data.paths.duckdb_path`); removed with the counter
     _folder: tempfile.TemporaryDirectory = field(init=False, repr=False)
@@ -97,7 +101,7 @@ class DuckDBCounter:
         return cls(Path(path), Domain(tuple(names), tuple(sizes[n] for n in names)))
 
     def _sql(self, query: str) -> list[tuple]:
-        return self._connection.execute(query).fetchall()  # type: ignore[attr-defined]
+        return self._connection.execute(query).fetchall()
 
     def _check_codes(self) -> None:
         check_codes(self.domain, lambda query: self._sql(query.format(table="coded"))[0])

@@ -557,11 +557,11 @@ def verified(ledger: PrivacyLedger, stated: Mapping[str, Any] | None = None) -> 
         )
         if not agrees(budget, ledger.budget_rho):
             raise LedgerMismatchError(f"its ledger says epsilon {ledger.epsilon:.4g}, but {means}")
-    for name, said, recomputed_value in _totals(ledger, priced, stated or {}):
-        if said is None and recomputed_value is None:
+    for name, claimed, recomputed_value in _totals(ledger, priced, stated or {}):
+        if claimed is None and recomputed_value is None:
             continue
-        if said is None or recomputed_value is None or not agrees(said, recomputed_value):
-            shown = "none" if said is None else f"{said:.4g}"
+        if claimed is None or recomputed_value is None or not agrees(claimed, recomputed_value):
+            shown = "none" if claimed is None else f"{claimed:.4g}"
             actual = (
                 f"its measurements' deltas add up to {ledger.spent_delta:.4g}"
                 if name.startswith("delta")

@@ -39,9 +39,14 @@ DEBUG = "debug (seeded; not for release)"
 
 
 class NoiseSource(Protocol):
-    mode: str
-    #: whose privacy the noise is calibrated for (see the module docstring)
-    unit: PrivacyUnit
+    # read-only: every source is a frozen dataclass (the planner recalibrates one by replace)
+    @property
+    def mode(self) -> str: ...
+
+    @property
+    def unit(self) -> PrivacyUnit:
+        """Whose privacy the noise is calibrated for (see the module docstring)."""
+        ...
 
     def add(self, values: np.ndarray, sigma: float, *, integer: bool) -> np.ndarray:
         """``values`` plus independent Gaussian noise of standard deviation ``sigma``."""

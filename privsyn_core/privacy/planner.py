@@ -36,7 +36,7 @@ from privsyn_core.measuring.private_domain import (
 )
 from privsyn_core.measuring.reading import Numbers, RawTable
 from privsyn_core.privacy.ledger import ROW, PrivacyUnit, laplace_scale, rho_from_epsilon_delta
-from privsyn_core.privacy.noise import NoiseSource, SecureNoise, SeededNoise
+from privsyn_core.privacy.noise import SecureNoise, SeededNoise
 from privsyn_core.selection.methods import selection_method
 
 
@@ -130,7 +130,7 @@ def plan_budget(
     private_categories: int = 0,
     private_ranges: int = 0,
     private_undecided: int = 0,
-    noise: NoiseSource | None = None,
+    noise: SeededNoise | SecureNoise | None = None,
     rows_per_person: int = 1,
 ) -> BudgetPlan:
     """The split of rho over PrivSyn's steps (Algorithm 3) and each step's noise.
@@ -139,13 +139,14 @@ def plan_budget(
     numbers or date format decided privately; ``private_categories`` / ``private_ranges``
     their categories or bounds estimated; ``private_undecided`` are of undeclared kind, so
     they get one estimate of either sort (and may release categories). ``noise`` is the noise
-    source whose tail bound sets the category threshold (release mode by default).
+    source whose tail bound sets the category threshold (release mode by default), recalibrated
+    for the plan's privacy unit.
     ``rows_per_person`` K > 1 plans a person-level guarantee: every sigma is K times the
     per-row one, and the category threshold is the person-level one.
     """
     config = config or PrivSynConfig()
     unit = ROW if rows_per_person == 1 else PrivacyUnit("person", rows_per_person)
-    noise = replace(noise or SecureNoise(), unit=unit)
+    calibrated = replace(noise or SecureNoise(), unit=unit)
     estimates = private_categories + private_ranges + private_undecided
     may_threshold = private_categories + private_undecided
     open_split = config.open_split(
@@ -170,23 +171,23 @@ def plan_budget(
                 "their noisy shares",
             )
         )
-    split = DomainSplit(rho_domain, private_ranges, may_threshold)
+    domain_split = DomainSplit(rho_domain, private_ranges, may_threshold)
     survival = None
     if may_threshold:
         # without the ranges' reserve, which reaches the categories only when every range
         # finds its bounds at first: the threshold shown is the one a category can count on
-        sigma = unit.sigma(split.category_least)
+        sigma = unit.sigma(domain_split.category_least)
         delta_each = reserved / may_threshold
         survival = CategorySurvival(
             sigma=sigma,
-            threshold=category_threshold(sigma, delta_each, noise),
+            threshold=category_threshold(sigma, delta_each, calibrated),
             delta_each=delta_each,
             columns=may_threshold,
         )
     if estimates:
         sigma_domain = survival.sigma if survival is not None else None
         if sigma_domain is None:  # ranges only: a first estimate's histograms (rho / 2 each)
-            sigma_domain = unit.sigma(split.range_first / 2)
+            sigma_domain = unit.sigma(domain_split.range_first / 2)
         steps.append(
             StepPlan(
                 "domains",

@@ -163,8 +163,9 @@ def released_schema(
                 "codes": g.declared_size,
                 "provenance": "declared",
             }
-            if labels.get(g.attribute) is not None:
-                entry["categories"] = [str(c) for c in labels[g.attribute]]
+            declared = labels.get(g.attribute)
+            if declared is not None:
+                entry["categories"] = [str(c) for c in declared]
             out.append(entry)
     # names only: a reason may quote counts read off the data (a draft schema's reasons do)
     out.extend({"name": name, "excluded": True} for name, _ in excluded)
@@ -237,7 +238,7 @@ def save_model(model: FittedModel, path: str | Path, synthetic: pd.DataFrame | N
 def _files(
     synthetic: pd.DataFrame | None,
     noisy: Sequence[NoisyMarginal],
-    schema: list[dict[str, Any]],
+    schema: Sequence[Mapping[str, Any]],
     ledger: PrivacyLedger,
     config: Mapping[str, Any] | None,
     model: FittedModel | None,
@@ -347,14 +348,15 @@ def _decoder_json(decoder: Any) -> dict[str, Any]:
             "decimals": decoder.decimals,
         }
     if isinstance(decoder, CodesCodec):
-        categorical = isinstance(decoder.dtype, pd.CategoricalDtype)
+        dtype = decoder.dtype
+        categorical = isinstance(dtype, pd.CategoricalDtype)
         return {
             "codec": "codes",
             "name": decoder.name,
             "size": decoder.size,
             "categories": None if decoder.categories is None else list(decoder.categories),
-            "dtype": "category" if categorical else str(decoder.dtype),
-            "ordered": bool(categorical and decoder.dtype.ordered),  # type: ignore[attr-defined]
+            "dtype": "category" if categorical else str(dtype),
+            "ordered": isinstance(dtype, pd.CategoricalDtype) and bool(dtype.ordered),
         }
     raise InputError(f"cannot save a column decoder of type {type(decoder).__name__}")
 
@@ -424,13 +426,14 @@ def load_release(source: str | Path | bytes) -> Release:
     noisy marginal that states another price is refused. A bundle whose noise figures were
     all edited consistently cannot be told from a real one; only the registry's stored copy
     (``privsyn runs export``) can be trusted as the run's own."""
+    opened: io.BytesIO | Path
     if isinstance(source, bytes):
         where, opened = "the release bundle", io.BytesIO(source)
     else:
         where = str(source)
         if not Path(source).is_file():
             raise BundleError(f"cannot read {where}: no such file")
-        opened = Path(source)  # type: ignore[assignment]
+        opened = Path(source)
     try:
         with zipfile.ZipFile(opened) as archive:
             names = set(archive.namelist())

@@ -26,7 +26,7 @@ import io
 import json
 import re
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,7 +76,7 @@ class ReleasedMarginal:
 def merged_labels(decoder: ColumnDecoder, grouping: ValueGrouping) -> list[object]:
     """The label of each engine code: its one member's label (:meth:`labels` of the codec),
     or a merged value's members joined by :data:`JOIN` (adjacent bins as one range)."""
-    declared = decoder.labels()  # type: ignore[attr-defined]
+    declared = decoder.labels()
     out: list[object] = []
     for members in grouping.members:
         if len(members) == 1:
@@ -99,7 +99,9 @@ def merged_labels(decoder: ColumnDecoder, grouping: ValueGrouping) -> list[objec
     return out
 
 
-def _frame(table: MarginalTable, labels: dict[str, list[object]], count: str) -> pd.DataFrame:
+def _frame(
+    table: MarginalTable, labels: Mapping[str, Sequence[object]], count: str
+) -> pd.DataFrame:
     cells = np.indices(table.shape).reshape(len(table.shape), -1)  # C order, as ``values``
     columns = {}
     for i, name in enumerate(table.attributes):
@@ -118,7 +120,7 @@ def released_marginals(model: FittedModel) -> list[ReleasedMarginal]:
     d = len(engine)
     declared = {
         name: decoder.labels() for name, decoder in zip(engine, model.decoders, strict=True)
-    }  # type: ignore[attr-defined]
+    }
     merged = {
         name: merged_labels(decoder, grouping)
         for name, decoder, grouping in zip(engine, model.decoders, model.groupings, strict=True)

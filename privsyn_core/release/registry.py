@@ -257,7 +257,7 @@ class Registry:
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (fingerprint, time.time(), rho, purpose, socket.gethostname(), os.getpid()),
             )
-            held = int(cursor.lastrowid)
+            held = _inserted_id(cursor)
         _warn_near_lifetime(status, rho)
         return Reservation(self, held, fingerprint, name, rho)
 
@@ -445,4 +445,10 @@ def _insert_run(
             bundle,
         ),
     )
-    return int(cursor.lastrowid)
+    return _inserted_id(cursor)
+
+
+def _inserted_id(cursor: sqlite3.Cursor) -> int:
+    """The id of the row ``cursor`` has just inserted."""
+    assert cursor.lastrowid is not None, "an INSERT sets it"
+    return cursor.lastrowid

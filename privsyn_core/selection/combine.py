@@ -67,8 +67,10 @@ def _small_cliques(
             rest = [c for c in candidates[k + 1 :] if graph.has_edge(node, c)]
             grow((*clique, node), grown, added, rest)
 
-    for node in sorted(graph.nodes, key=order.get):
-        higher = sorted((n for n in graph.neighbors(node) if order[n] > order[node]), key=order.get)
+    for node in sorted(graph.nodes, key=order.__getitem__):
+        higher = sorted(
+            (n for n in graph.neighbors(node) if order[n] > order[node]), key=order.__getitem__
+        )
         if sizes[node] <= gamma:
             grow((node,), sizes[node], 0.0, higher)
     return found
@@ -89,11 +91,11 @@ def combine_marginals(
     shares at most two attributes with those accepted before it; "no_added_noise" also asks
     that it not raise the weighted noise error (``emphasis`` gives the weights); "off" keeps
     the pairs."""
-    pairs = [tuple(p) for p in pairs]
+    listed = [tuple(p) for p in pairs]
     if rule == "off":
-        return tuple(pairs)
+        return tuple(listed)
     graph = nx.Graph()
-    graph.add_edges_from(pairs)
+    graph.add_edges_from(listed)
     cliques = _small_cliques(graph, sizes, gamma, noisy_indif)
     cliques.sort(key=lambda item: (-len(item[0]), -item[1], item[0]))
 
@@ -113,7 +115,7 @@ def combine_marginals(
         accepted.append(clique)
         seen.update(clique)
         covered.update(frozenset(p) for p in _pairs_of(clique))
-    rest = [p for p in pairs if frozenset(p) not in covered]
+    rest = [p for p in listed if frozenset(p) not in covered]
     return (*accepted, *rest)
 
 

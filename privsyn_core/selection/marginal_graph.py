@@ -68,5 +68,5 @@ def gum_components(
         return [list(attributes)] if attributes else []
     graph = marginal_graph(attributes, marginals)
     position = {a: i for i, a in enumerate(attributes)}
-    components = [sorted(c, key=position.get) for c in nx.connected_components(graph)]
+    components = [sorted(c, key=position.__getitem__) for c in nx.connected_components(graph)]
     return sorted(components, key=lambda c: position[c[0]])

@@ -451,7 +451,7 @@ def load_release(source: str | Path | bytes) -> Release:
             hashes = {name: member_sha256(archive, name, files) for name in listed}
     except zipfile.BadZipFile as exc:
         if "CRC" in str(exc):  # read as a zip, but a member's data was damaged
-            raise BundleError(f"{where}: {exc}; {REFETCH}") from None
+            raise BundleError(f"{where} is damaged: {exc}; {REFETCH}") from None
         raise BundleError(f"{where} is not a release bundle: it is not a zip file") from None
     except (zlib.error, EOFError) as exc:
         raise BundleError(

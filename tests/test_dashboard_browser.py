@@ -229,7 +229,7 @@ def test_run_the_sample_watch_it_and_download(server, chromium, capsys):
     user.page.get_by_label("GUM iterations (at most)").fill("300")
     user.page.keyboard.press("Enter")
     user.idle()
-    user.page.get_by_text("stop when the error stops falling").click()
+    user.page.get_by_text("stop early (at the noise level").click()
     user.idle()
     points_seen: list[int] = []
     user.page.get_by_role("button", name="Run synthesis").click()
@@ -380,7 +380,7 @@ def test_cancel_stops_a_run_and_leaves_the_app_usable(server, server_registry, c
     user.page.get_by_label("GUM iterations (at most)").fill("500")
     user.page.keyboard.press("Enter")
     user.idle()
-    user.page.get_by_text("stop when the error stops falling").click()
+    user.page.get_by_text("stop early (at the noise level").click()
     user.idle()
     user.page.get_by_role("button", name="Run synthesis").click()
     # GUM's own progress text (not the "GUM iterations" label): every measurement is made
@@ -398,7 +398,7 @@ def test_cancel_stops_a_run_and_leaves_the_app_usable(server, server_registry, c
     assert user.page.get_by_text("Synthesised").count() == 0
     assert user.page.locator("[data-testid='stException']").count() == 0
     # still usable: a normal run afterwards finishes
-    user.page.get_by_text("stop when the error stops falling").click()
+    user.page.get_by_text("stop early (at the noise level").click()
     user.idle()
     user.page.get_by_role("button", name="Run synthesis").click()
     user.page.get_by_text("Synthesised").first.wait_for(timeout=120_000)
@@ -511,7 +511,7 @@ def test_a_long_run_on_a_table_on_disk_leaves_the_page_responsive(
     user.page.get_by_label("GUM iterations (at most)").fill("500")
     user.page.keyboard.press("Enter")
     user.idle()
-    user.page.get_by_text("stop when the error stops falling").click()
+    user.page.get_by_text("stop early (at the noise level").click()
     user.idle()
     user.page.get_by_role("button", name="Run synthesis").click()
     gum = re.compile(r"GUM iteration (\d+) of at most")

@@ -123,7 +123,7 @@ class User(Session):
         self.fill("epsilon", f"{self.epsilon:g}")
         self.open("Run")
         self.fill("GUM iterations (at most)", str(ITERATIONS))
-        self.page.get_by_text("stop when the error stops falling").click()
+        self.page.get_by_text("stop early (at the noise level").click()
         self.idle()
         self.fill("seed (debug mode", str(self.seed))
         assert self.page.get_by_text(f"epsilon {self.epsilon:g}").count() >= 1

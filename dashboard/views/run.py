@@ -56,10 +56,12 @@ st.number_input(
     "GUM iterations (at most)", 1, 500, key="iterations", persist_state="session", step=10
 )
 st.checkbox(
-    "stop when the error stops falling (1% over 10 iterations)",
+    "stop early (at the noise level, or when the error stops falling)",
     key="stop_at_plateau",
     persist_state="session",
-    help="GUM's error against the noisy targets flattens out; stopping there saves time",
+    help="GUM stops once its error against the noisy marginals is within their own noise "
+    "(fitting further would fit the noise), or when 5 iterations in a row do not improve "
+    "its best table. Untick to run every iteration asked for, e.g. to watch it converge.",
 )
 st.text_input(
     "seed (debug mode, not for release; empty: release mode with secure randomness)",

@@ -44,13 +44,17 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def _runtime_imports(tree: ast.AST) -> set[str]:
+def _runtime_imports(tree: ast.AST, *, in_functions: bool = True) -> set[str]:
+    """The package modules ``tree`` imports when it runs (not under ``TYPE_CHECKING``);
+    without ``in_functions``, only those imported when the module itself is imported."""
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
         if isinstance(node, ast.If) and _is_type_checking(node):
             for child in node.orelse:
                 visit(child)
+            return
+        if not in_functions and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             return
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
@@ -134,15 +138,7 @@ def test_the_fitted_model_and_its_bundle_are_post_processing():
 def _module_level_imports(module: str) -> frozenset[str]:
     """What ``module`` imports when it is imported (not inside functions, not for types)."""
     tree = ast.parse(MODULES[module].read_text())
-    found: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.If) and _is_type_checking(node):
-            continue
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
-            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    found = _runtime_imports(tree, in_functions=False)
     return frozenset(name for name in found if name in MODULES and name != module)
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from privsyn_core.data.inputs import MAX_DECLARATION_BYTES, parse_declaration, readable_file
 from privsyn_core.data.io import file_columns
 from privsyn_core.data.opened import OpenedTable
 from privsyn_core.errors import FailedAfterSpending, InputError
@@ -85,10 +86,7 @@ def checked_path(text: str) -> Path:
         raise InputError(f"there is no file at {path}")
     if path.is_dir():
         raise InputError(f"{path} is a folder: give the path of one CSV or Parquet file in it")
-    if not path.is_file():
-        raise InputError(f"{path} is not a regular file")
-    if not os.access(path, os.R_OK):
-        raise InputError(f"{path} cannot be read by the user the dashboard runs as")
+    readable_file(path)  # a pipe, a device or a file this user may not read: the CLI's words
     if path.suffix.lower() not in SUFFIXES:
         raise InputError(f"{path.name} is not a CSV (.csv, .txt) or Parquet (.parquet, .pq) file")
     return path
@@ -169,15 +167,14 @@ class DiskRun:
 def domain_codes(text: bytes, columns: tuple[str, ...]) -> dict[str, int | None]:
     """Numbers of codes per column from a domain file (JSON: column -> number of codes), for
     the file's columns; columns it leaves out stay open."""
-    import json
-
     from privsyn_core.data.table import check_domain_spec
-    from privsyn_core.release.bundle_limits import unique_keys
 
-    try:
-        declared = json.loads(text, object_pairs_hook=unique_keys)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise InputError(f"not JSON ({exc})") from None
+    if len(text) > MAX_DECLARATION_BYTES:
+        raise InputError(
+            f"it is {len(text) / 2**20:.0f} MB, more than the "
+            f"{MAX_DECLARATION_BYTES // 2**20} MB a domain file may be"
+        )
+    declared = parse_declaration(text, "the domain file")
     if not isinstance(declared, dict):
         raise InputError('expected an object such as {"age": 85, "sex": 2}')
     unknown = [name for name in declared if name not in columns]
@@ -187,8 +184,10 @@ def domain_codes(text: bytes, columns: tuple[str, ...]) -> dict[str, int | None]
     for name in columns:
         value = declared.get(name)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            got = f"a list of {len(value):,} values" if isinstance(value, list) else repr(value)
             raise InputError(
-                f"column {name!r} needs a number of codes (a whole number), got {value!r}"
+                f"column {name!r} needs a number of codes (a whole number), got {got}: a "
+                "pre-coded table's domain gives each column its number of codes"
             )
         if value is not None and value < 1:
             raise InputError(f"column {name!r} needs at least 1 code, got {value}")

@@ -136,7 +136,7 @@ DASHBOARD: dict[str, Answer | NotHere] = {
     "duplicate names in Parquet": Answer("upload", ("two columns named 'colour'",)),
     "duplicate --names": NotHere("an upload's column names are its header or Parquet schema"),
     "10,000 columns": Answer("upload", ("10,000 columns", "at most 1,000")),
-    "bad domain JSON": Answer("disk domain", ("not JSON", "line 1")),
+    "bad domain JSON": Answer("disk domain", ("is not valid JSON", "line 1")),
     "value outside the domain": Answer("run", ("'blue'", "colour")),
     # too big to load: refused from the file's size or footer, before a row is read
     "Parquet bomb": Answer(
@@ -177,6 +177,71 @@ DASHBOARD: dict[str, Answer | NotHere] = {
         )
         for case in BUNDLE_REFUSED
     },
+    # issue 24's inputs: a path on disk (Table on disk) is checked as the command line checks it
+    **{
+        f"{engine}: {name}": Answer("disk path", says)
+        for engine in ("duckdb", "input")
+        for name, says in (
+            ("a FIFO", ("it is a named pipe, not a regular file",)),
+            ("/dev/zero", ("/dev/zero: it is a device or a socket",)),
+        )
+    },
+    **{
+        f"{engine}: unreadable": NotHere(
+            "Table on disk checks a path with the command line's readable_file, whose "
+            "refusal test_hostile_input checks; that test makes the file unreadable by "
+            "refusing the open call, since this machine runs the suite as root"
+        )
+        for engine in ("duckdb", "input")
+    },
+    "duckdb: a folder": Answer("disk path", ("is a folder",)),
+    # a domain file's content, uploaded for a pre-coded table on disk: the same limits
+    "duckdb: domain of 10^9 codes": Answer(
+        "disk domain", ("column 'colour' declares 1,000,000,000 codes",)
+    ),
+    "domain: 10^7 codes": Answer("disk domain", ("declares 10,000,000 codes", "(100,000 codes)")),
+    "domain: 10^9 codes": Answer(
+        "disk domain", ("declares 1,000,000,000 codes", "recode the column into fewer codes")
+    ),
+    "domain: Latin-1": Answer("disk domain", ("is not UTF-8 text", "save it as UTF-8")),
+    # a pre-coded table's domain gives numbers of codes: a list of categories is refused
+    "domain: a category twice in 60,001, found in linear time": Answer(
+        "disk domain", ("needs a number of codes", "got a list of 60,001 values")
+    ),
+    "domain: a key stated twice": Answer("disk domain", ("names the key 'size' twice",)),
+    "domain: a million categories": Answer(
+        "disk domain", ("needs a number of codes", "got a list of 1,000,000 values")
+    ),
+    "domain: a pair of 10,000 x 10,000 codes": Answer(
+        "disk domain", ("a pair marginal of 100,000,000 cells", "more than the 16,777,216")
+    ),
+    "domain: nested 100,000 deep": Answer("disk domain", ("nests 100,001 levels deep",)),
+    **{
+        f"domain: {name}": NotHere(
+            "the dashboard's domain file is an upload (bytes): it cannot be a folder, a pipe "
+            "or a file without read permission"
+        )
+        for name in ("a FIFO", "a folder", "unreadable")
+    },
+    # schema files: the dashboard reads none (the Data page's column editor is the schema)
+    **{
+        case.name: NotHere(
+            "the dashboard reads no schema file: the Data page's column editor builds the "
+            "schema, one column at a time"
+        )
+        for case in REFUSED
+        if case.name.startswith("schema: ")
+    },
+    "iterations 20,000": NotHere(
+        "the iterations box is bounded (1 to 500): the browser does not send a value outside"
+    ),
+    "iterations 10^9": NotHere(
+        "the iterations box is bounded (1 to 500): the browser does not send a value outside"
+    ),
+    "generate: iterations 10^9": NotHere("Sample again's iterations box is bounded"),
+    "runs list of a FIFO": NotHere(
+        "the dashboard opens its own run registry, never a path a person gives"
+    ),
     # accepted: loaded as the command line reads them, and run
     **{case.name: Answer("upload") for case in ACCEPTED},
 }

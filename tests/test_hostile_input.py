@@ -1545,7 +1545,7 @@ def test_a_marginal_of_30_million_cells_is_refused_before_it_is_parsed(tmp_path)
         (b'{"colour": 1000000000, "size": 4}', "declares 1,000,000,000 codes"),
         (b'{"colour": 10000, "size": 10000}', "a pair marginal of 100,000,000 cells"),
         (b'{"colour": 3, "colour": 4, "size": 4}', "names the key 'colour' twice"),
-        (nested(100_000, "colour").encode(), "not JSON"),
+        (nested(100_000, "colour").encode(), "nests 100,001 levels deep"),
     ],
 )
 def test_the_dashboards_domain_file_is_held_to_the_same_limits(text, says):

@@ -82,8 +82,6 @@ def read_declaration(path: str | Path, what: str) -> Any:
     """The parsed JSON of a schema or domain file (``what``: "schema file", "domain file"),
     within the limits in the module's docstring; every failure is one :class:`InputError`
     line that names the file."""
-    from privsyn_core.release.bundle_limits import unique_keys
-
     named = f"{what} {path}"
     file = readable_file(path, what)
     size = file.stat().st_size
@@ -95,9 +93,19 @@ def read_declaration(path: str | Path, what: str) -> Any:
         )
     try:
         data = file.read_bytes()
-        text = data.decode("utf-8-sig")
     except OSError as exc:
         raise InputError(f"cannot read {named}: {exc.strerror or exc}") from None
+    return parse_declaration(data, named)
+
+
+def parse_declaration(data: bytes, named: str) -> Any:
+    """The parsed JSON of a schema or domain file's bytes (``named`` says which, in the
+    message), within the limits of :func:`read_declaration`: strict UTF-8, no deeper than
+    :data:`MAX_DEPTH`, no key named twice. For bytes that never were a file (an upload)."""
+    from privsyn_core.release.bundle_limits import unique_keys
+
+    try:
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise InputError(

@@ -140,12 +140,19 @@ def decide_structure(counts: np.ndarray, sigma: float) -> StructureDecision:
     integer = decimals == 0
     fmt = _date_format(c)
     if heard_present <= MIN_SIGNAL * sigma:
-        # too few values for shares to mean much: the largest noisy group decides
-        groups = {Kind.CATEGORICAL: text, Kind.NUMERIC: numbers, Kind.DATETIME: dates}
-        kind = max(groups, key=lambda k: groups[k])
+        # too few values for shares to mean much: the group heard loudest decides, then the
+        # group with the largest single class (a sum over many empty classes is mostly
+        # noise: six number classes can sum a real count of 1,400 to below zero). Nothing
+        # at all (a column of missing values) stays categorical.
+        loudest = {
+            Kind.CATEGORICAL: (float(heard[ValueClass.TEXT]), float(c[ValueClass.TEXT])),
+            Kind.NUMERIC: (heard_numbers, max(float(c[k]) for k in NUMBER_CLASSES)),
+            Kind.DATETIME: (heard_dates, max(float(c[k]) for k in DATE_CLASSES)),
+        }
+        kind = max(loudest, key=lambda k: loudest[k])
         reason = (
             f"few values for this budget: numbers ({numbers:.0f}), dates ({dates:.0f}) and "
-            f"text ({text:.0f}) compared by noisy count -> {kind.value}"
+            f"text ({text:.0f}) compared by their loudest noisy class -> {kind.value}"
         )
     elif heard_numbers >= KIND_SHARE * heard_present:
         kind = Kind.NUMERIC

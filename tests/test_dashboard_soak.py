@@ -59,7 +59,7 @@ def seed_of(i: int) -> int:
 
 
 def config() -> PrivSynConfig:
-    return PrivSynConfig(gum=GumSettings(iterations=ITERATIONS, patience=None))
+    return PrivSynConfig(gum=GumSettings(iterations=ITERATIONS, patience=None, noise_floor=None))
 
 
 def rss_bytes(pid: int, field: str = "VmRSS") -> int:

@@ -21,9 +21,14 @@ selects no code the model can make, is refused (:class:`InputError`, one line) b
 anything is drawn.
 
 **Method: rejection with a bound** (chosen by ``benchmarks/conditional.py``; numbers in
-``benchmarks/evidence/conditional-2026-11-26.txt``). Blocks are drawn from the unconditioned
-model exactly as :meth:`FittedModel.generate_blocks` draws them, the rows that satisfy the
-conditions are kept, and drawing stops at ``n``. Every kept row is then a row of the
+``benchmarks/evidence/conditional-2026-11-26.txt``). The ``n`` rows are made as the blocks of
+an unconditioned sample of ``n`` rows would be (:func:`~privsyn_core.generation.blocks.block_sizes`,
+one generator per block): block ``i`` of ``m`` rows draws rounds from the unconditioned
+model exactly as :meth:`FittedModel.generate_blocks` draws them, from its own generator,
+keeps the rows that satisfy the conditions, and stops at ``m``. A block needs nothing but
+the model, the conditions, its size and its generator, so Spark's tasks make the same
+blocks (:mod:`privsyn_core.generation.spark_blocks`: ``privsyn generate --engine spark
+--where``), row for row. Every kept row is then a row of the
 model's own sample with the condition applied, so the conditional distribution is the
 model's, with no further approximation; the alternative measured, conditioned targets
 (every marginal containing a conditioned attribute restricted to the allowed codes), is
@@ -32,7 +37,8 @@ model's own probability of the conditions (:func:`probability`, from the consist
 and joint marginals: DP, public) estimates the draws needed, and a request that would need
 more than :data:`MAX_DRAWS` is refused before any draw, naming the estimate.
 
-The same seed and conditions give the same rows (for the same block size).
+The same seed and conditions give the same rows (for the same block size), here with any
+number of workers and on Spark.
 """
 
 from __future__ import annotations
@@ -50,6 +56,8 @@ import pandas as pd
 from privsyn_core.data.codecs import BinnedCodec, CategoryCodec, CodesCodec
 from privsyn_core.data.values import canonical_text, categories_as_text
 from privsyn_core.errors import InputError
+from privsyn_core.generation.blocks import block_seeds, block_sizes
+from privsyn_core.generation.fitted import BlockPlan, PlannedBlocks
 
 if TYPE_CHECKING:
     from privsyn_core.generation.fitted import FittedModel, Sample, SamplingSettings
@@ -399,12 +407,31 @@ def conditional_blocks(
     rng: np.random.Generator,
     settings: SamplingSettings,
     workers: int | None,
-) -> Generator[Sample, None, None]:
-    """``n`` rows satisfying ``where``, as blocks of kept rows (see the module docstring).
-    The conditions and the bound are checked when this is called, before any draw."""
+) -> PlannedBlocks:
+    """``n`` rows satisfying ``where``, as blocks of kept rows (see the module docstring),
+    with their :class:`~privsyn_core.generation.fitted.BlockPlan` (its ``where`` set), which
+    a writer that makes rows itself (Spark) takes instead. The conditions and the bound are
+    checked when this is called, before any draw."""
     conditions = resolve(model, where)
-    p = check_bound(model, n, conditions)
-    return _rejection(model, n, conditions, p, rng, settings, workers)
+    check_bound(model, n, conditions)
+    sizes = block_sizes(n, settings.block_rows)
+    plan = BlockPlan(model, sizes, settings, block_seeds(rng, len(sizes)), where=conditions)
+    blocks = (sample for i in range(len(sizes)) for sample in block_where(plan, i, workers))
+    return PlannedBlocks(blocks, plan)
+
+
+def block_where(
+    plan: BlockPlan, index: int, workers: int | None = 1
+) -> Generator[Sample, None, None]:
+    """Block ``index`` of a conditional ``plan``: ``plan.sizes[index]`` rows satisfying
+    ``plan.where``, by rejection from the block's own generator, in rounds of blocks made
+    by ``workers`` processes (the rows do not depend on their number). Its share of
+    :data:`MAX_DRAWS` bounds its draws."""
+    n = plan.sizes[index]
+    share = math.ceil(MAX_DRAWS * n / plan.sizes.rows)
+    p = probability(plan.model, plan.where)
+    rng = plan.seeds.generator(index)
+    return _rejection(plan.model, n, plan.where, p, rng, plan.settings, workers, share)
 
 
 def _rejection(
@@ -415,20 +442,21 @@ def _rejection(
     rng: np.random.Generator,
     settings: SamplingSettings,
     workers: int | None,
+    limit: int,
 ) -> Generator[Sample, None, None]:
     kept = drawn = 0
     rate = p
     smallest = min(MIN_ROUND, settings.block_rows)
     while kept < n:
-        if drawn >= MAX_DRAWS:
+        if drawn >= limit:
             shown = "; ".join(c.text for c in conditions)
             raise InputError(
-                f"conditions {shown!r}: {drawn:,} rows drawn and only {kept:,} matched "
-                f"(rate {kept / drawn:.2g}; the release's model estimated {p:.2g}); ask for "
-                "fewer rows or a broader condition"
+                f"conditions {shown!r}: {drawn:,} rows drawn and only {kept:,} of {n:,} "
+                f"matched (rate {kept / drawn:.2g}; the release's model estimated {p:.2g}); "
+                "ask for fewer rows or a broader condition"
             )
         need = n - kept
-        rows = min(max(math.ceil(need / max(rate, 1e-12) * MARGIN), smallest), MAX_DRAWS - drawn)
+        rows = min(max(math.ceil(need / max(rate, 1e-12) * MARGIN), smallest), limit - drawn)
         round_seed, pick_seed = (int(s) for s in rng.integers(2**63, size=2))
         picker = np.random.default_rng(pick_seed)
         blocks = model.generate_blocks(rows, seed=round_seed, settings=settings, workers=workers)

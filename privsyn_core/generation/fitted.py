@@ -27,7 +27,7 @@ from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -76,6 +76,9 @@ from privsyn_core.progress import (
     StageReporter,
 )
 from privsyn_core.selection.marginal_graph import AppendPlan, gum_components, plan_appending
+
+if TYPE_CHECKING:
+    from privsyn_core.generation.conditional import Condition
 
 
 class ColumnDecoder(Protocol):
@@ -462,8 +465,9 @@ def fit_model(
 @dataclass(frozen=True)
 class BlockPlan:
     """Everything that decides a sample's rows, wherever its blocks are made: the model,
-    the rows per block, the settings and every block's seed. Block ``i`` is
-    ``_draw(model, sizes[i], settings, seeds.generator(i))`` here, on a worker process or
+    the rows per block, the settings, every block's seed and the conditions. Block ``i`` is
+    ``_draw(model, sizes[i], settings, seeds.generator(i))``, or with conditions (``where``)
+    :func:`~privsyn_core.generation.conditional.block_where`, here, on a worker process or
     on a Spark task alike."""
 
     model: FittedModel
@@ -471,6 +475,8 @@ class BlockPlan:
     settings: SamplingSettings
     seeds: BlockSeeds
     on_progress: ProgressCallback | None = None
+    #: the conditions every row satisfies (:meth:`FittedModel.generate_where`), or none
+    where: tuple[Condition, ...] = ()
 
 
 class PlannedBlocks(Generator[Sample, None, None]):

@@ -71,6 +71,22 @@ def test_spark_makes_the_rows_the_local_blocks_make(spark, model, tmp_path, rows
     assert got.cast(schema).equals(as_written(local, schema))
 
 
+@pytest.mark.parametrize("rows", [1_000, 250])  # three blocks of rejection; one block
+def test_spark_makes_the_conditional_rows_the_local_blocks_make(spark, model, tmp_path, rows):
+    """Each task makes its blocks by rejection from the blocks' own seeds: the rows that
+    match are the local conditional sample's, row for row, and all of them match."""
+    where = {"city": "north|east", "age": "30..50"}
+    folder = tmp_path / "out.parquet"
+    model.sample_spark(rows, spark, seed=3, where=where).write.parquet(str(folder))
+    local = model.sample(rows, seed=3, where=where, workers=1)
+    got = read_in_file_order(folder)
+    schema = output_schema(model)
+    assert got.num_rows == rows
+    assert got.cast(schema).equals(as_written(local, schema))
+    made = got.to_pandas()
+    assert set(made["city"]) == {"north", "east"} and made["age"].between(30, 50).all()
+
+
 def test_only_the_release_bundle_and_public_settings_reach_the_tasks(spark, model, monkeypatch):
     import privsyn_core.generation.spark_blocks as module
 
@@ -79,7 +95,7 @@ def test_only_the_release_bundle_and_public_settings_reach_the_tasks(spark, mode
     spark_rows(model.generate_blocks(1_000, seed=3).plan, spark)
     (shipped,) = made  # what every task gets: these fields, nothing else
     assert {f.name for f in fields(shipped)} == {
-        "bundle", "key", "settings", "sizes", "seeds", "threads", "schema", "stats",
+        "bundle", "key", "settings", "sizes", "seeds", "threads", "schema", "stats", "where",
     }  # fmt: skip
     bundle = shipped.bundle.value  # the one broadcast
     assert files_of(bundle) == files_of(model_bytes(model))  # a release bundle's files ...
@@ -89,6 +105,12 @@ def test_only_the_release_bundle_and_public_settings_reach_the_tasks(spark, mode
         assert theirs.attributes == ours.attributes and np.array_equal(theirs.values, ours.values)
     assert isinstance(shipped.settings, SamplingSettings) and shipped.sizes == (1_000, 3)
     assert isinstance(shipped.seeds, BlockSeeds) and shipped.seeds.single is None
+    assert shipped.where == ()
+    # a conditional sample adds its conditions: released values and weights per code
+    made.clear()
+    spark_rows(model.generate_where(1_000, {"city": "north"}, seed=3).plan, spark)
+    (shipped,) = made
+    assert [(c.column, c.labels) for c in shipped.where] == [("city", frozenset({"north"}))]
 
 
 def files_of(bundle: bytes) -> dict[str, bytes]:
@@ -124,6 +146,14 @@ def test_generate_on_spark_writes_the_local_rows_and_spends_nothing(spark, tmp_p
     assert read_in_file_order(on_spark).to_pandas().equals(pd.read_parquet(local))
     assert bundle.read_bytes() == before  # read only
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left
+    # a conditional sample too: the local rows, every one matching
+    where = ["--where", "sex=1", "--where", "age=20|21|22"]
+    local, on_spark = tmp_path / "local-where.parquet", tmp_path / "spark-where.parquet"
+    assert main(["generate", str(bundle), *common, *where, "-o", str(local)]) == 0
+    assert main([*argv, *where, "-o", str(on_spark)]) == 0, capsys.readouterr().err
+    made = read_in_file_order(on_spark).to_pandas()
+    assert made.equals(pd.read_parquet(local)) and len(made) == 1200
+    assert (made["sex"] == 1).all() and made["age"].between(20, 22).all()
 
 
 @pytest.mark.parametrize(

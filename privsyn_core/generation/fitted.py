@@ -311,7 +311,7 @@ class FittedModel:
         gum: GumSettings | None = None,
         settings: SamplingSettings | None = None,
         workers: int | None = None,
-    ) -> Generator[Sample, None, None]:
+    ) -> PlannedBlocks:
         """``n`` rows (default :attr:`default_rows`) that satisfy every condition of
         ``where``, as blocks of kept rows (:mod:`privsyn_core.generation.conditional`):
         ``{"sex": "Female", "age": "30..40"}``, or ``--where`` texts
@@ -378,17 +378,24 @@ class FittedModel:
         rng: np.random.Generator | None = None,
         gum: GumSettings | None = None,
         settings: SamplingSettings | None = None,
+        where: Mapping[str, Any] | Sequence[str] | None = None,
     ) -> Any:
         """:meth:`sample`'s rows as a Spark DataFrame whose tasks make the blocks
         (:mod:`privsyn_core.generation.spark_blocks`): only this model's DP content is sent
         to the cluster, and the rows are the ones :meth:`sample_blocks` makes for the same
-        seed and block size, in block order. Lazy, as any DataFrame: write it where it
-        should go (``.write.parquet(...)``); each action makes the same rows again. ``spark``
-        is a SparkSession (default: the running one, or ``local[N]``)."""
+        seed, block size and conditions (``where``, checked here), in block order. Lazy, as
+        any DataFrame: write it where it should go (``.write.parquet(...)``); each action
+        makes the same rows again. ``spark`` is a SparkSession (default: the running one, or
+        ``local[N]``)."""
         from privsyn_core.generation.spark_blocks import spark_rows
 
-        plan = self.generate_blocks(n, seed=seed, rng=rng, gum=gum, settings=settings).plan
-        return spark_rows(plan, spark).frame
+        blocks = (
+            self.generate_where(n, where, seed=seed, rng=rng, gum=gum, settings=settings)
+            if where is not None
+            else self.generate_blocks(n, seed=seed, rng=rng, gum=gum, settings=settings)
+        )
+        blocks.close()  # nothing is drawn here: Spark's tasks make the blocks
+        return spark_rows(blocks.plan, spark).frame
 
     def _settings(
         self, gum: GumSettings | None, settings: SamplingSettings | None

@@ -21,7 +21,11 @@ Same rows as the local path: block ``i`` draws from ``BlockSeeds.generator(i)``,
 generator the local path gives block ``i`` for the same run generator and block size, and
 GUM gives the same table whatever its threads. Partitions hold consecutive blocks in order
 and Spark writes partition ``p`` as part file ``p``, so the folder read in file order is
-the local table, row for row (``tests/test_spark_blocks.py``). Generation is
+the local table, row for row (``tests/test_spark_blocks.py``). A conditional sample
+(``where``, :mod:`privsyn_core.generation.conditional`) is made the same way: each task makes
+its blocks by rejection (:func:`~privsyn_core.generation.conditional.block_where`) from the
+blocks' own seeds, and the conditions (released values only) travel with the settings, so
+the rows are again the local ones. Generation is
 post-processing: nothing is measured, nothing is spent, and a retried task makes the same
 rows again.
 
@@ -50,6 +54,7 @@ import pandas as pd
 from privsyn_core.cores import limit_threads
 from privsyn_core.errors import InputError, UsageError
 from privsyn_core.generation.blocks import BlockSeeds, BlockSizes
+from privsyn_core.generation.conditional import Condition, block_where
 from privsyn_core.generation.fitted import (
     BlockPlan,
     FittedModel,
@@ -142,6 +147,7 @@ def spark_rows(plan: BlockPlan, spark: Any = None) -> SparkRows:
         int(spark.conf.get("spark.task.cpus", "1") or 1),
         schema,
         stats,
+        plan.where,
     )
     blocks = spark.range(0, count, 1, partitions)
     frame = blocks.mapInArrow(task, from_arrow_schema(schema))
@@ -174,6 +180,8 @@ class _BlockTask:
     threads: int
     schema: Any
     stats: Any
+    #: the conditions every row satisfies (a conditional sample), or none
+    where: tuple[Condition, ...] = ()
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -183,12 +191,26 @@ class _BlockTask:
         sizes = BlockSizes(*self.sizes)
         for batch in batches:
             for index in batch.column(0).to_pylist():
-                drawn = _draw(model, sizes[index], self.settings, self.seeds.generator(index), None)
-                history = drawn.history if index == 0 else len(drawn.history)
-                self.stats.add({index: (history, drawn.independent)})
-                table = pa.Table.from_pandas(drawn.table, schema=self.schema, preserve_index=False)
-                del drawn
-                yield from table.to_batches()
+                stats = None
+                for drawn in self._block(model, sizes, index):
+                    if stats is None:  # the first draw's GUM stands for the block's
+                        history = drawn.history if index == 0 else len(drawn.history)
+                        stats = {index: (history, drawn.independent)}
+                    table = pa.Table.from_pandas(
+                        drawn.table, schema=self.schema, preserve_index=False
+                    )
+                    del drawn
+                    yield from table.to_batches()
+                self.stats.add(stats)
+
+    def _block(self, model: FittedModel, sizes: BlockSizes, index: int) -> Iterator[Sample]:
+        """Block ``index``'s rows: one draw, or with conditions the draws of the rounds
+        that kept its rows."""
+        if not self.where:
+            yield _draw(model, sizes[index], self.settings, self.seeds.generator(index), None)
+            return
+        plan = BlockPlan(model, sizes, self.settings, self.seeds, where=self.where)
+        yield from block_where(plan, index)
 
 
 #: the model this Python worker decoded last, by its bundle's SHA-256

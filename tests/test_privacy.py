@@ -9,6 +9,7 @@ from privsyn_core.privacy.ledger import (
     BudgetExceededError,
     Measurement,
     PrivacyLedger,
+    _bisect,
     delta_for,
     epsilon_from_rho,
     gaussian_sigma,
@@ -42,6 +43,31 @@ def test_epsilon_and_rho_conversions_invert_each_other(conversion):
     for epsilon in (0.05, 0.5, 1.0, 3.0):
         rho = rho_from_epsilon_delta(epsilon, 1e-7, conversion)
         assert epsilon_from_rho(rho, 1e-7, conversion) == pytest.approx(epsilon, rel=1e-6)
+
+
+def _two_hundred_halvings(above, lo, hi):
+    """The conversions' bisection before it stopped early: always all 200 halvings."""
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if above(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo, hi
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    point=st.floats(-1e6, 1e6),
+    lo=st.floats(-1e6, 0.0),
+    width=st.floats(1e-300, 2e6),
+    strict=st.booleans(),
+)
+def test_bisection_stops_early_at_the_ends_of_all_200_halvings(point, lo, width, strict):
+    def above(x):
+        return point > x if strict else point >= x
+
+    assert _bisect(above, lo, lo + width) == _two_hundred_halvings(above, lo, lo + width)
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,7 @@ Two conversions are offered:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 from typing import Any, Literal
@@ -87,6 +87,25 @@ def check_epsilon_delta(epsilon: float, delta: float) -> None:
         )
 
 
+def _bisect(above: Callable[[float], bool], lo: float, hi: float) -> tuple[float, float]:
+    """``[lo, hi]`` halved up to 200 times toward the point where ``above`` (the point lies
+    above x) turns false. Halving stops once it no longer moves an end (the ends are
+    adjacent floats, after about 60 halvings on the budgets met here): the remaining
+    halvings would not move them either, so the ends are those of all 200, at a quarter of
+    the cost (these conversions run several times in every command)."""
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if above(mid):
+            if mid == lo:
+                break
+            lo = mid
+        else:
+            if mid == hi:
+                break
+            hi = mid
+    return lo, hi
+
+
 def delta_for(rho: float, epsilon: float) -> float:
     """Smallest delta such that rho-zCDP implies (epsilon, delta)-DP (CKS 2020, Prop. 12).
 
@@ -95,14 +114,11 @@ def delta_for(rho: float, epsilon: float) -> float:
     """
     if rho <= 0:
         return 0.0
-    lo, hi = 1.0 + 1e-12, max(2.0, (epsilon + 1.0) / (2.0 * rho) + 2.0)
-    for _ in range(200):
-        a = 0.5 * (lo + hi)
-        slope = (2 * a - 1) * rho - epsilon + math.log1p(-1.0 / a)
-        if slope < 0:
-            lo = a
-        else:
-            hi = a
+    lo, hi = _bisect(
+        lambda a: (2 * a - 1) * rho - epsilon + math.log1p(-1.0 / a) < 0,
+        1.0 + 1e-12,
+        max(2.0, (epsilon + 1.0) / (2.0 * rho) + 2.0),
+    )
     a = 0.5 * (lo + hi)
     log_delta = (a - 1) * (a * rho - epsilon) + a * math.log1p(-1.0 / a) - math.log(a - 1)
     return min(1.0, math.exp(log_delta))
@@ -117,14 +133,7 @@ def rho_from_epsilon_delta(epsilon: float, delta: float, conversion: Conversion 
     if conversion != "tight":
         raise InputError(f"unknown conversion {conversion!r}; use 'tight' or 'proposition'")
     # delta_for is increasing in rho: bisect for the largest rho with delta_for(rho) <= delta.
-    lo, hi = 0.0, epsilon + 1.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if delta_for(mid, epsilon) <= delta:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return _bisect(lambda rho: delta_for(rho, epsilon) <= delta, 0.0, epsilon + 1.0)[0]
 
 
 def epsilon_from_rho(rho: float, delta: float, conversion: Conversion = "tight") -> float:
@@ -135,14 +144,8 @@ def epsilon_from_rho(rho: float, delta: float, conversion: Conversion = "tight")
         return 0.0
     if conversion == "proposition":
         return rho + 2 * math.sqrt(rho * math.log(1 / delta))
-    lo, hi = 0.0, rho + 2 * math.sqrt(rho * math.log(1 / delta))  # the loose bound is an upper end
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if delta_for(rho, mid) <= delta:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    loose = rho + 2 * math.sqrt(rho * math.log(1 / delta))  # an upper end
+    return _bisect(lambda epsilon: delta_for(rho, epsilon) > delta, 0.0, loose)[1]
 
 
 def gaussian_sigma(rho: float, sensitivity: float = 1.0) -> float:

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import privsyn_core.data.streamed as streamed
-from privsyn_core.data.streamed import TableFile, write_blocks
+from privsyn_core.data.streamed import TableFile, csv_text, write_blocks
 from privsyn_core.errors import InputError
 
 
@@ -51,6 +51,33 @@ def test_a_streamed_csv_is_the_in_memory_csv(tmp_path):
     assert write_blocks(iter(blocks), target) == 1500
     assert target.read_text() == whole(blocks).to_csv(index=False)
     assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint64"])
+@pytest.mark.parametrize("header", [True, False])
+def test_whole_numbers_are_written_as_pandas_writes_them(dtype, header):
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(1)
+    values = rng.integers(info.min, info.max, (300, 3), dtype=dtype, endpoint=True)
+    values[:2] = [[info.min] * 3, [info.max] * 3]
+    frame = pd.DataFrame(values, columns=["a", "b,c", 'q"uote'], index=np.arange(300) * 3)
+    assert csv_text(frame, header) == frame.to_csv(index=False, header=header)
+
+
+def test_a_whole_number_table_over_many_slices_is_the_in_memory_csv(tmp_path, monkeypatch):
+    monkeypatch.setattr(streamed, "_CSV_CELLS", 7)  # 3 rows a slice; the middle block is empty
+    rng = np.random.default_rng(2)
+    blocks = [pd.DataFrame(rng.integers(-5, 500, (n, 2)), columns=["x", "y"]) for n in (10, 0, 6)]
+    target = tmp_path / "out.csv"
+    assert write_blocks(iter(blocks), target) == 16
+    assert target.read_text() == whole(blocks).to_csv(index=False)
+
+
+def test_any_other_table_is_written_by_pandas():
+    for frame in frames(1, 50):
+        assert csv_text(frame) == frame.to_csv(index=False)
+    empty = pd.DataFrame({"a": np.array([], dtype=np.int64)})
+    assert csv_text(empty) == "a\n"
 
 
 def test_a_streamed_parquet_reads_back_as_the_in_memory_table(tmp_path):

@@ -56,6 +56,7 @@ import pandas as pd
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.atomic import write_atomically
 from privsyn_core.data.codecs import BinnedCodec, CategoryCodec, CodesCodec
+from privsyn_core.data.streamed import csv_text
 from privsyn_core.domain import Domain
 from privsyn_core.errors import InputError
 from privsyn_core.generation.consistency import ConsistencyReport
@@ -102,6 +103,9 @@ CONVERGENCE_WHAT = (
     "post-processing of DP measurements"
 )
 REPORT_FILE = "report.html"
+#: zlib's level 5, not its default 6: on Adult's synthetic CSV a third of the time
+#: (0.05 s against 0.15 s, paid by every run the registry records) for 6% more bytes
+_DEFLATE_LEVEL = 5
 _PACKAGES = ("privsyn-studio", "numpy", "pandas", "scipy", "networkx", "opendp")
 
 
@@ -246,7 +250,7 @@ def _files(
 ) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     if synthetic is not None:
-        files["synthetic.csv"] = synthetic.to_csv(index=False).encode()
+        files["synthetic.csv"] = csv_text(synthetic).encode()
     config_json = json.dumps(
         dict(config) if config is not None else asdict(PrivSynConfig()), indent=2, default=str
     )
@@ -301,7 +305,9 @@ def _zipped(files: dict[str, bytes], ledger: PrivacyLedger) -> bytes:
         "files": {name: hashlib.sha256(data).hexdigest() for name, data in files.items()},
     }
     buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+    with zipfile.ZipFile(
+        buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=_DEFLATE_LEVEL
+    ) as archive:
         for name, data in files.items():
             archive.writestr(name, data)
         archive.writestr("manifest.json", json.dumps(manifest, indent=2))

@@ -56,11 +56,9 @@ import pandas as pd
 from privsyn_core.data.codecs import BinnedCodec, CategoryCodec, CodesCodec
 from privsyn_core.data.values import canonical_text, categories_as_text
 from privsyn_core.errors import InputError
-from privsyn_core.generation.blocks import block_seeds, block_sizes
-from privsyn_core.generation.fitted import BlockPlan, PlannedBlocks
 
 if TYPE_CHECKING:
-    from privsyn_core.generation.fitted import FittedModel, Sample, SamplingSettings
+    from privsyn_core.generation.fitted import BlockPlan, FittedModel, Sample, SamplingSettings
 
 #: the most rows drawn for one conditional sample: a condition the model makes so rarely
 #: that ``n`` rows need more is refused before any draw (about 200 blocks of 50,000 rows;
@@ -400,33 +398,15 @@ def check_bound(model: FittedModel, n: int, conditions: Sequence[Condition]) -> 
     return p
 
 
-def conditional_blocks(
-    model: FittedModel,
-    n: int,
-    where: Mapping[str, Any] | Sequence[str],
-    rng: np.random.Generator,
-    settings: SamplingSettings,
-    workers: int | None,
-) -> PlannedBlocks:
-    """``n`` rows satisfying ``where``, as blocks of kept rows (see the module docstring),
-    with their :class:`~privsyn_core.generation.fitted.BlockPlan` (its ``where`` set), which
-    a writer that makes rows itself (Spark) takes instead. The conditions and the bound are
-    checked when this is called, before any draw."""
-    conditions = resolve(model, where)
-    check_bound(model, n, conditions)
-    sizes = block_sizes(n, settings.block_rows)
-    plan = BlockPlan(model, sizes, settings, block_seeds(rng, len(sizes)), where=conditions)
-    blocks = (sample for i in range(len(sizes)) for sample in block_where(plan, i, workers))
-    return PlannedBlocks(blocks, plan)
-
-
 def block_where(
     plan: BlockPlan, index: int, workers: int | None = 1
 ) -> Generator[Sample, None, None]:
-    """Block ``index`` of a conditional ``plan``: ``plan.sizes[index]`` rows satisfying
-    ``plan.where``, by rejection from the block's own generator, in rounds of blocks made
-    by ``workers`` processes (the rows do not depend on their number). Its share of
-    :data:`MAX_DRAWS` bounds its draws."""
+    """Block ``index`` of a conditional ``plan`` (made by
+    :meth:`~privsyn_core.generation.fitted.FittedModel.generate_where`, its ``where``
+    resolved and bounded): ``plan.sizes[index]`` rows satisfying ``plan.where``, by
+    rejection from the block's own generator, in rounds of blocks made by ``workers``
+    processes (the rows do not depend on their number). Its share of :data:`MAX_DRAWS`
+    bounds its draws."""
     n = plan.sizes[index]
     share = math.ceil(MAX_DRAWS * n / plan.sizes.rows)
     p = probability(plan.model, plan.where)

@@ -320,7 +320,7 @@ class FittedModel:
         own conditional distribution; post-processing, at no privacy cost. The conditions,
         and the bound on the draws they need, are checked when this is called (a readable
         :class:`InputError`); the same seed and conditions give the same rows."""
-        from privsyn_core.generation.conditional import conditional_blocks
+        from privsyn_core.generation.conditional import block_where, check_bound, resolve
 
         if seed is not None and rng is not None:
             raise InputError("give a seed or a random generator, not both")
@@ -328,7 +328,13 @@ class FittedModel:
         settings = self._settings(gum, settings)
         n = self.default_rows if n is None else n
         check_rows(n)
-        return conditional_blocks(self, int(n), where, rng, settings, workers)
+        conditions = resolve(self, where)
+        check_bound(self, int(n), conditions)  # before any draw
+        # the blocks of an unconditioned sample of n rows, each made by rejection
+        sizes = block_sizes(int(n), settings.block_rows)
+        plan = BlockPlan(self, sizes, settings, block_seeds(rng, len(sizes)), where=conditions)
+        blocks = (sample for i in range(len(sizes)) for sample in block_where(plan, i, workers))
+        return PlannedBlocks(blocks, plan)
 
     def generate_blocks(
         self,

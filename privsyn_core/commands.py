@@ -763,7 +763,10 @@ def _plan(args: argparse.Namespace) -> int:
         private_categories=args.private_categories,
         private_ranges=args.private_ranges,
         private_undecided=args.undeclared,
-        rows_per_person=args.max_rows_per_person,
+        # no table is read: the person column's name does not change the noise, only K
+        unit=ROW
+        if args.max_rows_per_person == 1
+        else PrivacyUnit("person", args.max_rows_per_person),
     )
     print(f"epsilon {args.epsilon:g}, delta {args.delta:g}: rho = {plan.rho:.6g} (zCDP)")
     if args.max_rows_per_person > 1:

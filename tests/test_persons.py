@@ -297,7 +297,9 @@ def test_planner_shows_k_times_the_noise(capsys):
     from privsyn_core.privacy.planner import plan_budget
 
     row = plan_budget(1.0, 1e-9, 6, private_categories=2, private_structure=2)
-    person = plan_budget(1.0, 1e-9, 6, private_categories=2, private_structure=2, rows_per_person=5)
+    person = plan_budget(
+        1.0, 1e-9, 6, private_categories=2, private_structure=2, unit=PrivacyUnit("pid", 5)
+    )
     assert person.rho == row.rho
     for a, b in zip(row.steps, person.steps, strict=True):
         assert b.rho == pytest.approx(a.rho)

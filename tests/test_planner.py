@@ -8,10 +8,13 @@ from hypothesis import strategies as st
 
 from privsyn_core import GumSettings, PrivSynConfig, synthesize
 from privsyn_core.data.schema import ColumnSchema, Kind, Schema
-from privsyn_core.measuring.indif import indif_sigma
+from privsyn_core.measuring.indif import INDIF_SENSITIVITY, indif_sigma
+from privsyn_core.measuring.private_domain import category_threshold
+from privsyn_core.measuring.reading import FrameTable
 from privsyn_core.pipeline import measure
-from privsyn_core.privacy.ledger import gaussian_sigma, rho_from_epsilon_delta
-from privsyn_core.privacy.planner import forecast_columns, plan_budget
+from privsyn_core.privacy.ledger import ROW, PrivacyUnit, gaussian_sigma, rho_from_epsilon_delta
+from privsyn_core.privacy.noise import SecureNoise
+from privsyn_core.privacy.planner import CountsOnce, forecast_columns, plan_budget
 
 
 def test_plan_splits_rho_like_the_pipeline_and_reports_each_sigma():
@@ -144,6 +147,45 @@ def test_forecast_agrees_with_what_a_run_leaves_out():
         assert {name for name, _ in result.excluded} == likely
 
 
+def _people_table(rows: int = 3000) -> pd.DataFrame:
+    """750 people of 4 rows each; ``shade``'s 8 values hold about 375 rows each."""
+    rng = np.random.default_rng(0)
+    return pd.DataFrame(
+        {
+            "pid": [f"p{i // 4}" for i in range(rows)],
+            "colour": rng.choice(["red", "green", "blue"], rows),
+            "shade": rng.choice([f"s{i}" for i in range(8)], rows),
+        }
+    )
+
+
+def test_forecast_per_person_simulates_the_runs_noise_for_k_rows():
+    """At K = 4 every sigma is 4 times the per-row one: ``shade``'s values, each well above
+    the per-row threshold, fall below the person-level one. The forecast says so, and runs
+    with the same person column and K leave out what it said (per row they keep it)."""
+    table = _people_table()
+    schema = Schema.undeclared(["colour", "shade"])
+    unit = PrivacyUnit("pid", 4)
+    per_row = forecast_columns(table.drop(columns="pid"), schema, 1.0, 1e-9)
+    per_person = forecast_columns(table, schema, 1.0, 1e-9, unit=unit)
+    assert {c.name: c.status for c in per_row.columns} == {"colour": "kept", "shade": "kept"}
+    assert {c.name: c.status for c in per_person.columns} == {
+        "colour": "kept",
+        "shade": "likely lost",
+    }
+    # the threshold is the run's own for K rows: K + sigma z(delta / K), sigma K times
+    assert per_person.category_threshold > 4 * per_row.category_threshold
+    for seed in range(2):
+        run = measure(
+            table, 1.0, 1e-9, rng=np.random.default_rng(seed), person="pid", max_rows_per_person=4
+        )
+        assert run.preparation is not None
+        assert {name for name, _ in run.preparation.excluded} == {"shade"}
+    # counted once for one unit, a table is not forecast for another
+    with pytest.raises(ValueError, match="counted per row"):
+        forecast_columns(CountsOnce(FrameTable(table)), schema, 1.0, 1e-9, unit=unit)
+
+
 def test_forecast_of_a_sparse_column_says_why_it_is_lost():
     """A numeric column with 30 values in 3,000 rows: no doubling clears the noise, even with
     a second estimate, and the forecast says so in the run's own words."""
@@ -222,15 +264,23 @@ def run_settings(draw):
         marginals=(("a", "b"), ("b", "c", "d")) if selection == "given" else (),
         gum=GumSettings(iterations=2),
     )
-    return config, draw(st.sampled_from(["coded", "categories open", "all open"]))
+    structure = draw(st.sampled_from(["coded", "categories open", "all open"]))
+    k = draw(st.sampled_from([None, 1, 3]))  # per row, or per person with at most K rows
+    return config, structure, ROW if k is None else PrivacyUnit("pid", k)
+
+
+#: each step's per-row sensitivity (InDif and PrivBayes's scores: 4, paper Lemma 4.1)
+_PER_ROW = {"indif": INDIF_SENSITIVITY, "privbayes": INDIF_SENSITIVITY}
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(run_settings(), st.integers(0, 2**16))
 def test_for_any_configuration_the_plan_is_the_runs_own_arithmetic(setting, seed):
     """The plan's rho per step is what the ledger of a run records, for random selections,
-    noise, shares, targets and open structure: one budget split, not two (issue 25)."""
-    config, structure = setting
+    noise, shares, targets and open structure: one budget split, not two (issue 25). Per
+    person with K rows, the plan's noise is the run's: each step's sigma and the category
+    threshold are the ones the run drew its noise with, K times the per-row ones (issue 26)."""
+    config, structure, unit = setting
     rng = np.random.default_rng(seed)
     codes = {c: rng.integers(0, 3, 5000) for c in "abcd"}  # every category survives
     if structure == "coded":
@@ -243,13 +293,39 @@ def test_for_any_configuration_the_plan_is_the_runs_own_arithmetic(setting, seed
             kwargs, counts = {"schema": kinds}, {"private_categories": 4}
         else:
             kwargs, counts = {}, {"private_structure": 4, "private_undecided": 4}
+    if unit.person is not None:  # 2,500 people of about 2 rows: few are bounded
+        table = table.assign(pid=rng.integers(0, 2500, len(table)))
+        kwargs = {**kwargs, "person": "pid", "max_rows_per_person": unit.rows_per_person}
     measured = measure(table, 1.0, 1e-6, config=config, rng=rng, **kwargs)
+    assert measured.ledger.unit == unit
     spent: dict[str, float] = {}
+    sigmas: dict[str, set[float]] = {}
     for entry in measured.ledger.entries:
         spent[entry.step] = spent.get(entry.step, 0.0) + entry.rho
-    plan = plan_budget(1.0, 1e-6, 4, config=config, **counts)
+        sigmas.setdefault(entry.step, set()).add(entry.sigma)
+        per_row = _PER_ROW.get(entry.step, 1.0)
+        assert entry.sensitivity == unit.rows_per_person * per_row, entry.step
+    plan = plan_budget(1.0, 1e-6, 4, config=config, unit=unit, **counts)
     assert plan.rho == pytest.approx(measured.ledger.budget_rho)
-    planned = {_STEP_OF_PLAN[s.step]: s.rho for s in plan.steps}
+    planned = {_STEP_OF_PLAN[s.step]: s for s in plan.steps}
     assert planned.keys() == spent.keys()
-    for step, rho in planned.items():
-        assert spent[step] == pytest.approx(rho, rel=1e-9), step
+    for step, planned_step in planned.items():
+        assert spent[step] == pytest.approx(planned_step.rho, rel=1e-9), step
+    # the noise each query drew where the plan knows it before the run: every column's
+    # structure and 1-way count, the InDif scores, every category estimate (all four columns
+    # are categorical) and equal marginals of a count known in advance
+    known = ["structure", "one_way", "indif", "domain"]
+    if config.noise == "equal_gaussian" and config.selection in ("all_pairs", "given"):
+        known.append("marginal")
+    for step in set(known) & planned.keys():
+        [drawn] = sigmas[step]
+        assert drawn == pytest.approx(planned[step].sigma, rel=1e-9), step
+    if plan.categories is not None:  # the threshold a release run's categories must clear
+        noise = SecureNoise(unit)
+        thresholds = {
+            category_threshold(e.sigma, e.delta, noise)
+            for e in measured.ledger.entries
+            if e.step == "domain" and e.delta > 0
+        }
+        [threshold] = thresholds
+        assert threshold == pytest.approx(plan.categories.threshold, rel=1e-9)

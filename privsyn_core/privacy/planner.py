@@ -9,6 +9,10 @@ private structure and domain estimates are likely to leave out at this budget, a
 reads the private table (exact counts) and runs the engine's own preparation step on them
 with simulated noise, so it is shown to the data owner only and releases nothing; no budget
 is spent and nothing is recorded.
+
+Both take the run's :class:`~privsyn_core.privacy.ledger.PrivacyUnit`: with a person column and
+K rows per person, a run calibrates every step for K rows (K times the per-row noise), and a
+forecast that simulated per-row noise would promise columns the run then loses.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from privsyn_core.data.schema import Schema
 from privsyn_core.data.values import NUMBER_CLASSES
 from privsyn_core.measuring.counting import Counter
 from privsyn_core.measuring.indif import indif_sigma
+from privsyn_core.measuring.persons import bounded
 from privsyn_core.measuring.private_domain import (
     CATEGORY_WEIGHT,
     FIRST_RANGE_SHARE,
@@ -131,7 +136,7 @@ def plan_budget(
     private_ranges: int = 0,
     private_undecided: int = 0,
     noise: SeededNoise | SecureNoise | None = None,
-    rows_per_person: int = 1,
+    unit: PrivacyUnit = ROW,
 ) -> BudgetPlan:
     """The split of rho over PrivSyn's steps (Algorithm 3) and each step's noise.
 
@@ -141,11 +146,11 @@ def plan_budget(
     they get one estimate of either sort (and may release categories). ``noise`` is the noise
     source whose tail bound sets the category threshold (release mode by default), recalibrated
     for the plan's privacy unit.
-    ``rows_per_person`` K > 1 plans a person-level guarantee: every sigma is K times the
-    per-row one, and the category threshold is the person-level one.
+    ``unit`` is the run's privacy unit: per person with K rows, every sigma is K times the
+    per-row one and the category threshold is the person-level one, as the run's own noise
+    (:meth:`PrivacyUnit.sigma`, :func:`category_threshold`).
     """
     config = config or PrivSynConfig()
-    unit = ROW if rows_per_person == 1 else PrivacyUnit("person", rows_per_person)
     calibrated = replace(noise or SecureNoise(), unit=unit)
     estimates = private_categories + private_ranges + private_undecided
     may_threshold = private_categories + private_undecided
@@ -346,11 +351,17 @@ class CountsOnce:
     """A :class:`~privsyn_core.measuring.reading.RawTable` that counts each aggregate once,
     so that many simulated runs cost little more than one (and a forecast redone at another
     epsilon costs no counting at all, when the caller keeps it). Owner-only: it holds exact
-    counts of the private table."""
+    counts of the private table.
 
-    def __init__(self, table: RawTable) -> None:
-        self.table = table
-        self.names = table.names
+    Under a person-level ``unit`` it counts the table a run would count: at most K rows per
+    person, without the person column (:func:`~privsyn_core.measuring.persons.bounded`), the
+    rows chosen once with seed 0 so the forecast is reproducible. A run chooses its own rows,
+    which differ only among the people who hold more than K."""
+
+    def __init__(self, table: RawTable, unit: PrivacyUnit = ROW) -> None:
+        self.unit = unit
+        self.table = bounded(table, unit, ForecastNoise(np.random.default_rng(0), unit=unit))
+        self.names = self.table.names
         self._cache: dict[object, Any] = {}
 
     def _once(self, key: object, count: Callable[[], Any]) -> Any:
@@ -394,6 +405,7 @@ def forecast_columns(
     *,
     config: PrivSynConfig | None = None,
     draws: int = FORECAST_DRAWS,
+    unit: PrivacyUnit = ROW,
 ) -> TableForecast:
     """Which columns a run at ``epsilon`` and ``delta`` is likely to leave out, and why.
 
@@ -402,6 +414,11 @@ def forecast_columns(
     ``draws`` times on the table's exact counts with :class:`ForecastNoise` (seeds 0, 1, ...),
     and each column's line says how often it was left out, what the runs kept of it and why.
     Nothing is spent and nothing is released: the forecast is as private as the table.
+
+    ``unit`` is the run's privacy unit: per person, the runs read the table bounded to K rows
+    per person (:class:`CountsOnce`) with noise calibrated for K rows, as the run does; the
+    schema then leaves the person column out, as the run's does. A ``table`` already counted
+    (:class:`CountsOnce`) must have been counted for the same unit.
     """
     from privsyn_core.data.columns import open_parts, prepare_columns
     from privsyn_core.errors import InputError
@@ -409,9 +426,14 @@ def forecast_columns(
 
     config = config or PrivSynConfig()
     if isinstance(table, CountsOnce):
+        if table.unit != unit:
+            raise ValueError(
+                f"the table was counted {table.unit.words}, but the forecast is {unit.words}"
+            )
         counted = table
     else:
-        counted = CountsOnce(FrameTable(table) if isinstance(table, pd.DataFrame) else table)
+        raw = FrameTable(table) if isinstance(table, pd.DataFrame) else table
+        counted = CountsOnce(raw, unit)
     parts = open_parts(schema)
     reserved = config.threshold_delta_share * delta if parts.possible_category_estimates else 0.0
     rho = rho_from_epsilon_delta(epsilon, delta - reserved, config.conversion)
@@ -419,7 +441,7 @@ def forecast_columns(
     runs: list[tuple[dict[str, ColumnCodec], dict[str, str]]] = []
     thresholds: list[float] = []
     for seed in range(draws):
-        noise = ForecastNoise(np.random.default_rng(seed))
+        noise = ForecastNoise(np.random.default_rng(seed), unit=unit)
         try:
             prepared = prepare_columns(
                 counted,
@@ -438,7 +460,7 @@ def forecast_columns(
             spent = prepared.measurements
         # the category estimates' thresholds, as categories_from_counts sets them
         thresholds += [
-            1.0 + m.sigma * noise.tail_quantile(m.delta)
+            category_threshold(m.sigma, m.delta, noise)
             for m in spent
             if m.step == "domain" and m.delta > 0
         ]

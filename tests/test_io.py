@@ -35,6 +35,17 @@ def test_one_record_in_another_encoding_changes_only_its_own_reading(tmp_path):
     assert table["city"].tolist() == ["München", "Paris", "Genève"]
 
 
+def test_a_bad_byte_far_past_the_header_is_still_read_as_cp1252(tmp_path):
+    """The whole file is checked before the values are trusted to be UTF-8, not its head."""
+    path = tmp_path / "long.csv"
+    path.write_bytes(
+        ("name,city\n" + "José,München\n" * 20_000).encode() + "Zoë,x\n".encode("cp1252")
+    )
+    table = read_table(path)
+    assert len(table) == 20_001 and table["name"].iloc[-1] == "Zoë"
+    assert set(table["city"].iloc[:-1]) == {"München"}
+
+
 def test_a_record_full_of_semicolons_does_not_change_the_delimiter(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text('a,b\n1,x\n2,"y;z;w;v;u"\n')

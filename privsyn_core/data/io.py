@@ -97,6 +97,21 @@ def _fix_undecodable(text: object) -> object:
     return text
 
 
+def _decodes(file: Path, encoding: str) -> bool:
+    """Whether the whole file is valid ``encoding``: then no value kept a bad byte and there
+    is nothing to read again as cp1252. One pass of the codec over the bytes, where scanning
+    every text column for kept bytes costs a tenth of a second on Adult's 49,000 rows."""
+    decoder = codecs.getincrementaldecoder(encoding)()
+    try:
+        with file.open("rb") as handle:
+            while chunk := handle.read(1 << 24):
+                decoder.decode(chunk)
+            decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _has_undecodable(column: pd.Series) -> bool:
     """Whether any value of a text column kept bad bytes (one scan of the joined text)."""
     values = column.dropna()
@@ -248,7 +263,7 @@ def _read_csv(
         raise InputError(f"{file} is not a well-formed table ({exc})") from None
     if header and names is None and _maybe_renamed(table.columns):
         _refuse_duplicates(_header_names(file, delimiter, encoding, per_value), str(file))
-    if per_value:
+    if per_value and not _decodes(file, encoding):
         table.columns = [_fix_undecodable(c) for c in table.columns]
         for name in table.columns:
             if _has_undecodable(table[name]):

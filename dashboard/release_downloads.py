@@ -5,8 +5,6 @@ them, labelled for what they are."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 
 from privsyn_core.privacy.noise import RELEASE
@@ -16,19 +14,20 @@ from privsyn_core.release.report import release_report
 
 from .downloads import ESCAPE_LABEL
 from .review import literal
+from .state import session
 
 
 def _release(run_id: int, bundle: bytes) -> Release | None:
     """The run's bundle read back (once per session and run: the stored bundle never
     changes), or None after showing why it cannot be."""
-    key = ("release_of_run", run_id)
-    if key not in st.session_state:
+    releases = session.releases
+    if run_id not in releases:
         try:
-            st.session_state[key] = load_release(bundle)
+            releases[run_id] = load_release(bundle)
         except BundleError as exc:
             st.error(literal(f"The release bundle of run {run_id} cannot be read: {exc}"))
             return None
-    return st.session_state[key]
+    return releases[run_id]
 
 
 def _name(run_id: int, randomness: str, what: str, suffix: str) -> str:
@@ -86,12 +85,10 @@ def offer_report(run_id: int, bundle: bytes | None, randomness: str, key: str) -
     release = _release(run_id, bundle)
     if release is None:
         return
-    page_key = ("release_report_of_run", run_id)
-    if page_key not in st.session_state:
-        st.session_state[page_key] = release_report(
-            release.model, convergence=release.convergence
-        ).encode()
-    page: Any = st.session_state[page_key]
+    reports = session.release_reports
+    if run_id not in reports:
+        reports[run_id] = release_report(release.model, convergence=release.convergence).encode()
+    page = reports[run_id]
     st.download_button(
         "Download the release report (HTML page)"
         if randomness == RELEASE

@@ -22,6 +22,7 @@ from privsyn_core.generation.fitted import FittedModel
 from privsyn_core.release.bundle import BundleError, load_model
 
 from . import downloads
+from .state import session
 
 #: the largest table the page makes (the CLI's ``privsyn generate`` has no such cap)
 MAX_ROWS = 2_000_000
@@ -102,7 +103,7 @@ def sample_again(
     ).strip()
     where = split_where(condition) if condition else None
     wanted = (run_id, int(rows), int(seed), int(iterations), condition)
-    store = st.session_state.setdefault("resampled", {})
+    store = session.resampled
     if st.button("Generate a new table (no privacy spend)", key=f"{key}_go"):
         gum = replace(model.defaults.gum, iterations=int(iterations))
         try:

@@ -19,8 +19,8 @@ import streamlit as st
 from privsyn_core.data.schema import DRAFT_WARNING, ColumnSchema, Kind, Schema, infer_schema
 
 from . import state
+from .state import session
 
-DRAFT = "review_draft"
 TICKS = "review_ticks"
 
 
@@ -60,11 +60,11 @@ def apply_ticks(schema: Schema, draft: Schema, ticked: set[str]) -> Schema:
 
 def section(table: pd.DataFrame, busy: bool) -> None:
     """The Data page's "Review a drafted schema" section (in-memory tables only)."""
-    ss = st.session_state
-    draft: Schema | None = ss.get(DRAFT)
+    draft = session.review_draft
     if draft is not None and draft.names() != tuple(str(c) for c in table.columns):
-        draft = ss[DRAFT] = None  # a new table was loaded
-    applied = ss.pop("review_applied", None)
+        draft = session.review_draft = None  # a new table was loaded
+    applied = session.review_applied
+    session.review_applied = None
     st.subheader("Declare what is public: review a drafted schema")
     state.owner_badge()
     st.write(
@@ -76,9 +76,9 @@ def section(table: pd.DataFrame, busy: bool) -> None:
         "other column stays as it is in the schema below."
     )
     if st.button("Draft a schema from this table", key="review_draft_button", disabled=busy):
-        ss[DRAFT] = draft = infer_schema(table)
+        session.review_draft = draft = infer_schema(table)
         for index in range(len(draft.columns)):
-            ss.pop(f"{TICKS}_{index}", None)
+            session.forget(f"{TICKS}_{index}")
     if applied:
         st.success(
             f"Declared {len(applied)} column(s): {literal(', '.join(applied))}. See the schema "
@@ -106,9 +106,9 @@ def section(table: pd.DataFrame, busy: bool) -> None:
             ticked.add(column.name)
     label = f"Declare the {len(ticked)} ticked line(s) in the schema"
     if st.button(label, key="review_apply", disabled=busy or not ticked, type="primary"):
-        ss["schema"] = apply_ticks(state.schema(), draft, ticked)
-        ss["finished"] = None
-        ss.pop("schema_editor", None)  # its edits were made on the old schema
-        ss[DRAFT] = None
-        ss["review_applied"] = sorted(ticked)
+        session.schema = apply_ticks(session.schema, draft, ticked)
+        session.finished = None
+        session.forget("schema_editor")  # its edits were made on the old schema
+        session.review_draft = None
+        session.review_applied = sorted(ticked)
         st.rerun()

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import streamlit as st
-
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.errors import InputError
 from privsyn_core.generation.gum import GumSettings
 from privsyn_core.privacy.ledger import check_epsilon_delta
+
+from .state import session
 
 
 def parse_epsilon(value: object) -> float:
@@ -51,15 +51,14 @@ def parse_seed(text: str) -> int | None:
 
 
 def current_config() -> PrivSynConfig:
-    ss = st.session_state
-    if ss["one_way_share"] + ss["indif_share"] >= 0.95:
+    if session.one_way_share + session.indif_share >= 0.95:
         raise InputError("the 1-way and InDif shares leave too little for the marginals")
     return PrivSynConfig(
-        one_way_share=ss["one_way_share"],
-        indif_share=ss["indif_share"],
-        domain_share=ss["domain_share"],
-        gum=_gum(int(ss["iterations"]), stop_early=ss["stop_at_plateau"]),
-        target=ss.get("target"),
+        one_way_share=session.one_way_share,
+        indif_share=session.indif_share,
+        domain_share=session.domain_share,
+        gum=_gum(int(session.iterations), stop_early=session.stop_at_plateau),
+        target=session.target,
     )
 
 
@@ -74,18 +73,17 @@ def _gum(iterations: int, *, stop_early: bool) -> GumSettings:
 def public_settings(delta: float, seed: int | None) -> dict[str, Any]:
     """The run's settings as the registry stores them: public choices only. The seed's value
     stays out (it would let anyone replay a debug run's noise); only whether one was given."""
-    ss = st.session_state
     return {
-        "epsilon": float(ss["epsilon"]),
+        "epsilon": parse_epsilon(session.epsilon),
         "delta": delta,
-        "one_way_share": float(ss["one_way_share"]),
-        "indif_share": float(ss["indif_share"]),
-        "domain_share": float(ss["domain_share"]),
-        "iterations": int(ss["iterations"]),
-        "stop_at_plateau": bool(ss["stop_at_plateau"]),
+        "one_way_share": float(session.one_way_share),
+        "indif_share": float(session.indif_share),
+        "domain_share": float(session.domain_share),
+        "iterations": int(session.iterations),
+        "stop_at_plateau": bool(session.stop_at_plateau),
         "seed_given": seed is not None,
-        "raw_domains": bool(ss["raw_domains"]),
-        "target": ss.get("target"),
-        "person": ss.get("person"),
-        "max_rows_per_person": None if ss.get("person") is None else ss["max_rows_per_person"],
+        "raw_domains": bool(session.raw_domains),
+        "target": session.target,
+        "person": session.person,
+        "max_rows_per_person": None if session.person is None else session.max_rows_per_person,
     }

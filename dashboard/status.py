@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from . import state
+from .state import session
 
 #: seconds between two looks at the run's progress (the Run page itself looks more often)
 POLL = 1.0
@@ -16,7 +17,7 @@ WAIT_POLL = 2.0
 
 def run_status() -> None:
     """The session's run in the sidebar, looked at as often as it can change."""
-    current = state.job()
+    current = session.job
     if current is None:
         return
     if current.progress.snapshot().ahead is None:
@@ -41,7 +42,7 @@ def _waiting() -> None:
 
 @st.fragment(run_every=POLL)
 def _running() -> None:
-    current = state.job()
+    current = session.job
     if current is None:
         return
     snap = current.progress.snapshot()

@@ -17,7 +17,8 @@ import streamlit as st
 from conftest import ROOT, only_slot_held
 from streamlit.testing.v1 import AppTest
 
-from dashboard import charts, game, worker
+from dashboard import charts, worker
+from dashboard.views import learn_game
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.schema import ColumnSchema, Kind
 from privsyn_core.privacy.ledger import rho_from_epsilon_delta
@@ -146,7 +147,7 @@ def test_learn_page_plays_the_distinguishing_game_once_and_keeps_it():
     assert game_chart(at) is None and "Play the game" in at.info[0].value
     play_game(at)
     played = at.session_state["learn_game"]
-    assert played.inputs == game.GameInputs(1.0, 1000, False, 0)
+    assert played.inputs == learn_game.GameInputs(1.0, 1000, False, 0)
     one_way = played.results[0]
     assert one_way.mechanism == "1-way marginals" and one_way.trials == 1000
     names = [t["name"] for t in game_chart(at)["data"] if t["type"] == "histogram"]

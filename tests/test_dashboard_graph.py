@@ -12,7 +12,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from dashboard.graph import (
+from dashboard.views.marginals_graph import (
     CIRCLE_AT_MOST,
     EDGE_WIDTH_RANGE,
     LAYOUT_WIDTH,

@@ -15,7 +15,7 @@ import streamlit as st
 from conftest import ROOT, only_slot_held, planted_pair
 from streamlit.testing.v1 import AppTest
 
-from dashboard import lab_jobs
+from dashboard.views import lab_jobs
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.generation.gum import STRATEGY_NAMES, GumSettings
 from privsyn_core.lab import LabArm, plan_lab, run_lab

@@ -19,7 +19,8 @@ from privsyn_core.release.registry import bytes_fingerprint
 __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 
 from .. import review, sources, state
-from ..structure_tables import structure_frame, structure_plan_frame
+from ..state import session
+from .data_structure_tables import structure_frame, structure_plan_frame
 
 st.title("Data")
 st.write(
@@ -85,29 +86,29 @@ def load_upload(name: str, data: bytes) -> pd.DataFrame:
 # in use as it was, and says so.
 if upload is not None and not busy:
     seen = upload.file_id
-    if st.session_state.get("upload_seen") != seen:
+    if session.upload_seen != seen:
         data = upload.getvalue()
         try:
             loaded = load_upload(upload.name, data)
         except InputError as exc:
-            st.session_state["upload_refused"] = (seen, str(exc))
+            session.upload_refused = (seen, str(exc))
         else:
             state.set_table(loaded, upload.name, bytes_fingerprint(data))
-            st.session_state.pop("upload_refused", None)
+            session.upload_refused = None
             st.success(f"Loaded {upload.name}.")
-        st.session_state["upload_seen"] = seen
-    refused = st.session_state.get("upload_refused")
+        session.upload_seen = seen
+    refused = session.upload_refused
     if refused is not None and refused[0] == seen:
         st.error(
             f"Could not use {upload.name}: {refused[1].rstrip('.')}. The table in use is still "
-            f"{st.session_state['table_name']}."
+            f"{session.table_name}."
         )
 
 if st.button("Use the bundled Adult sample", key="use_sample", disabled=busy):
     state.use_sample()
 
 with st.expander(
-    "Table on disk: a file on this server, too big to upload", expanded=state.disk() is not None
+    "Table on disk: a file on this server, too big to upload", expanded=session.disk is not None
 ):
     st.write(
         "Type the full path of a CSV or Parquet file on the machine that runs this dashboard. "
@@ -123,7 +124,7 @@ with st.expander(
     )
     if st.button("Use this file", key="use_disk", disabled=busy):
         try:
-            described = sources.describe(st.session_state.get("disk_path") or "")
+            described = sources.describe(session.disk_path or "")
         except InputError as exc:
             st.error(f"Cannot use that path: {exc}.")
         else:
@@ -143,8 +144,8 @@ def codes_editor(on_disk: sources.DiskTable) -> None:
     domain_file = st.file_uploader(
         "Domain file (JSON)", type=["json"], key="disk_domain", disabled=busy
     )
-    codes = dict(st.session_state["disk_codes"])
-    if domain_file is not None and st.session_state.get("disk_domain_name") != (
+    codes = dict(session.disk_codes)
+    if domain_file is not None and session.disk_domain_name != (
         domain_file.name,
         domain_file.size,
     ):
@@ -154,9 +155,9 @@ def codes_editor(on_disk: sources.DiskTable) -> None:
             st.error(f"Cannot use {domain_file.name}: {exc}")
         else:
             codes = declared
-            st.session_state["disk_codes"] = codes
-            st.session_state["disk_domain_name"] = (domain_file.name, domain_file.size)
-            st.session_state.pop("disk_codes_editor", None)
+            session.disk_codes = codes
+            session.disk_domain_name = (domain_file.name, domain_file.size)
+            session.forget("disk_codes_editor")
     edited = st.data_editor(
         pd.DataFrame({"column": list(codes), "codes": [codes[c] for c in codes]}),
         key="disk_codes_editor",
@@ -173,9 +174,9 @@ def codes_editor(on_disk: sources.DiskTable) -> None:
         row["column"]: None if pd.isna(row["codes"]) else int(row["codes"])
         for row in edited.to_dict("records")
     }
-    if updated != st.session_state["disk_codes"] and not busy:
-        st.session_state["disk_codes"] = updated
-        st.session_state["finished"] = None
+    if updated != session.disk_codes and not busy:
+        session.disk_codes = updated
+        session.finished = None
     open_columns = [c for c, k in updated.items() if not k]
     if open_columns:
         st.info(
@@ -189,7 +190,7 @@ def codes_editor(on_disk: sources.DiskTable) -> None:
 PRECODED = "pre-coded: whole numbers 0..k-1 (declare k per column)"
 RAW = "raw values: text, numbers, dates (encoded in SQL with the schema below)"
 
-on_disk = state.disk()
+on_disk = session.disk
 if on_disk is not None:
     st.subheader(on_disk.name)
     state.owner_badge()
@@ -208,21 +209,21 @@ if on_disk is not None:
     coded = mode.radio(
         "What the file holds",
         [RAW, PRECODED],
-        index=1 if st.session_state.get("disk_precoded") else 0,
+        index=1 if session.disk_precoded else 0,
         key="disk_mode",
         disabled=busy,
         help="raw values get the same schema as an uploaded table (below); pre-coded files "
         "need each column's number of codes",
     )
-    if (coded == PRECODED) != st.session_state.get("disk_precoded", False):
-        st.session_state["disk_precoded"] = coded == PRECODED
-        st.session_state["finished"] = None
+    if (coded == PRECODED) != session.disk_precoded:
+        session.disk_precoded = coded == PRECODED
+        session.finished = None
     if coded == PRECODED:
         codes_editor(on_disk)
         st.stop()
 else:
-    table = state.table()
-    st.subheader(st.session_state["table_name"])
+    table = session.table
+    st.subheader(session.table_name)
     state.owner_badge()
     st.caption(f"{table.shape[0]:,} rows x {table.shape[1]} columns (true counts: owner-only).")
     st.dataframe(table.head(200), key="preview", width="stretch")
@@ -304,9 +305,9 @@ def _schema_from(rows: pd.DataFrame) -> Schema:
 
 
 st.subheader("Whose privacy")
-names = [c.name for c in state.schema().columns]
-if st.session_state.get("person") not in (None, *names):
-    st.session_state["person"] = None  # a column of another table
+names = [c.name for c in session.schema.columns]
+if session.person not in (None, *names):
+    session.person = None  # a column of another table
 person_column, rows_per_person = st.columns([2, 1])
 person_column.selectbox(
     "Person column (a person-level guarantee)",
@@ -323,15 +324,15 @@ rows_per_person.number_input(
     max_value=10_000,
     step=1,
     key="max_rows_per_person",
-    disabled=st.session_state.get("person") is None,
+    disabled=session.person is None,
     help="Public: the noise is K times the per-row noise for the same epsilon. Choose about "
     "the number of rows a typical person has (see the README).",
 )
-if st.session_state.get("person") is not None:
+if session.person is not None:
     st.caption(
         f"The guarantee: {state.unit().words}. The noise of every step is "
-        f"{st.session_state['max_rows_per_person']} times the per-row noise; the column "
-        f"{st.session_state['person']!r} is left out of the schema below for the run."
+        f"{session.max_rows_per_person} times the per-row noise; the column "
+        f"{session.person!r} is left out of the schema below for the run."
     )
 
 raw = st.toggle(
@@ -340,7 +341,7 @@ raw = st.toggle(
     persist_state="session",
 )
 edited = st.data_editor(
-    _rows(state.schema()),
+    _rows(session.schema),
     key="schema_editor",
     hide_index=True,
     width="stretch",
@@ -377,9 +378,9 @@ try:
 except (InputError, ValueError) as exc:
     st.error(f"That schema edit cannot be used: {exc}")
 else:
-    if updated != state.schema():
-        st.session_state["schema"] = updated
-        st.session_state["finished"] = None
+    if updated != session.schema:
+        session.schema = updated
+        session.finished = None
         st.rerun()
 if raw:
     st.warning(
@@ -388,7 +389,7 @@ if raw:
     )
 
 st.subheader("Where each structural choice comes from")
-finished = st.session_state.get("finished")
+finished = session.finished
 if finished is not None and finished.result.columns:
     if finished.result.end_to_end_dp:
         state.dp_badge()
@@ -411,7 +412,7 @@ if finished is not None and finished.result.columns:
 else:
     st.caption("Before a run: what is declared, and what the run will estimate or read.")
     st.dataframe(
-        structure_plan_frame(state.schema(), raw=raw),
+        structure_plan_frame(session.schema, raw=raw),
         key="structure_plan",
         hide_index=True,
         width="stretch",

@@ -21,17 +21,19 @@ from privsyn_core.release.registry import WARN_SHARE, BudgetStatus, Registry, Ru
 # ("dashboard" in a checkout, "privsyn_dashboard" installed) for the imports below.
 __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 
-from .. import records, resample, runs, state
+from .. import records, resample, state
 from ..settings import parse_delta
+from ..state import session
+from . import history_runs
 
 st.title("History")
-ss = st.session_state
 st.caption(
     "Every run the dashboard or the `privsyn` command line finished is kept in the run "
     "registry with its ledger, settings and release bundle. Shown here: those stored DP "
     "artifacts only; the table itself is read just to recognise it (its fingerprint)."
 )
-if notice := ss.pop("history_notice", None):
+if notice := session.history_notice:
+    session.history_notice = None
     st.success(notice)
 
 registry = records.registry_or_stop()
@@ -45,13 +47,13 @@ try:
 except records.REGISTRY_ERRORS as exc:
     records.stop_with(records.unavailable(exc))
 try:
-    delta: float | None = parse_delta(ss["delta_text"])
+    delta: float | None = parse_delta(session.delta_text)
 except InputError:
     delta = None
 
 
 def show_runs(listed: list[RunRecord]) -> None:
-    st.subheader("Runs" + ("" if show_all else f" on {ss['table_name']}"))
+    st.subheader("Runs" + ("" if show_all else f" on {session.table_name}"))
     state.dp_badge()
     if not listed:
         st.info(
@@ -61,7 +63,7 @@ def show_runs(listed: list[RunRecord]) -> None:
         )
         return
     st.dataframe(
-        runs.runs_frame(listed),
+        history_runs.runs_frame(listed),
         key="history_runs",
         hide_index=True,
         width="stretch",
@@ -105,7 +107,7 @@ def show_budget(status: BudgetStatus, mine: list[RunRecord]) -> None:
             "stays counted in full, since nobody can tell what it measured or released."
         )
         st.dataframe(
-            runs.held_frame(held),
+            history_runs.held_frame(held),
             key="history_held",
             hide_index=True,
             width="stretch",
@@ -160,10 +162,10 @@ def budget_controls(status: BudgetStatus) -> None:
         return
     value = rho if set_clicked else None
     try:
-        Registry().set_lifetime_budget(dataset, ss["table_name"], value)
+        Registry().set_lifetime_budget(dataset, session.table_name, value)
     except records.REGISTRY_ERRORS as exc:
         records.stop_with(records.unavailable(exc))
-    ss["history_notice"] = (
+    session.history_notice = (
         "Lifetime budget cleared." if value is None else f"Lifetime budget set to rho {value:.4g}."
     ) + (
         " It is already spent: further runs on this table will be refused."
@@ -175,7 +177,7 @@ def budget_controls(status: BudgetStatus) -> None:
 
 def pick(title: str, listed: list[RunRecord], index: int, key: str) -> int:
     """A run id chosen from ``listed``, newest first."""
-    labels = {r.id: runs.label(r) for r in reversed(listed)}
+    labels = {r.id: history_runs.label(r) for r in reversed(listed)}
     return st.selectbox(title, list(labels), index=index, key=key, format_func=labels.get)
 
 
@@ -195,11 +197,13 @@ def compare(listed: list[RunRecord]) -> None:
         return
     first, second = (next(r for r in listed if r.id == i) for i in (a, b))
     st.markdown("**Settings**")
-    st.dataframe(runs.settings_frame(first, second), key="compare_settings", hide_index=True)
+    st.dataframe(
+        history_runs.settings_frame(first, second), key="compare_settings", hide_index=True
+    )
     st.markdown("**rho per step** (from each run's stored ledger)")
-    st.dataframe(runs.steps_frame(first, second), key="compare_steps", hide_index=True)
+    st.dataframe(history_runs.steps_frame(first, second), key="compare_steps", hide_index=True)
     st.markdown("**Marginals selected**")
-    frame = runs.marginals_frame(first, second)
+    frame = history_runs.marginals_frame(first, second)
     both = int((frame[f"run {a}"] & frame[f"run {b}"]).sum())
     st.caption(f"{both} marginals in both runs, {len(frame) - both} in only one.")
     st.dataframe(frame, key="compare_marginals", hide_index=True, width="stretch")
@@ -218,7 +222,7 @@ def redownload(listed: list[RunRecord]) -> None:
     except records.REGISTRY_ERRORS as exc:
         records.stop_with(records.unavailable(exc))
     why_none = records.no_bundle_reason(
-        run.id, run.ledger.get("not_private", []), runs.outcome(run)
+        run.id, run.ledger.get("not_private", []), history_runs.outcome(run)
     )
     records.offer_bundle(run.id, bundle, run.randomness, why_none, key="history_bundle")
     model, why_not = resample.model_from_bundle(bundle)

@@ -3,11 +3,11 @@
 The engine does the work (``privsyn_core.lab``): configurations that differ only in how the
 table is generated share one measurement per seed, and each measurement is a run's spend at the
 Privacy page's epsilon and delta, recorded in the run registry as it is made. The comparison
-runs in a background thread in one of the server's run slots, like a run (``dashboard.lab_jobs``):
-past the cap it waits in line; a fragment polls its progress (seed, configuration, GUM
-iteration) and Cancel stops it at the next step or iteration. Convergence curves are
-post-processing of DP measurements; the fidelity scores read the real table and are owner-only,
-never exported.
+runs in a background thread in one of the server's run slots, like a run (``lab_jobs.py``,
+beside this page): past the cap it waits in line; a fragment polls its progress (seed,
+configuration, GUM iteration) and Cancel stops it at the next step or iteration. Convergence
+curves are post-processing of DP measurements; the fidelity scores read the real table and are
+owner-only, never exported.
 """
 
 from __future__ import annotations
@@ -29,9 +29,11 @@ from privsyn_core.release.registry import Registry
 
 __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 
-from .. import lab_jobs, records, state, worker
+from .. import records, state, worker
 from ..charts import lab_convergence, lab_fidelity
 from ..settings import current_config, parse_delta, parse_epsilon
+from ..state import session
+from . import lab_jobs
 
 #: ready-made comparisons: (name, paper section, [(configuration, top-level and GUM changes)])
 PRESETS: dict[str, tuple[str, list[tuple[str, dict[str, Any]]]]] = {
@@ -200,24 +202,24 @@ POLL = 0.5
 
 def collect() -> None:
     """Move the session's finished comparison out of its worker and into the session."""
-    job = ss.get("lab_job")
+    job = session.lab_job
     outcome = None if job is None else job.tracker.snapshot().outcome
     if outcome is None:
         return
-    ss["lab_job"] = None
+    session.lab_job = None
     if isinstance(outcome, lab_jobs.LabDone):
         request = job.request
-        ss["lab_result"] = (request.preset, request.label, outcome.result, outcome.run_ids)
-        ss["lab_stopped"] = None
-        ss["lab_notes"] = outcome.budget_warnings
+        session.lab_result = (request.preset, request.label, outcome.result, outcome.run_ids)
+        session.lab_stopped = None
+        session.lab_notes = outcome.budget_warnings
     else:
-        ss["lab_stopped"] = outcome
+        session.lab_stopped = outcome
 
 
 @st.fragment(run_every=POLL)
 def live() -> None:
     """The comparison in progress, redrawn from a snapshot every POLL seconds."""
-    job = ss.get("lab_job")
+    job = session.lab_job
     if job is None:
         return
     snap = job.tracker.snapshot()
@@ -260,9 +262,8 @@ st.write(
     "each on the same table and budget with several seeds, and compare how GUM converges "
     "and how close each synthetic table comes to the real one."
 )
-ss = st.session_state
 collect()
-job = ss.get("lab_job")
+job = session.lab_job
 if job is not None:
     request = job.request
     st.write(
@@ -283,7 +284,7 @@ if job is not None:
     live()
     st.stop()
 
-if state.disk() is not None:
+if session.disk is not None:
     st.info(
         "The Lab compares configurations on a table in memory. The table in use is a file "
         "on disk (for full-size runs on the Run page): load a table, or a sample of this one, "
@@ -291,8 +292,8 @@ if state.disk() is not None:
     )
     st.stop()
 try:
-    epsilon = parse_epsilon(ss["epsilon"])
-    delta = parse_delta(ss["delta_text"])
+    epsilon = parse_epsilon(session.epsilon)
+    delta = parse_delta(session.delta_text)
     current_config()
 except InputError as exc:
     st.error(f"{exc} (fix it on the Privacy page)")
@@ -323,11 +324,11 @@ seeds = left.number_input(
     help="every seed measures the table again with fresh noise, so the spread over seeds "
     "shows the DP noise as well as GUM's randomness",
 )
-columns = [c.name for c in state.schema().included()]
+columns = [c.name for c in session.schema.included()]
 label = right.selectbox(
     "column to predict for the SVM score (optional)",
     [None, *columns],
-    index=[None, *columns].index(ss["target"]) if ss.get("target") in columns else 0,
+    index=[None, *columns].index(session.target) if session.target in columns else 0,
     format_func=lambda name: "none" if name is None else name,
     key="lab_label",
     persist_state="session",
@@ -347,7 +348,7 @@ st.info(
     f"{rho:.3g}, that is (epsilon {epsilon_from_rho(rho, delta):.3g}, delta {delta:g})-DP "
     "for this table, recorded in the run registry like any run."
 )
-if ss.get("raw_domains"):
+if session.raw_domains:
     st.caption(
         "The Lab keeps every comparison end-to-end DP: it decides open domains privately, as "
         "declared on the Data page, and does not use the raw-domain shortcut you chose there "
@@ -380,13 +381,13 @@ def budget_left() -> tuple[str, bool]:
 note, fits = budget_left()
 (st.caption if fits else st.error)(note)
 if st.button("Run the comparison", key="lab_run", type="primary", disabled=not fits):
-    table, schema = state.table(), state.schema()
+    table, schema = session.table, session.schema
     known = state.dataset_fingerprint()
     started = lab_jobs.start(
         lab_jobs.LabRequest(
             compare=partial(run_lab, table, epsilon, delta, plan, schema=schema, label=label),
             dataset=lambda: known,
-            name=ss["table_name"],
+            name=session.table_name,
             preset=preset,
             label=label,
             epsilon=epsilon,
@@ -401,18 +402,18 @@ if st.button("Run the comparison", key="lab_run", type="primary", disabled=not f
             "as it lets wait. Nothing was started and no budget was spent: try again in a while."
         )
         st.stop()
-    ss["lab_job"] = started
+    session.lab_job = started
     st.rerun()
 
-stopped = ss.get("lab_stopped")
+stopped = session.lab_stopped
 if stopped is not None:
     if stopped.kind == "cancelled":
         st.warning(f"The last comparison was cancelled: {stopped.message}")
     else:
         st.error(stopped.message)
 
-if ss.get("lab_result") is not None:
-    preset_run, label_run, result, run_ids = ss["lab_result"]
+if session.lab_result is not None:
+    preset_run, label_run, result, run_ids = session.lab_result
     st.subheader(f"{preset_run}: {result.plan.seeds} seeds")
     if preset_run in PRESETS:
         st.caption(f"Paper, {PRESETS[preset_run][0]}.")
@@ -420,7 +421,7 @@ if ss.get("lab_result") is not None:
         f"Spent rho {result.spent_rho:.3g} in {len(result.ledgers)} measurements, recorded as "
         f"runs {', '.join(map(str, run_ids))} (History)."
     )
-    for note in ss.get("lab_notes", ()):
+    for note in session.lab_notes:
         st.warning(f"Lifetime budget: {note}. See the History page before running again.")
     st.markdown(
         "**How GUM converges**: mean L1 distance between each synthetic table's marginals and "

@@ -19,7 +19,9 @@ from privsyn_core.privacy.ledger import gaussian_sigma, rho_from_epsilon_delta
 # ("dashboard" in a checkout, "privsyn_dashboard" installed) for the imports below.
 __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 
-from .. import charts, game, state
+from .. import charts, state
+from ..state import session
+from . import learn_game
 
 st.title("Learn how PrivSyn works")
 
@@ -132,7 +134,7 @@ game_trials = middle.slider(
 game_seed = right.number_input(
     "random seed (same seed, same game)", 0, 10**6, 0, key="learn_game_seed"
 )
-game_step = st.radio("noisy step", game.STEPS, horizontal=True, key="learn_game_step")
+game_step = st.radio("noisy step", learn_game.STEPS, horizontal=True, key="learn_game_step")
 game_broken = st.toggle(
     "break the noise (halve it)",
     key="learn_game_broken",
@@ -140,13 +142,15 @@ game_broken = st.toggle(
     "as a bug in the code would: watch whether the audit notices.",
 )
 st.caption(
-    f"delta is fixed at {game.DELTA:g}. Both tables are generated (3 small columns), so the "
+    f"delta is fixed at {learn_game.DELTA:g}. Both tables are generated (3 small columns), so the "
     "noise is seeded debug noise: nothing private is measured."
 )
-game_inputs = game.GameInputs(float(game_epsilon), int(game_trials), game_broken, int(game_seed))
+game_inputs = learn_game.GameInputs(
+    float(game_epsilon), int(game_trials), game_broken, int(game_seed)
+)
 if st.button("Play the game", key="learn_game_play", type="primary"):
     with st.spinner(f"Playing {game_inputs.trials:,} rounds on each table, for every step ..."):
-        st.session_state[game.SESSION_KEY] = game.play(game_inputs)
+        session.learn_game = learn_game.play(game_inputs)
 
 
 def show_metrics(result: AuditResult) -> None:
@@ -177,7 +181,7 @@ def show_metrics(result: AuditResult) -> None:
     )
 
 
-def show_play(play: game.GamePlay, step: str) -> None:
+def show_play(play: learn_game.GamePlay, step: str) -> None:
     """The game of one step from a finished play: histograms, numbers, verdict."""
     result = play.step(step)
     state.generated_badge()
@@ -185,7 +189,7 @@ def show_play(play: game.GamePlay, step: str) -> None:
     figure = charts.distinguishing_game(result.on_d, result.on_neighbour)
     st.plotly_chart(figure, key="learn_game_chart")
     show_metrics(result)
-    holds, line = game.verdict(result)
+    holds, line = learn_game.verdict(result)
     if not holds:
         st.error(line)
     elif play.inputs.broken:
@@ -199,7 +203,7 @@ def show_play(play: game.GamePlay, step: str) -> None:
     st.caption(f"Played in {play.seconds:.1f} s (all four steps), seed {play.inputs.seed}.")
 
 
-last_play: game.GamePlay | None = st.session_state.get(game.SESSION_KEY)
+last_play: learn_game.GamePlay | None = session.learn_game
 if last_play is not None and last_play.inputs == game_inputs:
     show_play(last_play, game_step)
 elif last_play is not None:

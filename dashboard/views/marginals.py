@@ -14,7 +14,8 @@ __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 
 from .. import records, release_downloads, state
 from ..charts import indif_heatmap, selection_summary
-from ..graph import graph_page
+from ..state import session
+from .marginals_graph import graph_page
 
 st.title("Marginals")
 finished = state.finished_or_stop(
@@ -55,10 +56,10 @@ st.caption(
     "with separate-and-join on, GUM synthesises each on its own (paper section 5.3)."
 )
 html_key = ("graph_html", finished.fingerprint, id(result))
-if st.session_state.get("graph_key") != html_key:
-    st.session_state["graph_page"] = graph_page(result.graph, result.marginals)
-    st.session_state["graph_key"] = html_key
-page = st.session_state["graph_page"]
+if session.graph_key != html_key:
+    session.graph_page = graph_page(result.graph, result.marginals)
+    session.graph_key = html_key
+page = session.graph_page
 st.iframe(page.html, height=page.height)
 
 st.subheader("All measured marginals")

@@ -18,7 +18,7 @@ from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.columns import open_parts
 from privsyn_core.data.schema import Schema
 from privsyn_core.errors import InputError
-from privsyn_core.measuring.reading import FrameTable
+from privsyn_core.measuring.counters import FrameTable
 from privsyn_core.privacy.planner import (
     ColumnForecast,
     CountsOnce,
@@ -33,6 +33,7 @@ __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 
 from .. import review, state
 from ..settings import current_config, parse_delta, parse_epsilon
+from ..state import session
 
 st.title("Privacy budget")
 st.write(
@@ -59,9 +60,9 @@ with left:
         persist_state="session",
         help="for example 1e-9; must be below 1/rows",
     )
-    names = [c.name for c in state.schema().included()]
-    if st.session_state.get("target") not in (None, *names):  # a column of an earlier table
-        st.session_state["target"] = None
+    names = [c.name for c in session.schema.included()]
+    if session.target not in (None, *names):  # a column of an earlier table
+        session.target = None
     st.selectbox(
         "prediction target (optional)",
         [None, *names],
@@ -95,15 +96,15 @@ with right:
     )
 
 try:
-    epsilon = parse_epsilon(st.session_state["epsilon"])
-    delta = parse_delta(st.session_state["delta_text"])
+    epsilon = parse_epsilon(session.epsilon)
+    delta = parse_delta(session.delta_text)
     config = current_config()
 except InputError as exc:
     st.error(str(exc))
     st.stop()
 
-schema = state.schema()
-raw = st.session_state["raw_domains"]
+schema = session.schema
+raw = session.raw_domains
 parts = open_parts(schema)
 included = len(schema.included())
 plan = plan_budget(
@@ -163,11 +164,10 @@ def _forecast(
 ) -> TableForecast | None:
     """The engine's forecast for the session's table at these settings, kept in the session
     (the exact counts once per table, the forecast once per table, schema and settings)."""
-    ss = st.session_state
-    table = state.table()
+    table = session.table
     fingerprint = state.dataset_fingerprint()
     key = (fingerprint, schema.dumps(), epsilon, delta, config.domain_share)
-    cached = ss.get("forecast")
+    cached = session.forecast
     if cached is not None and cached[0] == key:
         return cached[1]
     if table.size > FORECAST_CELLS and not st.button(
@@ -176,12 +176,12 @@ def _forecast(
         help=f"reads the whole table ({table.size:,} cells): a few seconds to a minute",
     ):
         return None
-    counts = ss.get("forecast_counts")
+    counts = session.forecast_counts
     if counts is None or counts[0] != fingerprint:
-        counts = ss["forecast_counts"] = (fingerprint, CountsOnce(FrameTable(table)))
+        counts = session.forecast_counts = (fingerprint, CountsOnce(FrameTable(table)))
     with st.spinner("Simulating the private estimates on your table..."):
         forecast = forecast_columns(counts[1], schema, epsilon, delta, config=config)
-    ss["forecast"] = (key, forecast)
+    session.forecast = (key, forecast)
     return forecast
 
 
@@ -207,7 +207,7 @@ if raw:
         "The raw-domains demo switch (Data page) reads categories and bounds off the data: no "
         "column is lost to private estimates, and the run is not end-to-end DP."
     )
-elif state.disk() is not None:
+elif session.disk is not None:
     st.info(
         "Not forecast for a table on disk: it would read the whole file. The category "
         "threshold above still applies; declare what is public on the Data page to keep a "

@@ -17,6 +17,7 @@ __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 
 from .. import downloads, records, release_downloads, resample, state
 from ..charts import pair_error_heatmap, side_by_side
+from ..state import session
 
 st.title("Results")
 finished = state.finished_or_stop("Run a synthesis first (Run page).")
@@ -63,7 +64,7 @@ st.caption(
     "These numbers and charts read the real table: they are for the data owner only and are "
     "never part of the release."
 )
-real = state.table()
+real = session.table
 if real is None:
     st.info(
         "The table is a file on disk, counted where it lies: the dashboard does not load it, "

@@ -37,6 +37,7 @@ __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 from .. import sources, state, worker
 from ..charts import convergence_chart
 from ..settings import current_config, parse_delta, parse_epsilon, parse_seed, public_settings
+from ..state import session
 
 #: seconds between two looks at a run's progress while it runs
 POLL = 1.0
@@ -49,8 +50,7 @@ CHART_POLL = 2.0
 WAIT_POLL = 2.0
 
 st.title("Run PrivSyn")
-ss = st.session_state
-job = state.job()
+job = session.job
 
 st.number_input(
     "GUM iterations (at most)", 1, 500, key="iterations", persist_state="session", step=10
@@ -69,22 +69,22 @@ st.text_input(
     persist_state="session",
 )
 try:
-    parse_epsilon(ss["epsilon"])
-    delta = parse_delta(ss["delta_text"])
-    seed = parse_seed(ss["seed_text"])
+    parse_epsilon(session.epsilon)
+    delta = parse_delta(session.delta_text)
+    seed = parse_seed(session.seed_text)
     config = current_config()
 except InputError as exc:
     st.error(f"{exc} (fix it on the Privacy page)")
     st.stop()
 
-on_disk = state.disk()
+on_disk = session.disk
 st.write(
-    f"Table **{ss['table_name']}**"
+    f"Table **{session.table_name}**"
     + (" (a file on disk, counted by DuckDB)" if on_disk is not None else "")
-    + f", epsilon **{ss['epsilon']:g}**, delta **{delta:g}**"
+    + f", epsilon **{session.epsilon:g}**, delta **{delta:g}**"
     + (
         " — domains read off the raw data (**not end-to-end DP**)"
-        if ss["raw_domains"] and not (on_disk is not None and ss["disk_precoded"])
+        if session.raw_domains and not (on_disk is not None and session.disk_precoded)
         else ""
     )
 )
@@ -99,7 +99,7 @@ ONE_BLOCK = 2**62
 def request(config: PrivSynConfig) -> worker.RunRequest:
     """The engine call for the session's table with everything bound now, in the script:
     the worker thread must not read the session."""
-    epsilon = float(ss["epsilon"])
+    epsilon = float(session.epsilon)
     rng = None if seed is None else np.random.default_rng(seed)
     settings = public_settings(delta, seed)
     unit = state.unit()  # the person column never reaches the schema of the run
@@ -107,22 +107,22 @@ def request(config: PrivSynConfig) -> worker.RunRequest:
     if unit.person is None:
         persons = {}
     if on_disk is None:
-        table, schema, raw = state.table(), state.run_schema(), bool(ss["raw_domains"])
+        table, schema, raw = session.table, state.run_schema(), bool(session.raw_domains)
         run = partial(
             synthesize, table, epsilon, delta, schema=schema, raw_domains=raw, config=config,
             rng=rng, block_rows=ONE_BLOCK, **persons,
         )  # fmt: skip
-        known = ss.get("dataset_fingerprint")
+        known = session.dataset_fingerprint
         dataset = (lambda: known) if known else partial(registry_fingerprint, table)
     else:
         # counted where the file lies, on DuckDB: a pre-coded file with its numbers of codes,
         # a raw one encoded in SQL with the session's schema
-        if ss["disk_precoded"]:
-            sizes = {name: int(codes) for name, codes in ss["disk_codes"].items()}
+        if session.disk_precoded:
+            sizes = {name: int(codes) for name, codes in session.disk_codes.items()}
             declared: dict[str, Any] = {"domain": sizes}
             settings = {**settings, "raw_domains": False, "domain": sizes}
         else:
-            declared = {"schema": state.run_schema(), "raw_domains": bool(ss["raw_domains"])}
+            declared = {"schema": state.run_schema(), "raw_domains": bool(session.raw_domains)}
         declared = {**declared, **persons}
         settings = {**settings, "engine": "duckdb"}
         # opened once in the worker thread, checked as opened, and both fingerprinted and
@@ -139,7 +139,7 @@ def request(config: PrivSynConfig) -> worker.RunRequest:
     return worker.RunRequest(
         synthesize=run,
         dataset=dataset,
-        name=ss["table_name"],
+        name=session.table_name,
         epsilon=epsilon,
         delta=delta,
         config=config,
@@ -156,9 +156,9 @@ def draw(
 
 def not_ready() -> str | None:
     """Why the session's table cannot run yet (a disk file with undeclared codes)."""
-    if on_disk is None or not ss["disk_precoded"]:
+    if on_disk is None or not session.disk_precoded:
         return None
-    missing = [name for name, codes in ss["disk_codes"].items() if not codes]
+    missing = [name for name, codes in session.disk_codes.items() if not codes]
     if missing:
         return (
             f"Declare the number of codes of every column of {on_disk.name} on the Data page "
@@ -170,7 +170,7 @@ def not_ready() -> str | None:
 @st.fragment(run_every=POLL)
 def live() -> None:
     """The run in progress: redrawn from a snapshot of its progress every POLL seconds."""
-    current = state.job()
+    current = session.job
     if current is None:
         return
     snap = current.progress.snapshot()
@@ -191,7 +191,7 @@ def live() -> None:
 def live_chart() -> None:
     """GUM's convergence so far, redrawn every CHART_POLL seconds (the outcome is the
     progress fragment's to notice)."""
-    current = state.job()
+    current = session.job
     if current is None:
         return
     snap = current.progress.snapshot()
@@ -262,22 +262,22 @@ if start:
             "no budget was spent: try again in a while."
         )
         st.stop()
-    ss["job"] = started
-    ss["job_token"] = ss.get("table_token")
-    ss["run_state"] = "running"
-    ss["partial_history"] = []
-    ss["finished"] = None
+    session.job = started
+    session.job_token = session.table_token
+    session.run_state = "running"
+    session.partial_history = []
+    session.finished = None
     st.rerun()
 
-if ss["run_state"] == "cancelled":
-    recorded, stage = ss.get("interrupted_run"), ss.get("interrupted_stage")
+if session.run_state == "cancelled":
+    recorded, stage = session.interrupted_run, session.interrupted_stage
     # "Greedy marginal selection" reads "during greedy marginal selection"; "GUM" stays
     title = stage[0].lower() + stage[1:] if stage and stage[1:2].islower() else stage
     where = f" during {title}" if stage else ""
-    if stage and ss["partial_history"]:
-        where += f" (after {len(ss['partial_history'])} GUM iterations)"
-    spent = ss.get("interrupted_rho")
-    if ss.get("interrupted_waiting"):
+    if stage and session.partial_history:
+        where += f" (after {len(session.partial_history)} GUM iterations)"
+    spent = session.interrupted_rho
+    if session.interrupted_waiting:
         where, spend = " while it waited for a free slot", "It never started: nothing was spent."
     elif recorded is not None:
         spend = (
@@ -294,10 +294,10 @@ if ss["run_state"] == "cancelled":
     else:
         spend = "It stopped before measuring anything: nothing was spent."
     st.warning(f"The last run was cancelled{where}; no table was released. {spend}")
-elif ss["run_state"] in ("failed", "refused"):
-    st.error(ss.get("run_message", "The run did not finish."))
+elif session.run_state in ("failed", "refused"):
+    st.error(session.run_message)
 
-finished = ss.get("finished")
+finished = session.finished
 if finished is not None:
     result = finished.result
     st.progress(1.0, text=f"done in {finished.seconds:.1f} s")
@@ -326,6 +326,6 @@ if finished is not None:
         st.info(f"Column {name!r} was left out: {why}")
     st.page_link("views/marginals.py", label="See the marginals")
     st.page_link("views/results.py", label="Download the synthetic table")
-elif ss["partial_history"]:
+elif session.partial_history:
     st.caption("The stopped run's GUM iterations, up to the stop:")
-    draw(ss["partial_history"], key="partial", iterations=max(10, len(ss["partial_history"])))
+    draw(session.partial_history, key="partial", iterations=max(10, len(session.partial_history)))

@@ -3,7 +3,8 @@
 Glue only: every statistic comes from :func:`privsyn_core.privacy.audit.audit_engine`. The noise is
 debug mode (seeded NumPy) on purpose: both tables are generated, nothing private is measured,
 debug noise is fast, and a seed lets a whole class reproduce the same picture. A play is kept
-in ``st.session_state`` with the inputs it was played with, never behind ``st.cache_*``.
+in the session (``state.Session.learn_game``) with the inputs it was played with, never
+behind ``st.cache_*``.
 """
 
 from __future__ import annotations
@@ -22,8 +23,6 @@ DELTA = 1e-6
 STEPS = ("1-way marginals", "InDif scores", "a 2-way marginal", "column kinds")
 #: "break the noise": 4x rho is half the noise standard deviation, while rho is still claimed
 BROKEN_RHO_MULTIPLIER = 4.0
-#: the session-state key of the last play
-SESSION_KEY = "learn_game"
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,8 @@ from privsyn_core.errors import FailedAfterSpending, InputError
 from privsyn_core.lab import LabCancelled, LabPlan, LabProgress, LabResult
 from privsyn_core.privacy.ledger import PrivacyLedger
 
-from . import records
-from .worker import SLOTS
+from .. import records
+from ..worker import SLOTS
 
 
 @dataclass(frozen=True)

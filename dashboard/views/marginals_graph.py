@@ -42,7 +42,7 @@ import numpy as np
 
 from privsyn_core.generation.synthesis import SelectedMarginal
 
-from .charts import text_px
+from ..charts import text_px
 
 _CDN_TAG = re.compile(r"<(link|script)[^>]+(https?:)?//[^>]*>(\s*</script>)?", re.IGNORECASE)
 

@@ -18,10 +18,10 @@ from conftest import ROOT, only_slot_held
 from streamlit.testing.v1 import AppTest
 
 from dashboard import charts, worker
-from dashboard.views import learn_game
+from dashboard.views import history_runs, learn_game
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.schema import ColumnSchema, Kind
-from privsyn_core.privacy.ledger import rho_from_epsilon_delta
+from privsyn_core.privacy.ledger import ROW, PrivacyLedger, PrivacyUnit, rho_from_epsilon_delta
 from privsyn_core.release.registry import Registry, Reservation, file_fingerprint
 
 APP = str(ROOT / "dashboard" / "app.py")
@@ -320,6 +320,46 @@ def test_history_lists_the_run_and_its_spend_matches_the_ledger():
     delta = float(at.session_state["delta_text"])
     composed = f"(epsilon {at.session_state['epsilon']:.4g}, delta {delta:g})-DP"
     assert any(composed in c.value for c in at.caption), [c.value for c in at.caption]
+
+
+def record_run(unit: PrivacyUnit) -> int:
+    """A run on the bundled sample recorded in the registry with ``unit`` in its ledger, as a
+    command-line run with those settings records it (nothing measured: no dashboard run)."""
+    sample = file_fingerprint(ROOT / "privsyn_core" / "samples" / "adult.csv")
+    ledger = PrivacyLedger(budget_rho=0.1, epsilon=1.0, delta=1e-9, unit=unit)
+    reservation = Registry().reserve(sample, "adult.csv", 0.1, "test")
+    run_id = reservation.spend(ledger, {"epsilon": 1.0})
+    reservation.release()
+    return run_id
+
+
+def dp_badges(at: AppTest) -> list[str]:
+    """The units the page's "DP release" badges state, in page order."""
+    found = (re.search(r"DP release, ([^\]]+)\]", m.value) for m in at.markdown)
+    return [match.group(1) for match in found if match]
+
+
+def test_history_badges_state_each_recorded_runs_own_privacy_unit():
+    """The session's own setting is per row; the runs listed say what their records hold."""
+    person = PrivacyUnit("pid", 3)
+    record_run(ROW)
+    record_run(person)
+    at = go(app(), "history")
+    assert frame(at, "noise")["privacy unit"].tolist() == [person.words, ROW.words]
+    # runs, lifetime budget and the two runs compared: both units, in the order recorded; the
+    # download of the newest run (the person-level one, picked by default): its own unit only
+    both = [ROW.words, person.words]
+    assert dp_badges(at) == [*both, *both, *both, person.words]
+
+
+def test_a_run_record_without_a_privacy_unit_is_per_row():
+    """Ledgers recorded before person-level guarantees existed hold no unit: per row."""
+    run_id = record_run(person := PrivacyUnit("pid", 2))
+    run = next(r for r in Registry().runs() if r.id == run_id)
+    assert history_runs.unit(run) == person
+    del run.ledger["privacy_unit"]
+    assert history_runs.unit(run) == ROW
+    assert history_runs.units([run, run]) == [ROW]
 
 
 def test_a_lifetime_budget_below_the_spend_refuses_the_next_run_readably():

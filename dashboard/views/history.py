@@ -52,9 +52,16 @@ except InputError:
     delta = None
 
 
+def badges(shown: list[RunRecord]) -> None:
+    """The DP badge of what a section shows: each run's own privacy unit, from its record (not
+    this session's settings), one badge per unit among them."""
+    for unit in history_runs.units(shown):
+        state.dp_badge(unit)
+
+
 def show_runs(listed: list[RunRecord]) -> None:
     st.subheader("Runs" + ("" if show_all else f" on {session.table_name}"))
-    state.dp_badge()
+    badges(listed)
     if not listed:
         st.info(
             "No runs recorded yet"
@@ -77,7 +84,7 @@ def show_runs(listed: list[RunRecord]) -> None:
 
 def show_budget(status: BudgetStatus, mine: list[RunRecord]) -> None:
     st.subheader("Lifetime budget of this table")
-    state.dp_badge()
+    badges(mine)
     spent, lifetime = status.committed_rho, status.lifetime_rho
     left, middle, right = st.columns(3)
     left.metric(
@@ -183,7 +190,6 @@ def pick(title: str, listed: list[RunRecord], index: int, key: str) -> int:
 
 def compare(listed: list[RunRecord]) -> None:
     st.subheader("Compare two runs")
-    state.dp_badge()
     if len(listed) < 2:
         st.info("Two recorded runs are needed to compare.")
         return
@@ -196,6 +202,7 @@ def compare(listed: list[RunRecord]) -> None:
         st.info("Pick two different runs.")
         return
     first, second = (next(r for r in listed if r.id == i) for i in (a, b))
+    badges([first, second])
     st.markdown("**Settings**")
     st.dataframe(
         history_runs.settings_frame(first, second), key="compare_settings", hide_index=True
@@ -211,12 +218,12 @@ def compare(listed: list[RunRecord]) -> None:
 
 def redownload(listed: list[RunRecord]) -> None:
     st.subheader("Download a past release, or sample it again")
-    state.dp_badge()
     if not listed:
         st.info("No recorded runs to download.")
         return
     run_id = pick("Run to download or sample again", listed, index=0, key="bundle_run")
     run = next(r for r in listed if r.id == run_id)
+    badges([run])
     try:
         bundle = registry.bundle(run.id) if run.has_bundle else None
     except records.REGISTRY_ERRORS as exc:

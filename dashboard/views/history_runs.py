@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from privsyn_core.privacy.ledger import PrivacyUnit
 from privsyn_core.release.registry import HeldBudget, RunRecord
 
 #: ledger steps in the order the pipeline spends them
@@ -44,6 +45,17 @@ def outcome(run: RunRecord) -> str:
     return str(run.config.get("outcome", "finished"))
 
 
+def unit(run: RunRecord) -> PrivacyUnit:
+    """The unit of the run's guarantee, as its stored ledger states it (per row, or per person
+    with at most K rows; a ledger recorded before units existed is per row)."""
+    return PrivacyUnit.from_json(run.ledger.get("privacy_unit"))
+
+
+def units(runs: Sequence[RunRecord]) -> list[PrivacyUnit]:
+    """Each unit the runs' guarantees are stated in, once, in the runs' order."""
+    return list(dict.fromkeys(unit(run) for run in runs))
+
+
 def label(run: RunRecord) -> str:
     epsilon = "-" if run.epsilon is None else f"{run.epsilon:g}"
     return f"run {run.id}: {run.name}, epsilon {epsilon}, {when(run)}"
@@ -61,6 +73,7 @@ def runs_frame(runs: Sequence[RunRecord]) -> pd.DataFrame:
                 "delta": run.delta,
                 "rho": run.rho,
                 "noise": run.randomness,
+                "privacy unit": unit(run).words,
                 "marginals": len(selected_marginals(run)),
                 "bundle": run.has_bundle,
                 "outcome": outcome(run).split(":")[0],
@@ -68,8 +81,8 @@ def runs_frame(runs: Sequence[RunRecord]) -> pd.DataFrame:
             for run in reversed(runs)
         ],
         columns=[
-            "id", "time", "table", "epsilon", "delta", "rho", "noise", "marginals", "bundle",
-            "outcome",
+            "id", "time", "table", "epsilon", "delta", "rho", "noise", "privacy unit",
+            "marginals", "bundle", "outcome",
         ],
     )  # fmt: skip
 

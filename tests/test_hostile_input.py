@@ -554,9 +554,14 @@ def zipped(files: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
-def edited_json(name: str, edit: Callable[[dict], None], base: Callable[[], bytes] = rich_bundle):
+def edited_json(
+    name: str,
+    edit: Callable[[dict], None],
+    base: Callable[[], bytes] = rich_bundle,
+    manifest_edit: Callable[[dict], None] = lambda manifest: None,
+):
     """A bundle whose JSON member ``name`` was edited by ``edit`` and re-hashed in the
-    manifest, as anyone can: every checksum holds."""
+    manifest (itself edited by ``manifest_edit``), as anyone can: every checksum holds."""
 
     def build(folder: Path) -> Path:
         with zipfile.ZipFile(io.BytesIO(base())) as archive:
@@ -566,12 +571,25 @@ def edited_json(name: str, edit: Callable[[dict], None], base: Callable[[], byte
         files[name] = json.dumps(value).encode()
         manifest = json.loads(files["manifest.json"])
         manifest["files"][name] = hashlib.sha256(files[name]).hexdigest()
+        manifest_edit(manifest)
         files["manifest.json"] = json.dumps(manifest).encode()
         path = folder / "release.zip"
         path.write_bytes(zipped(files))
         return path
 
     return build
+
+
+def person_level(person: str, k: int) -> Callable[[Path], Path]:
+    """The per-row bundle restated as per person with at most ``k`` rows, in its ledger and
+    its manifest alike: the noise stays the per-row one."""
+    unit = {"person": person, "rows_per_person": k}
+    words = f"per person ({person}), at most {k} row" + ("s" if k > 1 else "")
+    return edited_json(
+        "ledger.json",
+        set_in(("privacy_unit",), unit),
+        manifest_edit=set_in(("privacy_unit",), words),
+    )
 
 
 def column(model: dict, name: str) -> dict:
@@ -856,6 +874,36 @@ BUNDLE_REFUSED = [
         "bundle: GUM iterations as a float",
         generate(bundle=edited_json("model.json", set_in(("sampling", "gum", "iterations"), 1e9))),
         ("asks GUM for 1000000000.0 iterations",),
+    ),
+    Refused(
+        "bundle: per-row noise sold as per person",
+        generate(bundle=person_level("pid", 20)),
+        (
+            "its ledger's guarantee is per person (pid), at most 20 rows, so the structure "
+            "measurement on ['colour'] has sensitivity 20, but it records 1: noise for 1 row "
+            "per person",
+            REFETCH,
+        ),
+    ),
+    Refused(
+        "bundle: the manifest states another unit",
+        generate(
+            bundle=edited_json(
+                "ledger.json",
+                lambda ledger: None,
+                manifest_edit=set_in(("privacy_unit",), "per person (pid), at most 5 rows"),
+            )
+        ),
+        (
+            "its manifest says the guarantee is 'per person (pid), at most 5 rows', but its "
+            "ledger says 'per row'",
+            REFETCH,
+        ),
+    ),
+    Refused(
+        "bundle: a person-level model that makes its person column",
+        generate(bundle=person_level("colour", 1)),
+        ("its model makes the person column 'colour'", REFETCH),
     ),
     Refused(
         "bundle: a JSON key stated twice",

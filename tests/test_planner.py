@@ -8,11 +8,17 @@ from hypothesis import strategies as st
 
 from privsyn_core import GumSettings, PrivSynConfig, synthesize
 from privsyn_core.data.schema import ColumnSchema, Kind, Schema
-from privsyn_core.measuring.indif import INDIF_SENSITIVITY, indif_sigma
+from privsyn_core.measuring.indif import indif_sigma
 from privsyn_core.measuring.private_domain import category_threshold
 from privsyn_core.measuring.reading import FrameTable
 from privsyn_core.pipeline import measure
-from privsyn_core.privacy.ledger import ROW, PrivacyUnit, gaussian_sigma, rho_from_epsilon_delta
+from privsyn_core.privacy.ledger import (
+    ROW,
+    PrivacyUnit,
+    gaussian_sigma,
+    per_row_sensitivity,
+    rho_from_epsilon_delta,
+)
 from privsyn_core.privacy.noise import SecureNoise
 from privsyn_core.privacy.planner import CountsOnce, forecast_columns, plan_budget
 
@@ -269,10 +275,6 @@ def run_settings(draw):
     return config, structure, ROW if k is None else PrivacyUnit("pid", k)
 
 
-#: each step's per-row sensitivity (InDif and PrivBayes's scores: 4, paper Lemma 4.1)
-_PER_ROW = {"indif": INDIF_SENSITIVITY, "privbayes": INDIF_SENSITIVITY}
-
-
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(run_settings(), st.integers(0, 2**16))
 def test_for_any_configuration_the_plan_is_the_runs_own_arithmetic(setting, seed):
@@ -303,7 +305,7 @@ def test_for_any_configuration_the_plan_is_the_runs_own_arithmetic(setting, seed
     for entry in measured.ledger.entries:
         spent[entry.step] = spent.get(entry.step, 0.0) + entry.rho
         sigmas.setdefault(entry.step, set()).add(entry.sigma)
-        per_row = _PER_ROW.get(entry.step, 1.0)
+        per_row = per_row_sensitivity(entry.step)
         assert entry.sensitivity == unit.rows_per_person * per_row, entry.step
     plan = plan_budget(1.0, 1e-6, 4, config=config, unit=unit, **counts)
     assert plan.rho == pytest.approx(measured.ledger.budget_rho)

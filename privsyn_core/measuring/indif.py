@@ -16,13 +16,11 @@ import numpy as np
 import pandas as pd
 
 from privsyn_core.marginals import cell_index, indif_of_joint
-from privsyn_core.privacy.ledger import ROW, Measurement, PrivacyUnit
+from privsyn_core.privacy.ledger import INDIF_SENSITIVITY, ROW, Measurement, PrivacyUnit
 from privsyn_core.privacy.noise import NoiseSource, as_noise
 
 if TYPE_CHECKING:
     from privsyn_core.measuring.counting import Counter
-
-INDIF_SENSITIVITY = 4.0
 
 
 def indif_pair(records: np.ndarray, rows: tuple[int, int], shape: tuple[int, int]) -> float:

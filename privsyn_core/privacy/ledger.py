@@ -244,6 +244,16 @@ class PrivacyUnit:
 #: the default unit: one row
 ROW = PrivacyUnit()
 
+#: one row's effect on an InDif score (paper Lemma 4.1), and on PrivBayes's score of the same
+#: form: at most 4
+INDIF_SENSITIVITY = 4.0
+
+
+def per_row_sensitivity(step: str) -> float:
+    """The sensitivity of a step's queries to one row: 4 for the scores (InDif,
+    PrivBayes), 1 for every step that counts rows (a count moves by one)."""
+    return INDIF_SENSITIVITY if step in ("indif", "privbayes") else 1.0
+
 
 def guarantee(unit: PrivacyUnit) -> str:
     """The guarantee in one sentence, as the report, the marginals' README and the CLI say it."""
@@ -529,12 +539,14 @@ def verified(ledger: PrivacyLedger, stated: Mapping[str, Any] | None = None) -> 
     to float round-off (relative 1e-9). Checked: every figure is a positive finite number
     (deltas non-negative), each entry's rho is what its noise buys, the entries fit the
     budget (rho and reserved delta), the stated epsilon is the budget's at the ledger's delta,
-    and the stated totals are the entries'. The first that disagrees is a
-    :class:`LedgerMismatchError` saying what the ledger says and what its noise means.
+    the stated totals are the entries', and every entry is calibrated for the ledger's privacy
+    unit (:func:`check_unit`). The first that disagrees is a :class:`LedgerMismatchError`
+    saying what the ledger says and what its noise means.
 
     The delta of thresholded releases (private categories) is only checked to fit the
     reserve: its threshold is recorded in words, not precisely enough to recompute it."""
     _check_figures(ledger)
+    check_unit(ledger)
     priced = recomputed(ledger)
     for said, entry in zip(ledger.entries, priced.entries, strict=True):
         if not agrees(said.rho, entry.rho):
@@ -572,6 +584,28 @@ def verified(ledger: PrivacyLedger, stated: Mapping[str, Any] | None = None) -> 
             )
             raise LedgerMismatchError(f"its ledger says {name} {shown}, but {actual}")
     return priced
+
+
+def check_unit(ledger: PrivacyLedger) -> None:
+    """Refuse a ledger whose measurements are not calibrated for its privacy unit: each
+    entry's sensitivity must be its step's per-row one times K (:meth:`PrivacyUnit.sensitivity`).
+
+    Prices are recomputed from the sensitivity each entry records, so without this check a
+    ledger could say "per person, at most 20 rows" over noise calibrated for one row, and
+    every figure would agree: a guarantee 20 times weaker in sigma than the one it states
+    (400 times the rho). An entry recording more than its unit needs is refused as well: the
+    ledger and its noise tell different stories."""
+    unit = ledger.unit
+    for e in ledger.entries:
+        per_row = per_row_sensitivity(e.step)
+        expected = unit.sensitivity(per_row)
+        if not agrees(e.sensitivity, expected):
+            rows = e.sensitivity / per_row
+            raise LedgerMismatchError(
+                f"its ledger's guarantee is {unit.words}, so the {e.step} measurement on "
+                f"{list(e.attributes)} has sensitivity {expected:g}, but it records "
+                f"{e.sensitivity:g}: noise for {rows:g} row{'' if rows == 1 else 's'} per person"
+            )
 
 
 def _price(ledger: PrivacyLedger) -> str:

@@ -500,6 +500,7 @@ def load_release(source: str | Path | bytes) -> Release:
             _json(files["schema.json"], where, "schema.json") if "schema.json" in files else [],
             _json(files["config.json"], where, "config.json") if "config.json" in files else {},
         )  # fmt: skip
+        _check_unit(manifest, fitted)
         convergence = None
         if CONVERGENCE_FILE in files:
             convergence = check_convergence_json(
@@ -560,6 +561,24 @@ def _check_manifest(manifest: Any, where: str) -> None:
         )
     if not isinstance(manifest.get("files"), dict):
         raise BundleError(f"{where} is damaged: its manifest lists no files")
+
+
+def _check_unit(manifest: Mapping[str, Any], model: FittedModel) -> None:
+    """The guarantee's unit one story: the manifest's words are the ledger's unit (whose
+    every measurement :func:`~privsyn_core.privacy.ledger.verified` checked is calibrated for
+    it), and a person-level model does not make its person column, which a run never
+    synthesises."""
+    unit = model.ledger.unit
+    stated = manifest.get("privacy_unit")
+    if stated is not None and stated != unit.words:
+        raise LedgerMismatchError(
+            f"its manifest says the guarantee is {stated!r}, but its ledger says {unit.words!r}"
+        )
+    if unit.person is not None and unit.person in model.columns:
+        raise LedgerMismatchError(
+            f"its ledger's guarantee is {unit.words}, but its model makes the person column "
+            f"{unit.person!r}, which a person-level release never holds"
+        )
 
 
 def ledger_from_json(data: Mapping[str, Any]) -> PrivacyLedger:

@@ -44,7 +44,6 @@ from privsyn_core.privacy.ledger import (
     rho_from_epsilon_delta,
 )
 from privsyn_core.privacy.noise import SecureNoise, SeededNoise
-from privsyn_core.privacy.planner import plan_budget
 from privsyn_core.progress import (
     STAGE_TITLES,
     BlockProgress,
@@ -773,6 +772,8 @@ def _audit(args: argparse.Namespace) -> int:
 
 def _plan(args: argparse.Namespace) -> int:
     """Noise per step from public inputs only: nothing is read but the arguments."""
+    from privsyn_core.privacy.planner import plan_budget  # only this command plans
+
     plan = plan_budget(
         args.epsilon,
         args.delta,

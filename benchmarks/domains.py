@@ -186,7 +186,7 @@ def load_core(before: bool) -> dict[str, ModuleType]:
         "config": "privsyn_core.config",
         "ledger": "privsyn_core.privacy.ledger",
         "sources": "privsyn_core.data.sources",
-        "reading": "privsyn_core.measuring.reading",
+        "reading": "privsyn_core.measuring.counters.reading",
         "schema": "privsyn_core.data.schema",
         "structure": "privsyn_core.measuring.structure",
         "errors": "privsyn_core.errors",

@@ -137,8 +137,8 @@ def child(
     """The measured process: counting on the engine, then generation, as the CLI runs them."""
     sys.path.insert(0, str(ROOT))
     from privsyn_core.generation.synthesis import generate
-    from privsyn_core.measuring.duckdb_counter import DuckDBCounter
-    from privsyn_core.measuring.spark_counter import SparkCounter
+    from privsyn_core.measuring.counters.duckdb_counter import DuckDBCounter
+    from privsyn_core.measuring.counters.spark_counter import SparkCounter
     from privsyn_core.pipeline import measure_coded
 
     sizes = json.loads(domain_file.read_text())

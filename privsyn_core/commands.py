@@ -438,7 +438,7 @@ def _generate(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     output, cells = _table_file(target, args.csv_escape_formulas, rows)
     if on_spark:  # Spark's tasks make the blocks and write them (generation/spark_blocks.py)
-        from privsyn_core.measuring.spark_counter import spark_session
+        from privsyn_core.spark_session import spark_session
 
         output = _spark_parquet(target, spark_session(args.spark_master))
     try:
@@ -640,7 +640,7 @@ def _file_source(args: argparse.Namespace, domain: DomainSpec | None) -> tuple[s
         )
     readable_file(args.input)  # before its fingerprint reads it: a FIFO would never end
     if args.engine == "spark":
-        from privsyn_core.measuring.spark_counter import spark_session
+        from privsyn_core.spark_session import spark_session
 
         return args.input, spark_session(args.spark_master)
     return args.input, None

@@ -54,7 +54,13 @@ from privsyn_core.generation.synthesis import (
     generate,
 )
 from privsyn_core.marginals import NoisyMarginal
-from privsyn_core.measuring.counting import ArrayCounter, Counter, RecodedCounter
+from privsyn_core.measuring.counters import (
+    ArrayCounter,
+    Counter,
+    FrameTable,
+    RawTable,
+    RecodedCounter,
+)
 from privsyn_core.measuring.indif import indif_sigma, measure_indif
 from privsyn_core.measuring.measurement import measure_marginals
 from privsyn_core.measuring.one_way import (
@@ -65,7 +71,6 @@ from privsyn_core.measuring.one_way import (
 )
 from privsyn_core.measuring.persons import bounded
 from privsyn_core.measuring.privbayes import select_network
-from privsyn_core.measuring.reading import FrameTable, RawTable
 from privsyn_core.privacy.ledger import ROW, PrivacyLedger, PrivacyUnit
 from privsyn_core.privacy.noise import NoiseSource, SecureNoise, SeededNoise
 from privsyn_core.progress import ProgressCallback, Stage
@@ -101,10 +106,10 @@ def synthesize(
     with ``engine="spark"``, a Spark DataFrame or a catalogue table's name. ``engine`` says
     where the private table is counted: ``"numpy"`` loads it into memory; ``"duckdb"`` and
     ``"spark"`` count (and encode, for a raw table) in SQL where it lies, and only counts come
-    into Python (:mod:`privsyn_core.measuring.sql_encoding`). The counts, hence the ledger and, in
-    debug mode, the synthetic table, are the same on every engine. ``spark`` is an existing
-    SparkSession (default: the running one, or ``local[N]`` for the N cores this process
-    may use).
+    into Python (:mod:`privsyn_core.measuring.counters.sql_encoding`). The counts, hence the
+    ledger and, in debug mode, the synthetic table, are the same on every engine. ``spark`` is
+    an existing SparkSession (default: the running one, or ``local[N]`` for the N cores this
+    process may use).
 
     Domains come from one of: ``domain``, mapping each column to its number of integer codes
     or its list of categories (pre-coded tables); or ``schema`` (:class:`Schema`), whose
@@ -249,7 +254,7 @@ def measure(
     raw = bounded(_opened(table, engine, spark), unit, noise)
     _check_names(selection_method(config), config, raw.names)  # before anything is spent
     if engine != "numpy" and domain is not None:
-        from privsyn_core.measuring.sql_encoding import SqlTable
+        from privsyn_core.measuring.counters.sql_encoding import SqlTable
 
         assert isinstance(raw, SqlTable), "read in SQL (_opened), and bounded keeps it there"
         counter = raw.coded(_code_sizes(domain, engine))
@@ -282,7 +287,7 @@ def _opened(table: Source, engine: Engine, spark: Any) -> RawTable:
     """``table`` as the engine reads it: loaded into memory, or a table counted in SQL."""
     if engine == "numpy":
         return FrameTable(load_source(table))
-    from privsyn_core.measuring.sql_encoding import sql_table
+    from privsyn_core.measuring.counters.sql_encoding import sql_table
 
     return sql_table(table, engine, spark=spark)
 

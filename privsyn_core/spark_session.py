@@ -1,6 +1,6 @@
 """Where Spark comes from: one session for counting the table and for making the rows.
 
-Neither reads anything: counting on Spark (:mod:`privsyn_core.measuring.spark_counter`) and
+Neither reads anything: counting on Spark (:mod:`privsyn_core.measuring.counters.spark_counter`) and
 generating on Spark (:mod:`privsyn_core.generation.spark_blocks`) both ask here.
 """
 

@@ -7,7 +7,7 @@ import numpy as np
 from privsyn_core.domain import Domain
 from privsyn_core.generation.grouping import ValueGrouping
 from privsyn_core.marginals import count_marginal
-from privsyn_core.measuring.counting import ArrayCounter, RecodedCounter
+from privsyn_core.measuring.counters import ArrayCounter, RecodedCounter
 from privsyn_core.measuring.one_way import recode
 
 

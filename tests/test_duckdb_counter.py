@@ -14,8 +14,8 @@ from glob_names import GLOB_NAMES, ROWS, GlobName, beside_decoys
 from privsyn_core.data.table import encode_table
 from privsyn_core.domain import Domain
 from privsyn_core.errors import InputError
-from privsyn_core.measuring.counting import ArrayCounter
-from privsyn_core.measuring.duckdb_counter import DuckDBCounter
+from privsyn_core.measuring.counters import ArrayCounter
+from privsyn_core.measuring.counters.duckdb_counter import DuckDBCounter
 
 ADULT = ROOT / "assets" / "adult-coded.csv"
 

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from privsyn_core.domain import Domain
-from privsyn_core.measuring.counting import ArrayCounter
+from privsyn_core.measuring.counters import ArrayCounter
 from privsyn_core.measuring.indif import indif_pair, indif_scores, indif_sigma, measure_indif
 
 

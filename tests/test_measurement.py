@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from privsyn_core.domain import Domain
-from privsyn_core.measuring.counting import ArrayCounter
+from privsyn_core.measuring.counters import ArrayCounter
 from privsyn_core.measuring.measurement import measure_marginal
 from privsyn_core.privacy.ledger import gaussian_sigma
 

@@ -4,7 +4,7 @@ import pytest
 from privsyn_core.domain import Domain
 from privsyn_core.generation.grouping import decode
 from privsyn_core.marginals import MarginalTable, NoisyMarginal
-from privsyn_core.measuring.counting import ArrayCounter
+from privsyn_core.measuring.counters import ArrayCounter
 from privsyn_core.measuring.one_way import (
     RowCount,
     group_low_counts,

@@ -17,24 +17,34 @@ import pytest
 
 CORE = Path(__file__).resolve().parent.parent / "privsyn_core"
 POST_PROCESSING = ("selection", "generation", "release")
-ROW_READERS = (
-    "privsyn_core.data.io",
-    "privsyn_core.data.table",
-    "privsyn_core.data.columns",
-    "privsyn_core.data.sources",
-    "privsyn_core.measuring.reading",
-    "privsyn_core.measuring.sql_encoding",
-    "privsyn_core.measuring.counting",
-    "privsyn_core.measuring.duckdb_counter",
-    "privsyn_core.measuring.spark_counter",
-    "privsyn_core.measuring.sql_counting",
-    "privsyn_core.pipeline",
-)
 
 
 def _module_name(path: Path) -> str:
     parts = path.relative_to(CORE.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in CORE.rglob("*.py")}
+
+#: the counting backends' package: each of its modules reads rows (its interface included)
+COUNTERS = "privsyn_core.measuring.counters"
+COUNTER_MODULES = tuple(sorted(m for m in MODULES if m == COUNTERS or m.startswith(COUNTERS + ".")))
+BACKENDS = (
+    "counting",
+    "reading",
+    "sql_counting",
+    "sql_encoding",
+    "duckdb_counter",
+    "spark_counter",
+)
+ROW_READERS = (
+    "privsyn_core.data.io",
+    "privsyn_core.data.table",
+    "privsyn_core.data.columns",
+    "privsyn_core.data.sources",
+    *COUNTER_MODULES,
+    "privsyn_core.pipeline",
+)
 
 
 def _is_type_checking(node: ast.If) -> bool:
@@ -66,9 +76,6 @@ def _runtime_imports(tree: ast.AST, *, in_functions: bool = True) -> set[str]:
 
     visit(tree)
     return {name for name in found if name.startswith("privsyn_core")}
-
-
-MODULES = {_module_name(p): p for p in CORE.rglob("*.py")}
 
 
 @cache
@@ -119,10 +126,39 @@ def test_post_processing_never_reaches_the_rows(module):
     assert not crossed, f"{module} reaches code that reads the private table: {crossed}"
 
 
+def test_the_counting_backends_live_in_their_own_package():
+    """Every backend is a module of ``measuring/counters``, beside the package that states their
+    interface; the rest of ``measuring`` holds the DP mechanisms."""
+    assert set(COUNTER_MODULES) == {COUNTERS, *(f"{COUNTERS}.{name}" for name in BACKENDS)}
+    assert not {f"privsyn_core.measuring.{name}" for name in BACKENDS} & set(MODULES)
+
+
+def _private_names_imported(source: str) -> list[str]:
+    """The names starting with ``_`` that ``source`` imports from a package module."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("privsyn_core"):
+            found += [f"{node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+    return found
+
+
+@pytest.mark.parametrize("module", COUNTER_MODULES)
+def test_the_counting_backends_use_only_public_names(module):
+    """What a backend needs from ``data`` (a CSV file's delimiter, how a path is named to an
+    engine, how values read) is public there: no backend imports another module's private
+    name."""
+    assert _private_names_imported(MODULES[module].read_text()) == []
+
+
+def test_the_private_name_check_sees_one():
+    source = "def f():\n    from privsyn_core.data.io import _first_line, file_delimiter\n"
+    assert _private_names_imported(source) == ["privsyn_core.data.io._first_line"]
+
+
 def test_the_check_sees_a_crossing():
     """The walk finds what it must find: the pipeline reaches the counters and the readers."""
     parents = _reachable("privsyn_core.pipeline")
-    assert "privsyn_core.measuring.counting" in parents
+    assert "privsyn_core.measuring.counters.counting" in parents
     assert "privsyn_core.data.io" in parents or "privsyn_core.data.columns" in parents
 
 
@@ -132,7 +168,7 @@ def test_the_fitted_model_and_its_bundle_are_post_processing():
     assert {"privsyn_core.generation.fitted", "privsyn_core.release.bundle"} <= set(POST_MODULES)
     assert "privsyn_core.generation.fitted" in _reachable("privsyn_core.release.bundle")
     # the estimator that fits is outside the boundary: it measures
-    assert "privsyn_core.measuring.counting" in _reachable("privsyn_core.model")
+    assert "privsyn_core.measuring.counters.counting" in _reachable("privsyn_core.model")
 
 
 def _module_level_imports(module: str) -> frozenset[str]:

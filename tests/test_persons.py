@@ -13,10 +13,10 @@ from test_spark_counter import spark as spark  # the fixture: one local[2] sessi
 
 from privsyn_core.data.schema import ColumnSchema, Schema
 from privsyn_core.errors import FailedAfterSpending, InputError
+from privsyn_core.measuring.counters.sql_encoding import duckdb_table, spark_table
 from privsyn_core.measuring.indif import indif_sigma
 from privsyn_core.measuring.persons import bounded, kept_rows
 from privsyn_core.measuring.private_domain import categories_from_counts
-from privsyn_core.measuring.sql_encoding import duckdb_table, spark_table
 from privsyn_core.pipeline import synthesize
 from privsyn_core.privacy.ledger import ROW, PrivacyUnit, gaussian_sigma, noise_rho
 from privsyn_core.privacy.noise import SecureNoise, SeededNoise

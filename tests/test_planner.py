@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 
 from privsyn_core import GumSettings, PrivSynConfig, synthesize
 from privsyn_core.data.schema import ColumnSchema, Kind, Schema
+from privsyn_core.measuring.counters import FrameTable
 from privsyn_core.measuring.indif import indif_sigma
 from privsyn_core.measuring.private_domain import category_threshold
-from privsyn_core.measuring.reading import FrameTable
 from privsyn_core.pipeline import measure
 from privsyn_core.privacy.ledger import (
     ROW,

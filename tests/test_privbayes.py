@@ -5,7 +5,7 @@ import pytest
 
 from privsyn_core.domain import Domain
 from privsyn_core.marginals import indif_of_joint
-from privsyn_core.measuring.counting import ArrayCounter
+from privsyn_core.measuring.counters import ArrayCounter
 from privsyn_core.measuring.privbayes import candidate_scores, select_network
 from privsyn_core.privacy.ledger import exponential_scale
 from privsyn_core.privacy.noise import SeededNoise

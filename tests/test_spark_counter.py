@@ -13,8 +13,8 @@ from glob_names import GLOB_NAMES, ROWS, beside_decoys, write_table
 
 from privsyn_core.data.table import encode_table
 from privsyn_core.errors import InputError
-from privsyn_core.measuring.counting import ArrayCounter
-from privsyn_core.measuring.spark_counter import SparkCounter, spark_frame
+from privsyn_core.measuring.counters import ArrayCounter
+from privsyn_core.measuring.counters.spark_counter import SparkCounter, spark_frame
 from privsyn_core.spark_session import spark_session
 
 ADULT = ROOT / "assets" / "adult-coded.csv"
@@ -117,7 +117,7 @@ def test_the_counting_function_runs_where_this_package_cannot_be_imported(tmp_pa
 
     from pyspark import cloudpickle
 
-    from privsyn_core.measuring.spark_counter import _packing, _partition_counter
+    from privsyn_core.measuring.counters.spark_counter import _packing, _partition_counter
 
     layout = _packing([3, 70])
     shipped = tmp_path / "function.pickle"
@@ -152,9 +152,9 @@ def test_raw_values_read_in_spark_as_in_memory(spark, tmp_path):
 
     from privsyn_core.data.codecs import BinnedCodec
     from privsyn_core.data.io import read_table
+    from privsyn_core.measuring.counters import FrameTable
+    from privsyn_core.measuring.counters.sql_encoding import spark_table
     from privsyn_core.measuring.private_domain import _grid_edges
-    from privsyn_core.measuring.reading import FrameTable
-    from privsyn_core.measuring.sql_encoding import spark_table
 
     path = tmp_path / "tricky.csv"
     _csv(path, {"v": TRICKY, "w": list(reversed(TRICKY))})

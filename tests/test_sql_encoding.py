@@ -17,9 +17,9 @@ from privsyn_core.data.codecs import BinnedCodec, CategoryCodec
 from privsyn_core.data.io import file_columns, read_table
 from privsyn_core.data.schema import Schema
 from privsyn_core.data.table import TableError
+from privsyn_core.measuring.counters import FrameTable
+from privsyn_core.measuring.counters.sql_encoding import duckdb_table, sql_table
 from privsyn_core.measuring.private_domain import _grid_edges
-from privsyn_core.measuring.reading import FrameTable
-from privsyn_core.measuring.sql_encoding import duckdb_table, sql_table
 from privsyn_core.release.registry import Registry, bytes_fingerprint, file_fingerprint
 
 ADULT = ROOT / "privsyn_core" / "samples" / "adult.csv"
@@ -264,7 +264,7 @@ def test_the_sql_constants_are_pandas_and_python_rules():
     """The missing spellings are pandas' own, the whitespace is what ``str.strip`` removes."""
     from pandas._libs.parsers import STR_NA_VALUES
 
-    from privsyn_core.measuring.sql_encoding import CSV_MISSING, WHITESPACE
+    from privsyn_core.measuring.counters.sql_encoding import CSV_MISSING, WHITESPACE
 
     assert set(CSV_MISSING) == set(STR_NA_VALUES)
     assert set(WHITESPACE) == {chr(i) for i in range(0x110000) if chr(i).isspace()}

@@ -31,6 +31,7 @@ from privsyn_core.data.codecs import BinnedCodec, CategoryCodec, ColumnCodec, eq
 from privsyn_core.data.schema import ColumnSchema, Kind, Provenance, Schema, kind_from_type
 from privsyn_core.domain import code_dtype
 from privsyn_core.errors import InputError
+from privsyn_core.measuring.counters import FrameTable, RawTable
 from privsyn_core.measuring.private_domain import (
     CATEGORY_WEIGHT,
     DomainSplit,
@@ -38,7 +39,6 @@ from privsyn_core.measuring.private_domain import (
     categories_from_counts,
     range_from_histogram,
 )
-from privsyn_core.measuring.reading import FrameTable, RawTable
 from privsyn_core.measuring.structure import StructureDecision, decide_structure, noisy_structure
 from privsyn_core.privacy.ledger import Measurement
 from privsyn_core.privacy.noise import NoiseSource
@@ -199,8 +199,8 @@ def prepare_columns(
     known only once the kinds are (a DP output), so the whole reservation is used and every
     threshold is as low as it can be.
 
-    ``table`` is read only through :class:`~privsyn_core.measuring.reading.RawTable` (a
-    DataFrame is wrapped in :class:`~privsyn_core.measuring.reading.FrameTable`): aggregates,
+    ``table`` is read only through :class:`~privsyn_core.measuring.counters.RawTable` (a
+    DataFrame is wrapped in :class:`~privsyn_core.measuring.counters.FrameTable`): aggregates,
     so a SQL backend can answer them where the table lies.
     """
     if isinstance(table, pd.DataFrame):

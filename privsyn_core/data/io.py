@@ -70,6 +70,15 @@ def header_delimiter(header: str) -> str:
     return best if counts[best] else ","
 
 
+def file_delimiter(path: Path) -> str:
+    """The delimiter of the CSV file at ``path``, from its header line
+    (:func:`header_delimiter`), as every reader of the file takes it: pandas here, DuckDB and
+    Spark where they count it (:mod:`privsyn_core.measuring.counters`)."""
+    with path.open("rb") as handle:
+        head = handle.read(_HEADER_BYTES)
+    return header_delimiter(_first_line(head, _bom_encoding(head) or "utf-8"))
+
+
 def _bom_encoding(head: bytes) -> str | None:
     for bom, encoding in _BOMS:
         if head.startswith(bom):

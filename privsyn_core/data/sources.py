@@ -4,7 +4,8 @@ A run's source is a pandas DataFrame, the path of a CSV (with a header) or Parqu
 on Spark, a Spark DataFrame or a catalogue table. The engine says where it is counted:
 
 * ``"numpy"``: in memory (a path is read with :func:`privsyn_core.data.io.read_table`);
-* ``"duckdb"``: out of core, where the file lies (:mod:`privsyn_core.measuring.sql_encoding`);
+* ``"duckdb"``: out of core, where the file lies
+  (:mod:`privsyn_core.measuring.counters.sql_encoding`);
 * ``"spark"``: where the data lives, on a cluster or in local mode (``local[N]``, N the
   cores this process may use).
 

@@ -48,13 +48,16 @@ MAX_COUNTED_DECIMALS = 4
 #: numbers with more decimals than ``d``, as a share of all numbers, that still count as
 #: having ``d`` decimals (``d = 0``: whole numbers; :func:`fewest_decimals`)
 DECIMAL_SHARE = 0.01
-_ISO_DATE = r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}"
-_ISO_DATETIME = (
+#: the date and date-time spellings read (:class:`ValueClass`), as regular expressions that mean
+#: the same in Python and in the SQL engines (:mod:`privsyn_core.measuring.counters.sql_encoding`);
+#: :data:`SLASH_DATE` (day and month in either order) holds its first two fields as groups
+ISO_DATE = r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}"
+ISO_DATETIME = (
     r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}[T ][0-9]{1,2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?"
     r"(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
 )
-_SLASH = r"([0-9]{1,2})/([0-9]{1,2})/[0-9]{4}"
-_YMD_SLASH = r"[0-9]{4}/[0-9]{1,2}/[0-9]{1,2}"
+SLASH_DATE = r"([0-9]{1,2})/([0-9]{1,2})/[0-9]{4}"
+YMD_SLASH_DATE = r"[0-9]{4}/[0-9]{1,2}/[0-9]{1,2}"
 
 #: how date-times are written back when their column's values carry a time of day
 ISO_DATETIME_FORMAT = "%Y-%m-%d %H:%M:%S"
@@ -268,15 +271,15 @@ def _classify(text: pd.Series) -> np.ndarray:
     candidates = text[rest]
     where = np.flatnonzero(rest)
     for klass, pattern, fmt in (
-        (ValueClass.DATE_ISO, _ISO_DATE, "%Y-%m-%d"),
-        (ValueClass.DATETIME_ISO, _ISO_DATETIME, "ISO8601"),
-        (ValueClass.DATE_YMD_SLASH, _YMD_SLASH, "%Y/%m/%d"),
+        (ValueClass.DATE_ISO, ISO_DATE, "%Y-%m-%d"),
+        (ValueClass.DATETIME_ISO, ISO_DATETIME, "ISO8601"),
+        (ValueClass.DATE_YMD_SLASH, YMD_SLASH_DATE, "%Y/%m/%d"),
     ):
         hit = _matches(candidates, pattern)
         if hit.any():
             valid = _parses(candidates[hit], fmt)
             classes[where[hit][valid]] = klass
-    slash = candidates.str.extract(f"^{_SLASH}$")
+    slash = candidates.str.extract(f"^{SLASH_DATE}$")
     is_slash = slash[0].notna().to_numpy()
     if is_slash.any():
         first = slash[0][is_slash].astype(int).to_numpy()
@@ -315,11 +318,11 @@ def parse_datetimes(text: pd.Series, day_first: bool) -> np.ndarray:
     seconds = np.full(len(text), np.nan)
     slashed = ("%d/%m/%Y", "%m/%d/%Y") if day_first else ("%m/%d/%Y", "%d/%m/%Y")
     for fmt, pattern in (
-        ("%Y-%m-%d", _ISO_DATE),
-        ("ISO8601", _ISO_DATETIME),
-        ("%Y/%m/%d", _YMD_SLASH),
-        (slashed[0], _SLASH),
-        (slashed[1], _SLASH),
+        ("%Y-%m-%d", ISO_DATE),
+        ("ISO8601", ISO_DATETIME),
+        ("%Y/%m/%d", YMD_SLASH_DATE),
+        (slashed[0], SLASH_DATE),
+        (slashed[1], SLASH_DATE),
     ):
         todo = np.isnan(seconds) & _matches(text, pattern)
         if todo.any():

@@ -31,7 +31,7 @@ rows again.
 
 Executors need this package (the same version as the driver: the task runs the engine),
 NumPy, pandas and PyArrow; in local mode (``local[N]``) the workers run the driver's own
-interpreter (:func:`~privsyn_core.measuring.spark_counter.spark_session`). Each task runs
+interpreter (:func:`~privsyn_core.spark_session.spark_session`). Each task runs
 GUM on ``spark.task.cpus`` threads (default 1): Spark runs as many tasks at once as it has
 cores, so threads within a task would oversubscribe them.
 """

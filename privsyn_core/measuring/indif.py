@@ -20,7 +20,7 @@ from privsyn_core.privacy.ledger import INDIF_SENSITIVITY, ROW, Measurement, Pri
 from privsyn_core.privacy.noise import NoiseSource, as_noise
 
 if TYPE_CHECKING:
-    from privsyn_core.measuring.counting import Counter
+    from privsyn_core.measuring.counters import Counter
 
 
 def indif_pair(records: np.ndarray, rows: tuple[int, int], shape: tuple[int, int]) -> float:

@@ -1,8 +1,7 @@
 """Gaussian measurements of marginals: where the private table's counts meet noise.
 
-The counts come from a :class:`~privsyn_core.measuring.counting.Counter`, the one interface that
-reads
-rows.
+The counts come from a :class:`~privsyn_core.measuring.counters.Counter`, the one interface
+that reads rows.
 
 A marginal's count vector has L2 sensitivity 1 under add/remove-one neighbours (paper
 Theorem 4.3), so adding N(0, 1/(2 rho)) to every cell is rho-zCDP (Proposition C.3).
@@ -25,7 +24,7 @@ from privsyn_core.privacy.ledger import Measurement, laplace_scale
 from privsyn_core.privacy.noise import NoiseSource, as_noise
 
 if TYPE_CHECKING:
-    from privsyn_core.measuring.counting import Counter
+    from privsyn_core.measuring.counters import Counter
 
 #: the noise a marginal gets: Gaussian (PrivSyn) or Laplace (the paper's section 6.4 competitor)
 Mechanism = Literal["gaussian", "laplace"]

@@ -39,7 +39,7 @@ from privsyn_core.privacy.ledger import Measurement
 from privsyn_core.privacy.noise import NoiseSource
 
 if TYPE_CHECKING:
-    from privsyn_core.measuring.counting import Counter
+    from privsyn_core.measuring.counters import Counter
 
 
 @dataclass(frozen=True)

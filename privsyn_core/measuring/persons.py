@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from privsyn_core.errors import InputError
-from privsyn_core.measuring.reading import FrameTable, RawTable
+from privsyn_core.measuring.counters import FrameTable, RawTable
 from privsyn_core.privacy.ledger import PrivacyUnit
 from privsyn_core.privacy.noise import NoiseSource, shuffling_rng
 
@@ -64,7 +64,7 @@ def bounded(raw: RawTable, unit: PrivacyUnit, noise: NoiseSource) -> RawTable:
         return raw
     if isinstance(raw, FrameTable):
         return FrameTable(bounded_frame(raw.frame, unit, shuffling_rng(noise)))
-    from privsyn_core.measuring.sql_encoding import SqlTable, quoted
+    from privsyn_core.measuring.counters.sql_encoding import SqlTable, quoted
 
     if not isinstance(raw, SqlTable):
         raise InputError("a person-level guarantee needs a table read in memory or in SQL")

@@ -23,7 +23,7 @@ from privsyn_core.privacy.noise import NoiseSource
 from privsyn_core.selection.privbayes import NetworkNode, candidates
 
 if TYPE_CHECKING:
-    from privsyn_core.measuring.counting import Counter
+    from privsyn_core.measuring.counters import Counter
 
 
 def candidate_scores(counter: Counter, options: list[NetworkNode]) -> np.ndarray:

@@ -47,7 +47,7 @@ from scipy.stats import beta, norm
 from privsyn_core.data.values import ValueClass, canonical_text, class_counts
 from privsyn_core.domain import Domain
 from privsyn_core.marginals import count_marginal
-from privsyn_core.measuring.counting import ArrayCounter
+from privsyn_core.measuring.counters import ArrayCounter
 from privsyn_core.measuring.indif import indif_scores, indif_sigma, measure_indif
 from privsyn_core.measuring.measurement import measure_marginal
 from privsyn_core.measuring.one_way import measure_one_way

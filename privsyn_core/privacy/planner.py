@@ -30,7 +30,7 @@ from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.codecs import BinnedCodec, CategoryCodec, ColumnCodec
 from privsyn_core.data.schema import Schema
 from privsyn_core.data.values import NUMBER_CLASSES
-from privsyn_core.measuring.counting import Counter
+from privsyn_core.measuring.counters import Counter, Numbers, RawTable
 from privsyn_core.measuring.indif import indif_sigma
 from privsyn_core.measuring.persons import bounded
 from privsyn_core.measuring.private_domain import (
@@ -39,7 +39,6 @@ from privsyn_core.measuring.private_domain import (
     DomainSplit,
     category_threshold,
 )
-from privsyn_core.measuring.reading import Numbers, RawTable
 from privsyn_core.privacy.ledger import ROW, PrivacyUnit, laplace_scale, rho_from_epsilon_delta
 from privsyn_core.privacy.noise import SecureNoise, SeededNoise
 from privsyn_core.selection.methods import selection_method
@@ -348,7 +347,7 @@ class TableForecast:
 
 
 class CountsOnce:
-    """A :class:`~privsyn_core.measuring.reading.RawTable` that counts each aggregate once,
+    """A :class:`~privsyn_core.measuring.counters.reading.RawTable` that counts each aggregate once,
     so that many simulated runs cost little more than one (and a forecast redone at another
     epsilon costs no counting at all, when the caller keeps it). Owner-only: it holds exact
     counts of the private table.
@@ -422,7 +421,7 @@ def forecast_columns(
     """
     from privsyn_core.data.columns import open_parts, prepare_columns
     from privsyn_core.errors import InputError
-    from privsyn_core.measuring.reading import FrameTable
+    from privsyn_core.measuring.counters import FrameTable
 
     config = config or PrivSynConfig()
     if isinstance(table, CountsOnce):

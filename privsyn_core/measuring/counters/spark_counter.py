@@ -43,11 +43,12 @@ from typing import Any
 
 import numpy as np
 
+from privsyn_core.data.io import file_delimiter
 from privsyn_core.data.paths import is_parquet, spark_path
 from privsyn_core.domain import Domain
 from privsyn_core.errors import InputError
 from privsyn_core.marginals import MarginalTable
-from privsyn_core.measuring.sql_counting import check_codes
+from privsyn_core.measuring.counters.sql_counting import check_codes
 from privsyn_core.spark_session import spark_session
 
 #: count cells per scan: bounds each task's count arrays (8 bytes a cell) and each partial
@@ -81,14 +82,9 @@ def spark_frame(source: Any, *, spark: Any = None, master: str | None = None) ->
         return session.read.parquet(spark_path(path)), False
     if not path.is_file():
         return session.table(str(source)), False
-    from privsyn_core.data.io import _HEADER_BYTES, _bom_encoding, _first_line, header_delimiter
-
-    with path.open("rb") as handle:
-        head = handle.read(_HEADER_BYTES)
-    delimiter = header_delimiter(_first_line(head, _bom_encoding(head) or "utf-8"))
     reader = (
         session.read.option("header", "true")
-        .option("sep", delimiter)
+        .option("sep", file_delimiter(path))
         .option("quote", '"')
         .option("escape", '"')
     )

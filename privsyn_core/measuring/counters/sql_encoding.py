@@ -1,12 +1,13 @@
 """Raw tables in SQL engines (DuckDB, Spark): the preparation's reads and the encoding, as SQL.
 
-Everything the private preparation reads from a raw table (:class:`~privsyn_core.measuring.reading.
-RawTable`) comes from aggregates computed where the table lies, so raw rows never come into
-Python: value-class counts for the structure step, value counts for category estimates,
-counts over the public grids of the range estimates. The encoding (categories, "other",
-missing, bins, datetimes) is a SQL expression per column, and the coded relation it defines is
-counted with ``GROUPING SETS`` (:mod:`privsyn_core.measuring.sql_counting`). The noisy steps and the
-decisions are the numpy path's own functions, fed these counts.
+Everything the private preparation reads from a raw table
+(:class:`~privsyn_core.measuring.counters.reading.RawTable`) comes from aggregates computed
+where the table lies, so raw rows never come into Python: value-class counts for the structure
+step, value counts for category estimates, counts over the public grids of the range
+estimates. The encoding (categories, "other", missing, bins, datetimes) is a SQL expression per
+column, and the coded relation it defines is counted with ``GROUPING SETS``
+(:mod:`privsyn_core.measuring.counters.sql_counting`). The noisy steps and the decisions are
+the numpy path's own functions, fed these counts.
 
 The SQL reads each value as :mod:`privsyn_core.data.values` does, one value at a time:
 
@@ -44,25 +45,25 @@ from typing import Any
 import numpy as np
 
 from privsyn_core.data.codecs import BinnedCodec, CategoryCodec, ColumnCodec
+from privsyn_core.data.io import file_delimiter
 from privsyn_core.data.paths import duckdb_reader, is_parquet
-from privsyn_core.data.table import TableError
 from privsyn_core.data.values import (
-    _ISO_DATE,
-    _ISO_DATETIME,
-    _SLASH,
-    _YMD_SLASH,
+    ISO_DATE,
+    ISO_DATETIME,
     MAX_COUNTED_DECIMALS,
     NUMBER,
     NUMBER_DECIMALS,
+    SLASH_DATE,
+    YMD_SLASH_DATE,
     ValueClass,
     categories_as_text,
     day_first_format,
 )
 from privsyn_core.domain import Domain
-from privsyn_core.errors import InputError
+from privsyn_core.errors import InputError, TableError
 from privsyn_core.marginals import MarginalTable
-from privsyn_core.measuring.counting import Counter
-from privsyn_core.measuring.sql_counting import count_by_grouping_sets
+from privsyn_core.measuring.counters.counting import Counter
+from privsyn_core.measuring.counters.sql_counting import count_by_grouping_sets
 
 #: the spellings pandas reads as missing in a CSV cell (pandas' ``STR_NA_VALUES``)
 CSV_MISSING = (
@@ -248,10 +249,10 @@ def reading_query(
     layer1 = ", ".join(
         f"{t}, CASE WHEN {t} IS NULL THEN {_MISSING} "
         f"WHEN {dialect.full_match(t, NUMBER)} THEN {_NUMBER} "
-        f"WHEN {dialect.full_match(t, _ISO_DATE)} THEN {_ISO} "
-        f"WHEN {dialect.full_match(t, _ISO_DATETIME)} THEN {_DATETIME} "
-        f"WHEN {dialect.full_match(t, _YMD_SLASH)} THEN {_YMD} "
-        f"WHEN {dialect.full_match(t, _SLASH)} THEN {_SLASHED} ELSE {_OTHER} END AS {t}_p"
+        f"WHEN {dialect.full_match(t, ISO_DATE)} THEN {_ISO} "
+        f"WHEN {dialect.full_match(t, ISO_DATETIME)} THEN {_DATETIME} "
+        f"WHEN {dialect.full_match(t, YMD_SLASH_DATE)} THEN {_YMD} "
+        f"WHEN {dialect.full_match(t, SLASH_DATE)} THEN {_SLASHED} ELSE {_OTHER} END AS {t}_p"
         for t in texts
     )
 
@@ -415,12 +416,11 @@ class _SqlNumbers:
 @dataclass(eq=False)
 class SqlTable:
     """A raw table in a SQL engine, read through aggregates (a
-    :class:`~privsyn_core.measuring.reading.RawTable`). ``source`` names a relation whose columns
-    are
-    ``columns`` with SQL types ``types``; ``csv`` says its text came from a CSV file (pandas'
-    missing spellings apply). ``run`` executes a query and returns its rows; ``define`` creates
-    a view (name, query); ``store`` keeps a query's result where the engine keeps tables
-    (DuckDB: on disk), or defines a view."""
+    :class:`~privsyn_core.measuring.counters.reading.RawTable`). ``source`` names a relation
+    whose columns are ``columns`` with SQL types ``types``; ``csv`` says its text came from a
+    CSV file (pandas' missing spellings apply). ``run`` executes a query and returns its rows;
+    ``define`` creates a view (name, query); ``store`` keeps a query's result where the engine
+    keeps tables (DuckDB: on disk), or defines a view."""
 
     source: str
     columns: tuple[str, ...]
@@ -592,21 +592,16 @@ def sql_table(source: Any, engine: str, *, spark: Any = None) -> SqlTable:
 def _file_source(path: Path, folder: Path) -> str:
     """DuckDB's reader of the file ``path`` (a pattern-free link to it, if needed, made in
     ``folder``); a CSV file by the delimiter its header line shows, as the in-memory reader."""
-    from privsyn_core.data.io import _HEADER_BYTES, _bom_encoding, _first_line, header_delimiter
-
     if is_parquet(path):
         return duckdb_reader(path, folder)
-    with path.open("rb") as handle:
-        head = handle.read(_HEADER_BYTES)
-    delimiter = header_delimiter(_first_line(head, _bom_encoding(head) or "utf-8"))
-    return duckdb_reader(path, folder, delimiter)
+    return duckdb_reader(path, folder, file_delimiter(path))
 
 
 def duckdb_table(path: str | Path) -> SqlTable:
     """A CSV or Parquet file counted by DuckDB out of core (its memory capped)."""
     import duckdb
 
-    from privsyn_core.measuring.duckdb_counter import MEMORY_LIMIT, DuckDBCounter
+    from privsyn_core.measuring.counters.duckdb_counter import MEMORY_LIMIT, DuckDBCounter
 
     if not isinstance(path, str | Path):
         raise InputError(
@@ -661,7 +656,7 @@ def _close(connection: Any, folder: tempfile.TemporaryDirectory) -> None:
 
 def spark_table(source: Any, *, spark: Any = None, master: str | None = None) -> SqlTable:
     """A Spark DataFrame, a catalogue table or a CSV or Parquet path, on Spark."""
-    from privsyn_core.measuring.spark_counter import SparkCounter, spark_frame
+    from privsyn_core.measuring.counters.spark_counter import SparkCounter, spark_frame
 
     frame, csv = spark_frame(source, spark=spark, master=master)
     session = frame.sparkSession

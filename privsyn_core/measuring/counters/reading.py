@@ -7,13 +7,12 @@ The structure step, the private domain estimates and the encoding of a raw table
 * per column, the count of each distinct value (canonical text), for the category estimate;
 * per numeric or datetime column, the counts of its numbers in the cells of a public grid (the
   range estimate's histograms), or their minimum and maximum (the raw-domains demo only);
-* the encoded table, as a :class:`~privsyn_core.measuring.counting.Counter`.
+* the encoded table, as a :class:`~privsyn_core.measuring.counters.counting.Counter`.
 
 Every backend gives the same exact numbers, so the noisy steps, and the decisions made from
 them, are the same code fed the same counts: in memory (:class:`FrameTable`, over a pandas
-DataFrame) or in a SQL engine (:mod:`privsyn_core.measuring.sql_encoding`: DuckDB, Spark), where
-raw rows
-never come into Python.
+DataFrame) or in a SQL engine (:mod:`privsyn_core.measuring.counters.sql_encoding`: DuckDB,
+Spark), where raw rows never come into Python.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ import pandas as pd
 from privsyn_core.data.codecs import BinnedCodec, ColumnCodec
 from privsyn_core.data.values import canonical_text, class_counts
 from privsyn_core.domain import Domain
-from privsyn_core.measuring.counting import ArrayCounter, Counter
+from privsyn_core.measuring.counters.counting import ArrayCounter, Counter
 from privsyn_core.measuring.private_domain import histogram_of
 
 

@@ -23,7 +23,7 @@ from privsyn_core.data.paths import duckdb_reader
 from privsyn_core.domain import Domain
 from privsyn_core.errors import InputError
 from privsyn_core.marginals import MarginalTable
-from privsyn_core.measuring.sql_counting import check_codes, count_by_grouping_sets
+from privsyn_core.measuring.counters.sql_counting import check_codes, count_by_grouping_sets
 
 if TYPE_CHECKING:
     import duckdb

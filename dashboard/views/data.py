@@ -313,6 +313,8 @@ person_column.selectbox(
     "Person column (a person-level guarantee)",
     [None, *names],
     format_func=lambda name: "none: the guarantee is per row" if name is None else name,
+    # Streamlit shows the placeholder, not format_func(None), while the value is None
+    placeholder="none: the guarantee is per row",
     key="person",
     help="The column that says whose row each is. At most K rows of each person are kept "
     "(chosen at random), every measurement's noise is calibrated for K rows, and the column "

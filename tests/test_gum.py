@@ -9,12 +9,14 @@ from privsyn_core.errors import InputError
 from privsyn_core.generation.gum import (
     GumSettings,
     GumTarget,
+    PassOutcome,
     _fine_index,
     _removal_rate,
     l1_error,
     plan_update,
     record_major,
     run_gum,
+    run_passes,
     update_towards,
     with_blankets,
 )
@@ -457,3 +459,49 @@ def test_a_duplication_copies_its_blanket_and_leaves_the_rest_of_the_row(kernel,
 def test_gum_settings_refuse_an_unknown_copy_scope():
     with pytest.raises(InputError, match="copy must be one of"):
         GumSettings(copy="half")  # type: ignore[arg-type]
+
+
+def _scripted_passes(pass_errors, **settings):
+    """:func:`run_passes` over one component of three marginals whose errors, pass by pass,
+    are ``pass_errors`` (one row per pass, read at each visit); returns the visits made and
+    the loop's answer."""
+    records = np.zeros((2, 10), dtype=np.uint8)
+    frequencies = np.full(4, 0.25)
+    targets = [GumTarget((f"m{k}",), (k % 2,), (4,), frequencies) for k in range(3)]
+    visits = []
+
+    def update(iteration, component, target):
+        visits.append((iteration, target))
+        return pass_errors[iteration][target]
+
+    history, finished = run_passes([(records, targets)], GumSettings(**settings), update)
+    return visits, history, finished
+
+
+def test_the_shared_loop_visits_worst_first_and_records_each_pass():
+    """The outer loop of GUM and MCF: each pass in the order of the errors the previous pass
+    left (the first by equal initial errors, ties in order), one record per pass with the
+    errors seen at the visits and alpha 1 by default."""
+    errors = [[0.1, 0.5, 0.3], [0.4, 0.2, 0.6]]
+    visits, history, finished = _scripted_passes(errors, iterations=2, patience=None)
+    assert visits == [(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (1, 0)]
+    assert finished and [h.alpha for h in history] == [1.0, 1.0]
+    assert history[1].errors == {("m0",): 0.4, ("m1",): 0.2, ("m2",): 0.6}
+
+
+def test_the_shared_loop_stops_on_the_plateau_a_caller_stop_or_a_cancel():
+    flat = [[0.5, 0.5, 0.5]] * 20
+    _, history, finished = _scripted_passes(flat, iterations=20, patience=3)
+    assert finished and len(history) == 4  # 3 passes without improving on the first
+    records = np.zeros((1, 4), dtype=np.uint8)
+    targets = [GumTarget(("a",), (0,), (2,), np.array([0.5, 0.5]))]
+    settings = GumSettings(iterations=20, patience=None)
+    stops = iter([PassOutcome(0.3), PassOutcome(0.2, stop=True)])
+    history, finished = run_passes(
+        [(records, targets)], settings, lambda *_: 0.1, after_pass=lambda: next(stops)
+    )
+    assert finished and [h.table_error for h in history] == [0.3, 0.2]
+    history, finished = run_passes(
+        [(records, targets)], settings, lambda *_: 0.1, lambda record: record.iteration < 2
+    )
+    assert not finished and len(history) == 3

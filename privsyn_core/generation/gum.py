@@ -832,28 +832,46 @@ def fill_record_major(records: np.ndarray, columns: np.ndarray) -> None:
 
 ProgressHook = Callable[[GumIterationRecord], bool]
 
+#: one marginal's update in a pass: (iteration, component, target index) -> that marginal's L1
+#: error before the update (GUM's gradual step, MCF's exact flow)
+UpdateStep = Callable[[int, int, int], float]
 
-def run_gum(
+
+@dataclass(frozen=True)
+class PassOutcome:
+    """What a synthesiser measures on the whole table after a pass (:func:`run_passes`): the
+    table's score (GUM's kept-table score), and whether a stop of its own holds (GUM's noise
+    floor)."""
+
+    table_error: float | None = None
+    stop: bool = False
+
+
+def _full_step(iteration: int) -> float:
+    return 1.0
+
+
+def run_passes(
     components: Sequence[tuple[np.ndarray, Sequence[GumTarget]]],
     settings: GumSettings,
-    rng: np.random.Generator,
+    update: UpdateStep,
     on_iteration: ProgressHook | None = None,
-    unmeasured: Sequence[UnmeasuredPairs | None] = (),
+    *,
+    alpha: Callable[[int], float] = _full_step,
+    after_pass: Callable[[], PassOutcome] | None = None,
 ) -> tuple[list[GumIterationRecord], bool]:
-    """Run GUM on every component in lockstep (separate and join, paper 5.3).
+    """The outer loop GUM and MCF share (paper 5.2; MCF, the strawman of 5.1, runs the same
+    loop so the two convergence curves compare directly).
 
-    ``unmeasured`` (one per component, or empty) are the pairs no target covers, with their
-    noisy InDif: with :attr:`GumSettings.keep_best` the kept table is the one closest to the
-    targets and to those scores (:func:`table_score`).
-
-    Each component has its own record array, so duplicating a row for one component never
-    disturbs another's marginals. Marginals are visited in descending order of their current
-    error. Returns the history and whether the run ended normally (all iterations, or the
-    plateau rule of :meth:`GumSettings.converged`) rather than by ``on_iteration`` returning
-    ``False``.
+    Up to ``settings.iterations`` passes; each visits every component's marginals in
+    descending order of their error (:func:`worst_first`, fixed before the pass updates any),
+    calling ``update`` on each, which returns the marginal's error before it acted. Then
+    ``after_pass`` measures the whole table, and one :class:`GumIterationRecord` (with
+    ``alpha(iteration)``, 1 when every step goes all the way) goes to ``on_iteration``, which
+    cancels by returning ``False``. The loop stops early by the plateau rule
+    (:meth:`GumSettings.converged` on :func:`_plateau_errors`) or ``after_pass``'s stop.
+    Returns the history and whether the run ended normally (not cancelled).
     """
-    if settings.copy == "blanket":
-        components = [(records, with_blankets(targets)) for records, targets in components]
     errors = {
         (c, k): error
         for c, (records, targets) in enumerate(components)
@@ -862,10 +880,64 @@ def run_gum(
     history: list[GumIterationRecord] = []
     if not errors:
         return history, True
+    for t in range(settings.iterations):
+        started = time.perf_counter()
+        for c, (_, targets) in enumerate(components):
+            for k in worst_first(errors, c, len(targets)):
+                errors[(c, k)] = update(t, c, k)
+        outcome = PassOutcome() if after_pass is None else after_pass()
+        record = GumIterationRecord(
+            iteration=t,
+            alpha=alpha(t),
+            errors={components[c][1][k].attributes: e for (c, k), e in errors.items()},
+            seconds=time.perf_counter() - started,
+            table_error=outcome.table_error,
+        )
+        history.append(record)
+        if on_iteration is not None and on_iteration(record) is False:
+            return history, False
+        if settings.converged(_plateau_errors(history)) or outcome.stop:
+            break
+    return history, True
+
+
+def run_gum(
+    components: Sequence[tuple[np.ndarray, Sequence[GumTarget]]],
+    settings: GumSettings,
+    rng: np.random.Generator,
+    on_iteration: ProgressHook | None = None,
+    unmeasured: Sequence[UnmeasuredPairs | None] = (),
+) -> tuple[list[GumIterationRecord], bool]:
+    """Run GUM on every component in lockstep (separate and join, paper 5.3): the passes of
+    :func:`run_passes`, each marginal moved towards its target by :func:`update_towards` with
+    the iteration's alpha and duplicate share.
+
+    ``unmeasured`` (one per component, or empty) are the pairs no target covers, with their
+    noisy InDif: with :attr:`GumSettings.keep_best` the kept table is the one closest to the
+    targets and to those scores (:func:`table_score`), restored when the run ends normally.
+
+    Each component has its own record array, so duplicating a row for one component never
+    disturbs another's marginals. Returns the history and whether the run ended normally (all
+    iterations, the plateau rule of :meth:`GumSettings.converged` or the noise floor) rather
+    than by ``on_iteration`` returning ``False``.
+    """
+    if settings.copy == "blanket":
+        components = [(records, with_blankets(targets)) for records, targets in components]
     # a pool of one thread still runs: the parts then run one after the other
     with ThreadPoolExecutor(max_workers=threads()) as pool:
         judged = list(unmeasured) or [None] * len(components)
-        return _iterate(components, settings, rng, on_iteration, errors, history, pool, judged)
+        gum = _GumPasses(components, settings, rng, pool, judged)
+        history, finished = run_passes(
+            components,
+            settings,
+            gum.update,
+            on_iteration,
+            alpha=settings.alpha,
+            after_pass=gum.after_pass,
+        )
+        if finished:
+            gum.finish()
+        return history, finished
 
 
 def with_blankets(targets: Sequence[GumTarget]) -> list[GumTarget]:
@@ -890,62 +962,69 @@ def with_blankets(targets: Sequence[GumTarget]) -> list[GumTarget]:
     return out
 
 
-def _iterate(
-    components: Sequence[tuple[np.ndarray, Sequence[GumTarget]]],
-    settings: GumSettings,
-    rng: np.random.Generator,
-    on_iteration: ProgressHook | None,
-    errors: dict[tuple[int, int], float],
-    history: list[GumIterationRecord],
-    pool: ThreadPoolExecutor,
-    unmeasured: Sequence[UnmeasuredPairs | None],
-) -> tuple[list[GumIterationRecord], bool]:
-    # numba's import is paid once for all components: judge the run's updates together (a
-    # wide table split into many small components is as much work as one large one)
-    updates = sum(len(targets) for _, targets in components)
-    kernels = [
-        resolve_kernel(settings.kernel, records.shape[1], updates) for records, _ in components
-    ]
-    scratches = [
-        UpdateScratch.for_records(records.shape[1]) if kernel == "compiled" else None
-        for (records, _), kernel in zip(components, kernels, strict=True)
-    ]
-    best = _BestTables(components, unmeasured) if settings.keep_best else None
-    floor = _NoiseFloor(components, settings.noise_floor)
-    for t in range(settings.iterations):
-        started = time.perf_counter()
-        alpha = settings.alpha(t)
-        share = settings.duplicate_share(t)
-        for c, (records, targets) in enumerate(components):
-            for k in worst_first(errors, c, len(targets)):
-                errors[(c, k)] = update_towards(
-                    records, targets[k], alpha, share, rng, pool, kernels[c], scratches[c]
-                )
+class _GumPasses:
+    """GUM's part of :func:`run_passes`: the update kernel of each component, the kept table
+    (:attr:`GumSettings.keep_best`) and the noise-floor stop."""
+
+    def __init__(
+        self,
+        components: Sequence[tuple[np.ndarray, Sequence[GumTarget]]],
+        settings: GumSettings,
+        rng: np.random.Generator,
+        pool: ThreadPoolExecutor,
+        unmeasured: Sequence[UnmeasuredPairs | None],
+    ) -> None:
+        self.components = components
+        self.settings = settings
+        self.rng = rng
+        self.pool = pool
+        # numba's import is paid once for all components: judge the run's updates together
+        # (a wide table split into many small components is as much work as one large one)
+        updates = sum(len(targets) for _, targets in components)
+        self.kernels = [
+            resolve_kernel(settings.kernel, records.shape[1], updates) for records, _ in components
+        ]
+        self.scratches = [
+            UpdateScratch.for_records(records.shape[1]) if kernel == "compiled" else None
+            for (records, _), kernel in zip(components, self.kernels, strict=True)
+        ]
+        self.best = _BestTables(components, unmeasured) if settings.keep_best else None
+        self.floor = _NoiseFloor(components, settings.noise_floor)
+
+    def update(self, iteration: int, component: int, target: int) -> float:
+        records, targets = self.components[component]
+        return update_towards(
+            records,
+            targets[target],
+            self.settings.alpha(iteration),
+            self.settings.duplicate_share(iteration),
+            self.rng,
+            self.pool,
+            self.kernels[component],
+            self.scratches[component],
+        )
+
+    def after_pass(self) -> PassOutcome:
+        best, floor, components = self.best, self.floor, self.components
         measured = (
             [target_errors(records, targets) for records, targets in components]
             if best is not None or floor.active
             else []
         )
-        record = GumIterationRecord(
-            iteration=t,
-            alpha=alpha,
-            errors={components[c][1][k].attributes: e for (c, k), e in errors.items()},
-            seconds=time.perf_counter() - started,
+        return PassOutcome(
             table_error=None if best is None else best.consider(components, measured),
+            stop=floor.reached(measured),
         )
-        history.append(record)
-        if on_iteration is not None and on_iteration(record) is False:
-            return history, False
-        if settings.converged(_plateau_errors(history)) or floor.reached(measured):
-            break
-    if best is not None:
-        best.restore(components)
-    return history, True
+
+    def finish(self) -> None:
+        """Leave each component's kept table in its array."""
+        if self.best is not None:
+            self.best.restore(self.components)
 
 
 def worst_first(errors: dict[tuple[int, int], float], component: int, count: int) -> list[int]:
     """The indices of ``component``'s ``count`` marginals, largest error first (ties in
-    order): the order of one pass (GUM's and MCF's), fixed before the pass updates any
+    order): the order of one pass (:func:`run_passes`), fixed before the pass updates any
     error."""
     return sorted(range(count), key=lambda k: -errors[(component, k)])
 
@@ -953,7 +1032,7 @@ def worst_first(errors: dict[tuple[int, int], float], component: int, count: int
 def _plateau_errors(history: Sequence[GumIterationRecord]) -> list[float]:
     """What the plateau rule (:meth:`GumSettings.converged`) watches: the whole table's score
     when GUM keeps its best table (that score decides what is returned), else the mean
-    error each marginal had when visited."""
+    error each marginal had when visited (MCF's too)."""
     scores = [h.table_error for h in history if h.table_error is not None]
     if history and len(scores) == len(history):
         return [float(score) for score in scores]
@@ -976,7 +1055,10 @@ class _BestTables:
             table_score(records, targets, judged) if targets else 0.0
             for (records, targets), judged in zip(components, unmeasured, strict=True)
         ]
-        self.saved = [records.copy() for records, _ in components]
+        # a component without targets is never scored, so never restored: nothing to keep
+        self.saved = [
+            records.copy() if targets else records[:, :0] for records, targets in components
+        ]
         self.latest = list(self.scores)
 
     def consider(

@@ -30,7 +30,6 @@ marginals) costs several times a GUM iteration. It is a teaching and benchmarkin
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from itertools import combinations
 
@@ -41,7 +40,7 @@ from privsyn_core.generation.gum import (
     GumSettings,
     GumTarget,
     ProgressHook,
-    worst_first,
+    run_passes,
 )
 from privsyn_core.generation.sampling import quota_counts
 from privsyn_core.marginals import cell_index
@@ -230,35 +229,13 @@ def run_mcf(
     rng: np.random.Generator,
     on_iteration: ProgressHook | None = None,
 ) -> tuple[list[GumIterationRecord], bool]:
-    """MCF on every component, with :func:`~privsyn_core.generation.gum.run_gum`'s interface:
-    ``settings.iterations`` passes over all marginals (largest error first) with the same
-    plateau rule; the history's alpha is 1 (every step goes all the way)."""
-    errors: dict[tuple[int, int], float] = {}
-    for c, (records, targets) in enumerate(components):
-        n = records.shape[1]
-        for k, target in enumerate(targets):
-            counts = np.bincount(
-                cell_index(records, target.rows, target.shape),
-                minlength=target.frequencies.size,
-            )
-            errors[(c, k)] = float(np.abs(counts / n - target.frequencies).sum())
-    history: list[GumIterationRecord] = []
-    if not errors:
-        return history, True
-    for t in range(settings.iterations):
-        started = time.perf_counter()
-        for c, (records, targets) in enumerate(components):
-            for k in worst_first(errors, c, len(targets)):
-                errors[(c, k)] = mcf_update(records, targets[k], rng)
-        record = GumIterationRecord(
-            iteration=t,
-            alpha=1.0,
-            errors={components[c][1][k].attributes: e for (c, k), e in errors.items()},
-            seconds=time.perf_counter() - started,
-        )
-        history.append(record)
-        if on_iteration is not None and on_iteration(record) is False:
-            return history, False
-        if settings.converged([h.mean_error for h in history]):
-            break
-    return history, True
+    """MCF on every component, in GUM's outer loop (:func:`~privsyn_core.generation.gum.
+    run_passes`): ``settings.iterations`` passes over all marginals (largest error first) with
+    the same plateau rule, each marginal made exact by :func:`mcf_update`; the history's alpha
+    is 1 (every step goes all the way). GUM's kept table and noise floor are GUM's own."""
+
+    def update(iteration: int, component: int, target: int) -> float:
+        records, targets = components[component]
+        return mcf_update(records, targets[target], rng)
+
+    return run_passes(components, settings, update, on_iteration)

@@ -731,8 +731,9 @@ def _audit(args: argparse.Namespace) -> int:
     unit = ROW if k is None else PrivacyUnit("person", k)
     if k is not None:
         print(
-            f"person-level neighbours: one whole person ({3 * k} rows, all alike) added or "
-            f"removed; every step keeps at most {k} rows per person and is calibrated for them"
+            f"person-level neighbours: the per-row ones scaled by {k} (each row of the table "
+            f"held {k} times by one person), one whole person ({3 * k} rows, all alike) added "
+            f"or removed; every step keeps at most {k} rows per person and is calibrated for them"
         )
     print(
         f"privsyn audit: every noisy step, run many times on two generated neighbouring tables "

@@ -2,6 +2,7 @@
 the power to see a mis-calibrated step."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -18,7 +19,12 @@ from privsyn_core.privacy.audit import (
     gdp_epsilon,
     worst_indif_neighbours,
 )
-from privsyn_core.privacy.ledger import epsilon_from_rho, gaussian_sigma, rho_from_epsilon_delta
+from privsyn_core.privacy.ledger import (
+    PrivacyUnit,
+    epsilon_from_rho,
+    gaussian_sigma,
+    rho_from_epsilon_delta,
+)
 from privsyn_core.privacy.noise import SecureNoise, SeededNoise
 
 DELTA = 1e-6
@@ -76,6 +82,25 @@ def test_indif_scores_leak_no_more_than_claimed(indif_neighbours):
     rho = rho_from_epsilon_delta(4.0, DELTA)
     result = audit_indif(indif_neighbours, rho, seeded(2), DELTA, 6_000)
     check_audit(result, min_lower_bound=0.5)
+
+
+def test_person_level_indif_neighbours_are_as_strong_as_the_per_row_ones(indif_neighbours):
+    """A person of K rows against noise K times larger. The scaled neighbours (every row of
+    the table K times, the person K rows of the record) move every InDif score exactly K
+    times as far as the record moves the table's (InDif is homogeneous of degree one), so
+    the separation is the per-row one at every K; K rows added to the table itself move the
+    scores far less than K times, and an audit of them would claim less than it can."""
+    rho = rho_from_epsilon_delta(1.0, DELTA)
+    per_row = audit_indif(indif_neighbours, rho, seeded(7), DELTA, 100)
+    assert per_row.mu_of_neighbours > 0.8 * per_row.mu_claimed  # the search, with its ascent
+    for k in (5, 20):
+        noise = SeededNoise(np.random.default_rng(8), unit=PrivacyUnit("person", k))
+        scaled = audit_indif(indif_neighbours.of_people(k), rho, noise, DELTA, 100)
+        assert scaled.mu_of_neighbours == pytest.approx(per_row.mu_of_neighbours)
+        people = np.arange(indif_neighbours.records.shape[1])  # the table as it is
+        unscaled = replace(indif_neighbours, people=people, copies=3 * k, rows_per_person=k)
+        weak = audit_indif(unscaled, rho, noise, DELTA, 100)
+        assert weak.mu_of_neighbours < 0.8 * scaled.mu_of_neighbours
 
 
 def test_a_marginal_leaks_no_more_than_claimed(neighbours):

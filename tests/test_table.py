@@ -242,11 +242,21 @@ def test_value_not_among_categories_of_a_categorical_column_declared_narrower():
     [
         (pd.Series([0.0, np.nan, 1.0]), 2),
         (pd.Series(["x", None, "y"], dtype=object), ["x", "y"]),
+        (pd.Series(["0", None, "1"], dtype=object), 2),
+        (pd.Series(["0", np.nan, "1"], dtype="str"), 2),
         (pd.Series(["x", None, "y"], dtype="str"), ["x", "y"]),
         (pd.Series(pd.Categorical(["x", None, "y"])), None),
         (pd.Series(pd.array([0, None, 1], dtype="Int64")), 2),
     ],
-    ids=["float-nan", "object-none", "str-nan", "categorical-nan", "nullable-int-na"],
+    ids=[
+        "float-nan",
+        "object-none",
+        "codes-as-text-none",
+        "codes-as-str-nan",
+        "str-nan",
+        "categorical-nan",
+        "nullable-int-na",
+    ],
 )
 def test_missing_value(column, spec):
     table = pd.DataFrame({"a": [0, 1, 0], "gap": column})

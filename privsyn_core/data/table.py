@@ -85,18 +85,25 @@ def check_domain_spec(spec: DomainSpec) -> None:
 
 def _encode_column(column: pd.Series, codec: CodesCodec) -> np.ndarray:
     name = codec.name
-    if column.isna().any():
-        row = int(np.flatnonzero(column.isna().to_numpy())[0])
+    values = column.to_numpy()
+    # a pre-coded column read as text is factorised once (parsed once per distinct value: it
+    # holds few), and its codes mark the missing values (-1) as isna would, without a
+    # second pass over the text
+    as_text = codec.categories is None and values.dtype.kind not in "iuf"
+    if as_text:
+        positions, distinct = pd.factorize(column)
+        missing = positions < 0
+    else:
+        missing = column.isna().to_numpy()
+    if missing.any():
+        row = int(np.flatnonzero(missing)[0])
         raise TableError(
             f"column {name!r} has a missing value (first at row {row}, counting from 0); "
             f"this version needs "
             f"complete rows: drop or fill the missing values first"
         )
     if codec.categories is None:
-        values = column.to_numpy()
-        if values.dtype.kind not in "iuf":
-            # parsed once per distinct value: a pre-coded column read as text holds few
-            positions, distinct = pd.factorize(column)
+        if as_text:
             parsed = pd.to_numeric(pd.Series(distinct, dtype=object), errors="coerce")
             numeric = pd.Series(parsed.to_numpy()[positions], index=column.index)
             if numeric.isna().any() or values.dtype.kind == "b":

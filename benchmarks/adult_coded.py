@@ -44,6 +44,12 @@ def main() -> None:
         help="Algorithm 1's margin over the InDif noise, in sigmas (0: the paper's rule)",
     )
     parser.add_argument(
+        "--selection",
+        choices=["densemarg", "treefirst", "privbayes", "all_pairs"],
+        default=PrivSynConfig().selection,
+        help="how the marginals are chosen (PrivSynConfig.selection)",
+    )
+    parser.add_argument(
         "--copy",
         choices=["row", "blanket"],
         default=GumSettings().copy,
@@ -58,11 +64,12 @@ def main() -> None:
         gum=GumSettings(iterations=args.iterations, copy=args.copy),
         target=LABEL if args.target else None,
         indif_margin=args.indif_margin,
+        selection=args.selection,
     )
     print(
         f"adult-coded: {len(table)} rows x {table.shape[1]} columns, delta = 1/n^2 = "
         f"{delta:.3g}, prediction target: {config.target}, InDif margin {config.indif_margin:g}, "
-        f"GUM copies: {config.gum.copy}"
+        f"GUM copies: {config.gum.copy}, selection: {config.selection}"
     )
 
     rows = []

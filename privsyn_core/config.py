@@ -13,7 +13,7 @@ from privsyn_core.selection.methods import SELECTION_METHODS, selection_method
 from privsyn_core.selection.target import TargetEmphasis
 
 #: how marginals are chosen (the paper lab; see :class:`PrivSynConfig`)
-SelectionName = Literal["densemarg", "privbayes", "all_pairs", "given"]
+SelectionName = Literal["densemarg", "treefirst", "privbayes", "all_pairs", "given"]
 #: how the marginal budget is spent (paper section 6.4)
 NoiseAllocation = Literal["weighted_gaussian", "equal_gaussian", "equal_laplace"]
 NOISE_ALLOCATIONS: tuple[str, ...] = ("weighted_gaussian", "equal_gaussian", "equal_laplace")
@@ -67,7 +67,10 @@ class PrivSynConfig:
     Measurement (each option changes what is spent):
 
     * ``selection`` (section 4.2 vs 6.3): "densemarg" (Algorithm 1 on noisy InDif, then
-      Algorithm 2's combining); "privbayes", the paper's PrivBayes-InDif: a Bayesian network
+      Algorithm 2's combining); "treefirst", two rounds on rho_3: a maximum spanning tree of
+      the noisy InDif measured first, then the pairs whose InDif that tree does not explain
+      (:mod:`privsyn_core.selection.tree_first`; opt-in, measured best with ``indif_margin``
+      1.0); "privbayes", the paper's PrivBayes-InDif: a Bayesian network
       of degree ``privbayes_degree`` whose ``d - 1`` parent choices are made by the
       exponential mechanism on InDif scores, spending the ``indif_share`` (each step charged
       to the ledger; parent sets capped at ``gamma`` cells, see

@@ -209,12 +209,13 @@ def test_forecast_of_a_sparse_column_says_why_it_is_lost():
     "config",
     [
         PrivSynConfig(),
+        PrivSynConfig(selection="treefirst"),
         PrivSynConfig(selection="privbayes"),
         PrivSynConfig(selection="all_pairs"),
         PrivSynConfig(selection="given", marginals=(("a", "b"), ("c", "d"))),
         PrivSynConfig(selection="all_pairs", noise="equal_gaussian"),
     ],
-    ids=["densemarg", "privbayes", "all_pairs", "given", "equal_gaussian"],
+    ids=["densemarg", "treefirst", "privbayes", "all_pairs", "given", "equal_gaussian"],
 )
 def test_the_plan_spends_what_the_run_spends_for_every_selection(config):
     """One budget split (PrivSynConfig.split) for the run and the plan: the plan's rho per
@@ -259,7 +260,7 @@ _STEP_OF_PLAN = {
 @st.composite
 def run_settings(draw):
     """A random configuration and how much of the table's structure is left open."""
-    selection = draw(st.sampled_from(["densemarg", "privbayes", "all_pairs", "given"]))
+    selection = draw(st.sampled_from(["densemarg", "treefirst", "privbayes", "all_pairs", "given"]))
     one_way = draw(st.floats(0.05, 0.5))
     config = PrivSynConfig(
         selection=selection,

@@ -195,3 +195,89 @@ def test_measurable_pairs_is_the_most_marginals_whose_expected_noise_stays_withi
     assert expected_l1(k) <= 0.1 < expected_l1(k + 1)
     assert measurable_pairs(cells, 100.0, rows) == 50  # never more than the candidates
     assert measurable_pairs([], rho, rows) == 0
+
+
+def _noisy(attributes, shape, values, sigma):
+    from privsyn_core.marginals import MarginalTable, NoisyMarginal
+
+    table = MarginalTable(attributes, shape, np.asarray(values, dtype=float).ravel())
+    return NoisyMarginal(table, 1 / (2 * sigma**2), sigma)
+
+
+def test_two_measurements_of_a_marginal_pool_by_inverse_variance_and_add_their_costs():
+    from privsyn_core.selection.tree_first import pooled
+
+    first = _noisy(("a", "b"), (1, 2), [10.0, 30.0], 1.0)
+    again = _noisy(("a", "b"), (1, 2), [20.0, 0.0], 2.0)
+    both = pooled(first, again)
+    assert both.table.values == pytest.approx([(10 + 20 / 4) / 1.25, (30 + 0 / 4) / 1.25])
+    assert both.sigma == pytest.approx(1.25**-0.5)
+    assert both.rho == pytest.approx(first.rho + again.rho)
+    assert both.rho == pytest.approx(1 / (2 * both.sigma**2))  # as if measured once
+
+
+def test_the_expected_indif_of_a_sample_counts_its_own_deviations():
+    from privsyn_core.marginals import indif_of_joint
+    from privsyn_core.selection.tree_first import sampled_indif
+
+    rng = np.random.default_rng(0)
+    for joint in (np.full((6, 5), 1 / 30), np.array([[0.4, 0.1], [0.1, 0.4]])):
+        rows = 2000
+        draws = [
+            indif_of_joint(rng.multinomial(rows, joint.ravel()).reshape(joint.shape).astype(float))
+            for _ in range(400)
+        ]
+        assert sampled_indif(joint, rows) == pytest.approx(np.mean(draws), rel=0.05)
+    assert sampled_indif(np.full((6, 5), 1 / 30), 2000) > 100  # not the zero of independence
+
+
+def test_the_tree_implies_a_pairs_joint_along_its_path():
+    from privsyn_core.selection.tree_first import implied_indif, sampled_indif
+
+    ab = np.array([[0.3, 0.1], [0.1, 0.5]])
+    bc = np.array([[0.35, 0.05], [0.2, 0.4]])
+    bc = bc / bc.sum() * 1.0
+    ac = ab @ (bc / bc.sum(axis=1, keepdims=True))
+    rows = 1000.0
+    tree = [_noisy(("a", "b"), (2, 2), ab * rows, 1.0), _noisy(("b", "c"), (2, 2), bc * rows, 1.0)]
+    got = implied_indif(tree, ["a", "b", "c", "d"], {"a": 2, "b": 2, "c": 2, "d": 3})
+    assert got[0, 2] == got[2, 0] == pytest.approx(sampled_indif(ac, rows))
+    assert got[0, 1] == pytest.approx(sampled_indif(ab, rows))
+    independent = np.outer(ab.sum(axis=1), np.full(3, 1 / 3))  # d: outside the tree, uniform
+    assert got[0, 3] == pytest.approx(sampled_indif(independent, rows))
+
+
+def _chain_and_factor(rows, rng):
+    """a -> b -> c -> d copies (a chain), and x, y, z siblings of a hidden factor."""
+    a = rng.integers(0, 6, rows)
+    chain = [a]
+    for _ in range(3):
+        chain.append(np.where(rng.random(rows) < 0.7, chain[-1], rng.integers(0, 6, rows)))
+    hidden = rng.integers(0, 6, rows)
+    siblings = [np.where(rng.random(rows) < 0.7, hidden, rng.integers(0, 6, rows)) for _ in "xyz"]
+    return pd.DataFrame(dict(zip("abcdxyz", [*chain, *siblings], strict=True)))
+
+
+def test_tree_first_measures_the_chain_once_and_the_siblings_the_tree_cannot_explain():
+    from privsyn_core import PrivSynConfig, synthesize
+
+    rng = np.random.default_rng(3)
+    table = _chain_and_factor(50_000, rng)
+    config = PrivSynConfig(selection="treefirst", indif_margin=1.0)
+    run = synthesize(table, 4.0, 1e-9, domain=dict.fromkeys(table, 6), config=config, rng=rng)
+    pairs = {frozenset(m.attributes): m for m in run.marginals if len(m.attributes) == 2}
+    links = [frozenset(p) for p in ("ab", "bc", "cd")]
+    assert all(pairs[p].origin == "tree" for p in links)
+    # two hops on the chain: explained by the tree, not measured
+    assert not {frozenset("ac"), frozenset("bd"), frozenset("ad")} & pairs.keys()
+    # siblings of one factor: a tree holds two of their three pairs, the third is added
+    siblings = {frozenset(p) for p in ("xy", "xz", "yz")}
+    assert siblings <= pairs.keys()
+    assert sorted(pairs[p].origin for p in siblings) == ["selected", "tree", "tree"]
+    # every rho of the marginal step is in a measured marginal: the tree's two rounds pooled
+    spent = math.fsum(e.rho for e in run.ledger.entries if e.step == "marginal")
+    assert math.fsum(m.rho for m in run.marginals) == pytest.approx(spent)
+    twice = [m for m in run.marginals if m.origin == "tree"]
+    charged = [e for e in run.ledger.entries if e.step == "marginal"]
+    assert len(charged) > len(run.marginals)  # some tree marginals measured in both rounds
+    assert all(m.sigma**-2 == pytest.approx(2 * m.rho) for m in twice)

@@ -90,6 +90,90 @@ def noise_error(cell_power_sum: float, rho: float) -> float:
     return cell_power_sum**1.5 / math.sqrt(math.pi * rho)
 
 
+@dataclass(frozen=True)
+class Candidates:
+    """Every pair of the InDif matrix (upper triangle ``iu < ju``) as Algorithm 1 sees it:
+    noisy score, emphasis weight ``w``, dependency ``phi`` (weighted, margin-adjusted) and
+    noise weight ``power = (w c)^(2/3)``."""
+
+    names: tuple[str, ...]
+    iu: np.ndarray
+    ju: np.ndarray
+    scores: np.ndarray
+    weight: np.ndarray
+    phi: np.ndarray
+    power: np.ndarray
+
+    def pair(self, k: int) -> tuple[str, str]:
+        return (self.names[self.iu[k]], self.names[self.ju[k]])
+
+
+def candidates(
+    noisy_indif: pd.DataFrame,
+    sizes: dict[str, int],
+    emphasis: TargetEmphasis | None,
+    indif_sigma: float,
+    margin: float,
+    floor: np.ndarray | None = None,
+) -> Candidates:
+    """The candidate pairs of ``noisy_indif`` with the margin of the module docstring, each
+    score less ``floor`` (the InDif a pair shows without dependency, as a matrix) if given."""
+    names = tuple(str(n) for n in noisy_indif.columns)
+    iu, ju = np.triu_indices(len(names), k=1)
+    pairs = [(names[i], names[j]) for i, j in zip(iu, ju, strict=True)]
+    weight = np.array(marginal_weights(pairs, emphasis), dtype=float)
+    scores = noisy_indif.to_numpy()[iu, ju] - (0.0 if floor is None else floor[iu, ju])
+    phi = weight * np.maximum(scores - margin * null_share(scores) * indif_sigma, 0.0)
+    power = np.array(
+        [float(w * sizes[a] * sizes[b]) ** (2 / 3) for w, (a, b) in zip(weight, pairs, strict=True)]
+    )
+    return Candidates(names, iu, ju, scores, weight, phi, power)
+
+
+def budget_weights(
+    marginals: Sequence[tuple[str, ...]],
+    sizes: dict[str, int],
+    emphasis: TargetEmphasis | None,
+    equal: bool = False,
+) -> np.ndarray:
+    """Each marginal's share of rho_3, unnormalised (paper section 4.2, Equation 1):
+    ``(w_i c_i)^(2/3)``, ``w_i`` the prediction target's weight (1 without one); all equal
+    for the equal splits of section 6.4 (``equal``)."""
+    if equal:
+        return np.ones(len(marginals))
+    weights = marginal_weights(marginals, emphasis)
+    return np.array(
+        [
+            (w * math.prod(sizes[a] for a in m)) ** (2 / 3)
+            for w, m in zip(weights, marginals, strict=True)
+        ],
+        dtype=float,
+    )
+
+
+def greedy_order(phi: np.ndarray, power: np.ndarray, rho: float) -> list[tuple[int, float]]:
+    """Algorithm 1's loop on arrays: candidates of dependency ``phi`` and noise weight
+    ``power`` (c^(2/3)), taken while the total error falls; (index, total error) in order."""
+    available = np.ones(phi.size, dtype=bool)
+    remaining_phi = float(phi.sum())
+    power_sum = 0.0
+    current = remaining_phi
+    taken: list[tuple[int, float]] = []
+    root = math.sqrt(math.pi * rho)
+    while available.any():
+        candidate = (power_sum + power) ** 1.5 / root + (remaining_phi - phi)
+        candidate[~available] = np.inf
+        best = int(np.argmin(candidate))
+        if not candidate[best] < current:
+            break
+        available[best] = False
+        power_sum += power[best]
+        remaining_phi -= phi[best]
+        current = float(candidate[best])
+        taken.append((best, current))
+    return taken
+
+
 def select_marginals(
     noisy_indif: pd.DataFrame,
     sizes: dict[str, int],
@@ -110,37 +194,16 @@ def select_marginals(
     value) is joined to its partner of highest noisy InDif, so that no attribute is synthesised
     independently of all others; the paper leaves such attributes to their 1-way marginals.
     """
-    names = list(noisy_indif.columns)
-    d = len(names)
-    iu, ju = np.triu_indices(d, k=1)
-    pairs = [(names[i], names[j]) for i, j in zip(iu, ju, strict=True)]
-    weight = np.array(marginal_weights(pairs, emphasis))
-    scores = noisy_indif.to_numpy()[iu, ju]
-    phi = weight * np.maximum(scores - margin * null_share(scores) * indif_sigma, 0.0)
-    power = np.array(
-        [float(w * sizes[a] * sizes[b]) ** (2 / 3) for w, (a, b) in zip(weight, pairs, strict=True)]
+    found = candidates(noisy_indif, sizes, emphasis, indif_sigma, margin)
+    names, d = found.names, len(found.names)
+    steps = tuple(
+        SelectionStep(found.pair(k), error)
+        for k, error in greedy_order(found.phi, found.power, rho)
     )
-    available = np.ones(phi.size, dtype=bool)
-    remaining_phi = float(phi.sum())
-    power_sum = 0.0
-    current = remaining_phi
-    steps: list[SelectionStep] = []
-    root = math.sqrt(math.pi * rho)
-    while available.any():
-        candidate = (power_sum + power) ** 1.5 / root + (remaining_phi - phi)
-        candidate[~available] = np.inf
-        best = int(np.argmin(candidate))
-        if not candidate[best] < current:
-            break
-        available[best] = False
-        power_sum += power[best]
-        remaining_phi -= phi[best]
-        current = float(candidate[best])
-        steps.append(SelectionStep((names[iu[best]], names[ju[best]]), current))
 
     links: list[tuple[str, str]] = []
     if connect_isolated and d > 1:
-        covered = {a for s in steps for a in s.pair}
+        covered = {a for step in steps for a in step.pair}
         scores = noisy_indif.to_numpy().copy()
         np.fill_diagonal(scores, -np.inf)
         for i, name in enumerate(names):
@@ -154,4 +217,4 @@ def select_marginals(
             if pair not in links:
                 links.append(pair)
             covered.update(pair)
-    return Selection(tuple(steps), float(phi.sum()), tuple(links))
+    return Selection(steps, float(found.phi.sum()), tuple(links))

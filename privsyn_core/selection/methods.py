@@ -9,6 +9,8 @@ imports no counter.
 
 * :class:`DenseMarg`: the paper's choice, Algorithm 1 on the noisy InDif scores, then
   Algorithm 2 (combine).
+* :class:`TreeFirst`: a maximum spanning tree measured first, then the pairs whose noisy
+  InDif the tree does not explain (two rounds on rho_3).
 * :class:`PrivBayes`: the marginals of a Bayesian network chosen with the exponential
   mechanism (the comparison of section 6.3).
 * :class:`AllPairs` and :class:`Given`: fixed without looking at the data (all 2-way
@@ -18,18 +20,20 @@ imports no counter.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 import pandas as pd
 
 from privsyn_core.domain import Domain
+from privsyn_core.marginals import NoisyMarginal
 from privsyn_core.selection.combine import CombineRule, combine_marginals
 from privsyn_core.selection.fixed import all_pairs, given_marginals
 from privsyn_core.selection.greedy import Selection, select_marginals
 from privsyn_core.selection.privbayes import NetworkNode, network_marginals
 from privsyn_core.selection.target import TargetEmphasis
+from privsyn_core.selection.tree_first import Scoring, first_round, second_round
 
 if TYPE_CHECKING:
     from privsyn_core.config import PrivSynConfig
@@ -44,11 +48,14 @@ NO_SELECTION = Selection((), 0.0, ())
 @dataclass(frozen=True)
 class SelectionScores:
     """What the selection step measured, all of it DP: the noisy InDif scores (NaN where none
-    were measured) with their noise standard deviation, or PrivBayes's parent sets."""
+    were measured) with their noise standard deviation, or PrivBayes's parent sets; and the
+    noisy 1-way marginals measured before them."""
 
     indif: pd.DataFrame
     indif_sigma: float = 0.0
     network: tuple[NetworkNode, ...] = ()
+    #: the noisy 1-way marginals on the engine's codes (measured before any score)
+    one_way: tuple[NoisyMarginal, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,12 @@ class Choice:
     selection: Selection = NO_SELECTION
     #: one line for the progress display
     summary: str = ""
+    #: each marginal's own rho, when the method splits rho_3 itself (empty: Equation 1)
+    budgets: tuple[float, ...] = ()
+    #: set when ``marginals`` are a first round: measured with ``budgets``, what they show
+    #: goes in here and the final choice comes out (its budgets and the first round's
+    #: together spend rho_3)
+    then: Callable[[Sequence[NoisyMarginal]], Choice] | None = None
 
 
 class SelectionMethod(ABC):
@@ -125,6 +138,54 @@ class DenseMarg(SelectionMethod):
 
 
 @dataclass(frozen=True)
+class TreeFirst(SelectionMethod):
+    """Two rounds on rho_3 (:mod:`privsyn_core.selection.tree_first`): a maximum spanning tree
+    of the noisy InDif first, then the pairs whose noisy InDif the measured tree does not
+    explain; a pair measured twice is pooled."""
+
+    name: ClassVar[str] = "treefirst"
+    reads: ClassVar[Reads | None] = "indif"
+    margin: float = 2.0
+    emphasis: TargetEmphasis | None = None
+    equal: bool = False
+
+    def choose(self, scores: SelectionScores, engine: Domain, rho_marginals: float) -> Choice:
+        scoring = Scoring(
+            engine.as_dict(),
+            scores.one_way,
+            scores.indif_sigma,
+            self.margin,
+            self.emphasis,
+            self.equal,
+        )
+        tree = first_round(scores.indif, rho_marginals, scoring)
+
+        def then(measured: Sequence[NoisyMarginal]) -> Choice:
+            final = second_round(scores.indif, rho_marginals, tree, measured, scoring)
+            links = {frozenset(m) for m in tree.marginals}
+            return Choice(
+                final.marginals,
+                tuple(
+                    "tree" if frozenset(m) in links else "selected" if len(m) > 1 else "one_way"
+                    for m in final.marginals
+                ),
+                Selection(final.steps, 0.0, ()),
+                f"{len(tree.marginals)} tree pairs, "
+                f"{len(final.steps) - len(tree.marginals)} pairs beyond the tree",
+                final.budgets,
+            )
+
+        return Choice(
+            tree.marginals,
+            ("tree",) * len(tree.marginals),
+            Selection(tree.steps, 0.0, ()),
+            f"a tree of {len(tree.marginals)} pairs measured first",
+            tree.budgets,
+            then,
+        )
+
+
+@dataclass(frozen=True)
 class PrivBayes(SelectionMethod):
     """The marginals of a Bayesian network of ``degree`` parents per attribute, the parents
     chosen privately (:mod:`privsyn_core.measuring.privbayes`)."""
@@ -178,6 +239,7 @@ class Given(SelectionMethod):
 #: every selection method by its name in :class:`~privsyn_core.config.PrivSynConfig`
 SELECTION_METHODS: tuple[str, ...] = (
     DenseMarg.name,
+    TreeFirst.name,
     PrivBayes.name,
     AllPairs.name,
     Given.name,
@@ -194,6 +256,8 @@ def selection_method(config: PrivSynConfig) -> SelectionMethod:
             config.emphasis,
             config.indif_margin,
         )
+    if config.selection == TreeFirst.name:
+        return TreeFirst(config.indif_margin, config.emphasis, config.noise != "weighted_gaussian")
     if config.selection == PrivBayes.name:
         return PrivBayes(config.privbayes_degree, config.gamma)
     if config.selection == AllPairs.name:

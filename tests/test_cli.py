@@ -401,13 +401,18 @@ def test_evaluate_missing_synthetic_file(real_and_synthetic, tmp_path, capsys):
 # --------------------------------------------------------------------------------------------
 
 
-def run_module(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def with_this_checkout() -> dict[str, str]:
+    """The environment for a child Python that imports this checkout's package."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+def run_module(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "privsyn_core.cli", *args],
         cwd=cwd,
-        env=env,
+        env=with_this_checkout(),
         capture_output=True,
         text=True,
         timeout=120,
@@ -431,6 +436,33 @@ def test_module_exit_status(inputs, tmp_path):
     done = run_module(*synthesize_argv(csv, domain, out, "--seed", "0", "-q"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert list(pd.read_csv(out).columns) == ["zeta", "a", "b", "colour"]
+
+
+#: libraries a local synthesis never needs, each a tenth of a second or more of every run
+#: when imported (issue 23: privsyn synthesize on adult-coded within 1.5 s): statistics for
+#: opt-in steps, the other engines, the dashboard, the progress bar without a terminal
+NOT_FOR_A_LOCAL_RUN = ("scipy", "duckdb", "pyspark", "streamlit", "tqdm", "sklearn", "numba")
+
+
+def test_a_local_synthesis_imports_no_library_it_does_not_use(inputs, tmp_path):
+    csv, domain = inputs
+    argv = synthesize_argv(csv, domain, tmp_path / "s.csv", "--seed", "0")
+    code = (
+        "import sys\n"
+        "from privsyn_core.cli import main\n"
+        f"status = main({argv!r})\n"
+        f"print(sorted(m for m in {NOT_FOR_A_LOCAL_RUN!r} if m in sys.modules))\n"
+        "sys.exit(status)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=with_this_checkout(),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"
 
 
 # --------------------------------------------------------------------------------------------

@@ -71,13 +71,12 @@ from privsyn_core.measuring.one_way import (
 )
 from privsyn_core.measuring.persons import bounded
 from privsyn_core.measuring.privbayes import select_network
-from privsyn_core.privacy.ledger import ROW, Measurement, PrivacyLedger, PrivacyUnit
+from privsyn_core.privacy.ledger import ROW, PrivacyLedger, PrivacyUnit
 from privsyn_core.privacy.noise import NoiseSource, SecureNoise, SeededNoise
 from privsyn_core.progress import ProgressCallback, Stage
 from privsyn_core.progress import StageReporter as _Reporter
-from privsyn_core.selection.greedy import budget_weights
 from privsyn_core.selection.methods import SelectionMethod, SelectionScores, selection_method
-from privsyn_core.selection.tree_first import pooled
+from privsyn_core.selection.target import marginal_weights
 
 
 def synthesize(
@@ -249,7 +248,7 @@ def measure(
     if engine not in ENGINES:
         raise InputError(f"unknown engine {engine!r}: use one of {', '.join(ENGINES)}")
     unit = PrivacyUnit.of(person, max_rows_per_person)
-    _check_unit(unit, engine, domain, schema)
+    _check_unit(unit, domain, schema)
     noise = _noise(rng, unit)
     # at most K rows per person, without the person column, before anything is counted
     raw = bounded(_opened(table, engine, spark), unit, noise)
@@ -259,9 +258,7 @@ def measure(
 
         assert isinstance(raw, SqlTable), "read in SQL (_opened), and bounded keeps it there"
         counter = raw.coded(_code_sizes(domain, engine))
-        return measure_coded(
-            counter, epsilon, delta, config=config, rng=rng, on_progress=on_progress
-        )
+        return _measure_coded(counter, epsilon, delta, config, noise, on_progress)
     report = _Reporter(on_progress)
     if isinstance(raw, FrameTable) and domain is not None:
         report.ledger = _ledger(epsilon, delta, config, noise)
@@ -299,9 +296,7 @@ def _noise(rng: np.random.Generator | None, unit: PrivacyUnit = ROW) -> NoiseSou
     return SecureNoise(unit) if rng is None else SeededNoise(rng, unit=unit)
 
 
-def _check_unit(
-    unit: PrivacyUnit, engine: Engine, domain: DomainSpec | None, schema: Schema | None
-) -> None:
+def _check_unit(unit: PrivacyUnit, domain: DomainSpec | None, schema: Schema | None) -> None:
     """Refuse a person column that would be synthesised, before anything is read."""
     if unit.person is None:
         return
@@ -314,11 +309,6 @@ def _check_unit(
         raise InputError(
             f"the person column {unit.person!r} is in the schema: it is never synthesised, "
             "so leave it out of the schema"
-        )
-    if domain is not None and engine != "numpy":
-        raise InputError(
-            f"a person-level guarantee on a pre-coded table needs engine 'numpy' (the {engine} "
-            "engine counts such a file as it lies); give a schema instead"
         )
 
 
@@ -411,9 +401,22 @@ def measure_coded(
 ) -> Measurements:
     """:func:`measure` for a pre-coded table behind any :class:`Counter` (every column a code
     ``0..k-1`` of the counter's domain), such as one counted out of core by DuckDB."""
-    config = config or PrivSynConfig()
+    return _measure_coded(
+        counter, epsilon, delta, config or PrivSynConfig(), _noise(rng), on_progress
+    )
+
+
+def _measure_coded(
+    counter: Counter,
+    epsilon: float,
+    delta: float,
+    config: PrivSynConfig,
+    noise: NoiseSource,
+    on_progress: ProgressCallback | None,
+) -> Measurements:
+    """:func:`measure_coded` with ``noise`` calibrated for the run's privacy unit (a counter
+    over the rows a person-level run keeps)."""
     _check_names(selection_method(config), config, counter.domain.attributes)  # nothing spent yet
-    noise = _noise(rng)
     report = _Reporter(on_progress)
     report.ledger = _ledger(epsilon, delta, config, noise)
     declared = counter.domain
@@ -471,29 +474,18 @@ def _measure_counts(
     engine_counter = RecodedCounter(counter, groupings)
     # line 3: the scores the method chooses from (InDif, or PrivBayes's parent sets)
     scores = _selection_scores(method, engine_counter, split.selection, config, noise, report)
-    scores = replace(scores, one_way=grouped)
     # lines 3-4: select, and combine; every column no choice covers is measured alone
     report.start(Stage.SELECT)
     choice = method.choose(scores, engine_counter.domain, split.marginals)
-    first: tuple[tuple[NoisyMarginal, Measurement], ...] = ()
-    if choice.then is not None:  # a first round: measured now, the final choice made from it
-        first = tuple(_measured(engine_counter, choice.marginals, choice.budgets, config, noise))
-        report.charge([spend for _, spend in first])
-        choice = choice.then([m for m, _ in first])
     report.finish(choice.summary)
     report.start(Stage.COMBINE)
     covered = {a for m in choice.marginals for a in m}
-    covered |= {a for m, _ in first for a in m.attributes}
     alone = tuple((a,) for a in engine_counter.domain if a not in covered)
     chosen, origins = (*choice.marginals, *alone), (*choice.origins, *("one_way",) * len(alone))
     report.finish(f"{len(chosen)} marginals to measure")
     # line 5: publish the chosen marginals
-    assert not (first and alone), "a second round covers every attribute itself"
-    budgets = list(choice.budgets) or _marginal_budgets(
-        chosen, engine_counter.domain, split.marginals, config
-    )
     measured, summary = _published(
-        engine_counter, chosen, origins, budgets, config, noise, report, first
+        engine_counter, chosen, origins, split.marginals, config, noise, report
     )
     # measurement is over: generation works from the measurements alone, so the table's
     # codes are let go before GUM (its memory depends on the synthetic rows only)
@@ -592,54 +584,36 @@ def _published(
     counter: Counter,
     chosen: Sequence[tuple[str, ...]],
     origins: Sequence[str],
-    budgets: Sequence[float],
+    rho: float,
     config: PrivSynConfig,
     noise: NoiseSource,
     report: _Reporter,
-    first: Sequence[tuple[NoisyMarginal, Measurement]] = (),
 ) -> tuple[tuple[NoisyMarginal, ...], tuple[SelectedMarginal, ...]]:
-    """The chosen marginals measured with ``budgets`` (rho_3 split by
-    :func:`_marginal_budgets`, or by the selection method; Algorithm 3, line 5), and what each
-    cost. A marginal of a first round (``first``, already charged) measured again is pooled
-    with it (:func:`~privsyn_core.selection.tree_first.pooled`); one not measured again is
-    kept as it was."""
+    """The chosen marginals measured with ``rho`` (rho_3) split by :func:`_marginal_budgets`
+    (Algorithm 3, line 5), and what each cost."""
     report.start(Stage.MEASURE)
-    earlier = {m.attributes: (m, spend.rho) for m, spend in first}
+    budgets = _marginal_budgets(chosen, counter.domain, rho, config)
     measured: list[NoisyMarginal] = []
     summary: list[SelectedMarginal] = []
-
-    def add(noisy: NoisyMarginal, rho: float, origin: str) -> None:
-        measured.append(noisy)
-        summary.append(SelectedMarginal(noisy.attributes, noisy.cells, rho, noisy.sigma, origin))
-
     for (noisy, spend), origin in zip(
-        _measured(counter, chosen, budgets, config, noise), origins, strict=True
+        measure_marginals(
+            counter,
+            list(chosen),
+            budgets,
+            noise,
+            step="marginal",
+            mechanism="laplace" if config.noise == "equal_laplace" else "gaussian",
+        ),
+        origins,
+        strict=True,
     ):
         report.charge([spend])
-        before, rho_before = earlier.pop(noisy.attributes, (None, 0.0))
-        add(noisy if before is None else pooled(before, noisy), spend.rho + rho_before, origin)
-    for noisy, rho in earlier.values():  # measured in the first round only
-        add(noisy, rho, "tree")
+        measured.append(noisy)
+        summary.append(
+            SelectedMarginal(noisy.attributes, noisy.cells, spend.rho, noisy.sigma, origin)
+        )
     report.finish(f"{len(measured)} marginals, {sum(m.cells for m in measured)} cells")
     return tuple(measured), tuple(summary)
-
-
-def _measured(
-    counter: Counter,
-    chosen: Sequence[tuple[str, ...]],
-    budgets: Sequence[float],
-    config: PrivSynConfig,
-    noise: NoiseSource,
-) -> list[tuple[NoisyMarginal, Measurement]]:
-    """The marginals ``chosen`` measured with ``budgets`` (step "marginal" in the ledger)."""
-    return measure_marginals(
-        counter,
-        list(chosen),
-        budgets,
-        noise,
-        step="marginal",
-        mechanism="laplace" if config.noise == "equal_laplace" else "gaussian",
-    )
 
 
 def _marginal_budgets(
@@ -650,7 +624,11 @@ def _marginal_budgets(
     target's weight, 1 without one), ``rho / m`` otherwise."""
     if not chosen:
         return []
-    weights = budget_weights(
-        chosen, engine.as_dict(), config.emphasis, equal=config.noise != "weighted_gaussian"
-    )
+    if config.noise == "weighted_gaussian":
+        emphasis = marginal_weights(chosen, config.emphasis)
+        weights = np.array(
+            [(w * engine.cells(m)) ** (2 / 3) for w, m in zip(emphasis, chosen, strict=True)]
+        )
+    else:
+        weights = np.ones(len(chosen))
     return [float(b) for b in rho * weights / weights.sum()]

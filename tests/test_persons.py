@@ -97,6 +97,51 @@ def test_spark_keeps_at_most_k_rows_per_person_in_sql(spark):
     assert out.run(f"SELECT count(*) FROM {out.source}")[0][0] == expected
 
 
+def coded_people(persons: int = 120) -> pd.DataFrame:
+    """:func:`people_table` pre-coded: every column but ``pid`` a code."""
+    table = people_table(persons)
+    values = {"sex": ["F", "M"], "city": ["a", "b", "c", "d"], "grade": ["x", "y", "z"]}
+    codes = {c: table[c].map({v: i for i, v in enumerate(vs)}) for c, vs in values.items()}
+    return table.assign(**codes)
+
+
+CODED_SIZES = {"sex": 2, "city": 4, "grade": 3}
+
+
+def test_a_precoded_file_on_duckdb_counts_only_the_rows_each_person_keeps(tmp_path):
+    """The pre-coded path on DuckDB reads the bounded table, not the file: its counts hold
+    at most K rows of each person, and a run prices every step for K rows."""
+    table = coded_people()
+    path = tmp_path / "coded.csv"
+    table.to_csv(path, index=False)
+    unit = PrivacyUnit("pid", 2)
+    raw = bounded(duckdb_table(path), unit, SeededNoise(np.random.default_rng(0)))
+    (sex,) = raw.coded(CODED_SIZES).count([("sex",)])
+    expected = int(np.minimum(table["pid"].value_counts(), 2).sum())
+    assert sex.values.sum() == expected < len(table)
+    # a bad code in the kept rows is named, as in the file
+    bad = table.assign(city=table["city"].where(table.index != 0, 9))
+    bad.to_csv(path, index=False)
+    with pytest.raises(InputError, match="column 'city' holds"):
+        bounded(duckdb_table(path), PrivacyUnit("pid", 1000), SecureNoise()).coded(CODED_SIZES)
+    table.to_csv(path, index=False)
+    run = synthesize(
+        path, 2.0, 1e-9, engine="duckdb", domain=CODED_SIZES, rng=np.random.default_rng(1),
+        person="pid", max_rows_per_person=2,
+    )  # fmt: skip
+    assert run.ledger.unit == unit and "pid" not in run.synthetic.columns
+    assert {e.sensitivity for e in run.ledger.entries if e.step != "indif"} == {2.0}
+
+
+def test_a_precoded_frame_on_spark_counts_only_the_rows_each_person_keeps(spark):
+    table = coded_people(persons=40)
+    raw = spark_table(spark.createDataFrame(table), spark=spark)
+    unit = PrivacyUnit("pid", 2)
+    out = bounded(raw, unit, SecureNoise(unit))
+    (sex,) = out.coded(CODED_SIZES).count([("sex",)])
+    assert sex.values.sum() == int(np.minimum(table["pid"].value_counts(), 2).sum())
+
+
 def test_a_missing_person_column_is_refused_before_anything_is_read(tmp_path):
     table = people_table()
     with pytest.raises(InputError, match="person column 'who' is not in the table"):

@@ -23,7 +23,11 @@ from privsyn_core.data.paths import duckdb_reader
 from privsyn_core.domain import Domain
 from privsyn_core.errors import InputError
 from privsyn_core.marginals import MarginalTable
-from privsyn_core.measuring.counters.sql_counting import check_codes, count_by_grouping_sets
+from privsyn_core.measuring.counters.sql_counting import (
+    check_codes,
+    count_by_grouping_sets,
+    declared_domain,
+)
 
 if TYPE_CHECKING:
     import duckdb
@@ -34,6 +38,15 @@ MEMORY_LIMIT = "2GB"
 
 def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+def coded_columns(attributes: Sequence[str]) -> str:
+    """The select list of a coded relation (:mod:`.sql_counting`): each attribute's code
+    ``c{i}`` (``NULL`` where it is not a whole number) and its raw value ``r{i}``."""
+    return ", ".join(
+        f"TRY_CAST({_quoted(a)} AS BIGINT) AS c{i}, {_quoted(a)} AS r{i}"
+        for i, a in enumerate(attributes)
+    )
 
 
 @dataclass(eq=False)
@@ -69,10 +82,7 @@ class DuckDBCounter:
                 f"the domain declares column {missing[0]!r}, which {self.path.name} does not "
                 "have; fix the domain or the file"
             )
-        codes = ", ".join(
-            f"TRY_CAST({_quoted(a)} AS BIGINT) AS c{i}, {_quoted(a)} AS r{i}"
-            for i, a in enumerate(self.domain.attributes)
-        )
+        codes = coded_columns(self.domain.attributes)
         self._sql(f"CREATE VIEW coded AS SELECT {codes} FROM {source}")
         self._check_codes()
 
@@ -91,14 +101,7 @@ class DuckDBCounter:
                 ).fetchall()
         except duckdb.Error as exc:
             raise InputError(f"{path} is not a readable table ({exc})") from None
-        names = [row[0] for row in described]
-        undeclared = [n for n in names if n not in sizes]
-        if undeclared:
-            raise InputError(
-                f"column {undeclared[0]!r} has no declared domain: give its number of codes "
-                "in the domain"
-            )
-        return cls(Path(path), Domain(tuple(names), tuple(sizes[n] for n in names)))
+        return cls(Path(path), declared_domain([row[0] for row in described], sizes))
 
     def _sql(self, query: str) -> list[tuple]:
         return self._connection.execute(query).fetchall()

@@ -48,7 +48,7 @@ from privsyn_core.data.paths import is_parquet, spark_path
 from privsyn_core.domain import Domain
 from privsyn_core.errors import InputError
 from privsyn_core.marginals import MarginalTable
-from privsyn_core.measuring.counters.sql_counting import check_codes
+from privsyn_core.measuring.counters.sql_counting import check_codes, declared_domain
 from privsyn_core.spark_session import spark_session
 
 #: count cells per scan: bounds each task's count arrays (8 bytes a cell) and each partial
@@ -140,14 +140,7 @@ class SparkCounter:
         """A counter over a Spark DataFrame, a catalogue table's name, or a Parquet or CSV path,
         with the table's columns in their order, each declared in ``sizes``."""
         frame, _ = spark_frame(source, spark=spark, master=master)
-        undeclared = [c for c in frame.columns if c not in sizes]
-        if undeclared:
-            raise InputError(
-                f"column {undeclared[0]!r} has no declared domain: give its number of codes "
-                "in the domain"
-            )
-        columns = tuple(frame.columns)
-        return cls(frame, Domain(columns, tuple(int(sizes[c]) for c in columns)))
+        return cls(frame, declared_domain(frame.columns, sizes))
 
     def _check_codes(self) -> None:
         """Refuse values that are not codes of their column. One aggregation counts the rows

@@ -7,7 +7,7 @@ so a bad value can be named.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -17,6 +17,18 @@ from privsyn_core.marginals import MarginalTable
 
 #: attribute sets counted per query (one GROUPING SETS clause each)
 BATCH = 64
+
+
+def declared_domain(columns: Sequence[str], sizes: Mapping[str, int]) -> Domain:
+    """A pre-coded table's domain: its ``columns`` in their order, each with its number of
+    codes in ``sizes`` (a column the domain leaves out is an error, as in memory)."""
+    undeclared = [c for c in columns if c not in sizes]
+    if undeclared:
+        raise InputError(
+            f"column {undeclared[0]!r} has no declared domain: give its number of codes "
+            "in the domain"
+        )
+    return Domain(tuple(columns), tuple(int(sizes[c]) for c in columns))
 
 
 def check_codes(domain: Domain, first_row: Callable[[str], Sequence[object]]) -> None:

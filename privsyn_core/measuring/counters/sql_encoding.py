@@ -63,7 +63,11 @@ from privsyn_core.domain import Domain
 from privsyn_core.errors import InputError, TableError
 from privsyn_core.marginals import MarginalTable
 from privsyn_core.measuring.counters.counting import Counter
-from privsyn_core.measuring.counters.sql_counting import count_by_grouping_sets
+from privsyn_core.measuring.counters.sql_counting import (
+    check_codes,
+    count_by_grouping_sets,
+    declared_domain,
+)
 
 #: the spellings pandas reads as missing in a CSV cell (pandas' ``STR_NA_VALUES``)
 CSV_MISSING = (
@@ -430,7 +434,7 @@ class SqlTable:
     run: Run
     define: Callable[[str, str], None]
     store: Callable[[str, str], None]
-    coded_counter: Callable[[dict[str, int]], Counter] | None = None
+    coded_counter: Callable[[SqlTable, dict[str, int]], Counter] | None = None
     encoded_counter: Callable[[str, Domain], Counter] | None = None
     _classes: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
@@ -553,9 +557,11 @@ class SqlTable:
                 )
 
     def coded(self, sizes: dict[str, int]) -> Counter:
-        """A counter over a pre-coded table (every column a code of ``sizes``)."""
+        """A counter over this table read as pre-coded (every column a code of ``sizes``):
+        the file or frame as it lies, or the rows a person-level run keeps of it
+        (:func:`~privsyn_core.measuring.persons.bounded`, which replaces the source)."""
         assert self.coded_counter is not None
-        return self.coded_counter(sizes)
+        return self.coded_counter(self, sizes)
 
 
 @dataclass(frozen=True, eq=False)
@@ -601,7 +607,11 @@ def duckdb_table(path: str | Path) -> SqlTable:
     """A CSV or Parquet file counted by DuckDB out of core (its memory capped)."""
     import duckdb
 
-    from privsyn_core.measuring.counters.duckdb_counter import MEMORY_LIMIT, DuckDBCounter
+    from privsyn_core.measuring.counters.duckdb_counter import (
+        MEMORY_LIMIT,
+        DuckDBCounter,
+        coded_columns,
+    )
 
     if not isinstance(path, str | Path):
         raise InputError(
@@ -636,8 +646,15 @@ def duckdb_table(path: str | Path) -> SqlTable:
     columns = tuple(str(r[0]) for r in described)
     types = tuple(str(r[1]) for r in described)
 
-    def coded(sizes: dict[str, int]) -> Counter:
-        return DuckDBCounter.for_file(file, sizes)
+    def coded(table: SqlTable, sizes: dict[str, int]) -> Counter:
+        if table.source == relation:  # the file as it lies, by a reader of its own
+            return DuckDBCounter.for_file(file, sizes)
+        # rows this database keeps (at most K per person): checked and counted here
+        domain = declared_domain(table.columns, sizes)
+        view = f"privsyn_codes_{next(_names)}"
+        define(view, f"SELECT {coded_columns(domain.attributes)} FROM {table.source}")
+        check_codes(domain, lambda query: run(query.format(table=view))[0])
+        return GroupingSetsCounter(view, domain, run, DUCKDB)
 
     def encoded(view: str, domain: Domain) -> Counter:
         return GroupingSetsCounter(view, domain, run, DUCKDB)
@@ -672,8 +689,9 @@ def spark_table(source: Any, *, spark: Any = None, master: str | None = None) ->
     columns = tuple(frame.columns)
     types = tuple(t.upper() for _, t in frame.dtypes)
 
-    def coded(sizes: dict[str, int]) -> Counter:
-        return SparkCounter.for_source(frame, sizes, spark=session)
+    def coded(table: SqlTable, sizes: dict[str, int]) -> Counter:
+        # the frame itself, or the rows a person-level run keeps of it (a cached table)
+        return SparkCounter.for_source(session.table(table.source), sizes, spark=session)
 
     def encoded(coded_view: str, domain: Domain) -> Counter:
         names = ", ".join(f"c{i} AS {quoted(a, SPARK)}" for i, a in enumerate(domain.attributes))

@@ -71,12 +71,13 @@ from privsyn_core.measuring.one_way import (
 )
 from privsyn_core.measuring.persons import bounded
 from privsyn_core.measuring.privbayes import select_network
-from privsyn_core.privacy.ledger import ROW, PrivacyLedger, PrivacyUnit
+from privsyn_core.privacy.ledger import ROW, Measurement, PrivacyLedger, PrivacyUnit
 from privsyn_core.privacy.noise import NoiseSource, SecureNoise, SeededNoise
 from privsyn_core.progress import ProgressCallback, Stage
 from privsyn_core.progress import StageReporter as _Reporter
+from privsyn_core.selection.greedy import budget_weights
 from privsyn_core.selection.methods import SelectionMethod, SelectionScores, selection_method
-from privsyn_core.selection.target import marginal_weights
+from privsyn_core.selection.tree_first import pooled
 
 
 def synthesize(
@@ -474,18 +475,29 @@ def _measure_counts(
     engine_counter = RecodedCounter(counter, groupings)
     # line 3: the scores the method chooses from (InDif, or PrivBayes's parent sets)
     scores = _selection_scores(method, engine_counter, split.selection, config, noise, report)
+    scores = replace(scores, one_way=grouped)
     # lines 3-4: select, and combine; every column no choice covers is measured alone
     report.start(Stage.SELECT)
     choice = method.choose(scores, engine_counter.domain, split.marginals)
+    first: tuple[tuple[NoisyMarginal, Measurement], ...] = ()
+    if choice.then is not None:  # a first round: measured now, the final choice made from it
+        first = tuple(_measured(engine_counter, choice.marginals, choice.budgets, config, noise))
+        report.charge([spend for _, spend in first])
+        choice = choice.then([m for m, _ in first])
     report.finish(choice.summary)
     report.start(Stage.COMBINE)
     covered = {a for m in choice.marginals for a in m}
+    covered |= {a for m, _ in first for a in m.attributes}
     alone = tuple((a,) for a in engine_counter.domain if a not in covered)
     chosen, origins = (*choice.marginals, *alone), (*choice.origins, *("one_way",) * len(alone))
     report.finish(f"{len(chosen)} marginals to measure")
     # line 5: publish the chosen marginals
+    assert not (first and alone), "a second round covers every attribute itself"
+    budgets = list(choice.budgets) or _marginal_budgets(
+        chosen, engine_counter.domain, split.marginals, config
+    )
     measured, summary = _published(
-        engine_counter, chosen, origins, split.marginals, config, noise, report
+        engine_counter, chosen, origins, budgets, config, noise, report, first
     )
     # measurement is over: generation works from the measurements alone, so the table's
     # codes are let go before GUM (its memory depends on the synthetic rows only)
@@ -584,36 +596,54 @@ def _published(
     counter: Counter,
     chosen: Sequence[tuple[str, ...]],
     origins: Sequence[str],
-    rho: float,
+    budgets: Sequence[float],
     config: PrivSynConfig,
     noise: NoiseSource,
     report: _Reporter,
+    first: Sequence[tuple[NoisyMarginal, Measurement]] = (),
 ) -> tuple[tuple[NoisyMarginal, ...], tuple[SelectedMarginal, ...]]:
-    """The chosen marginals measured with ``rho`` (rho_3) split by :func:`_marginal_budgets`
-    (Algorithm 3, line 5), and what each cost."""
+    """The chosen marginals measured with ``budgets`` (rho_3 split by
+    :func:`_marginal_budgets`, or by the selection method; Algorithm 3, line 5), and what each
+    cost. A marginal of a first round (``first``, already charged) measured again is pooled
+    with it (:func:`~privsyn_core.selection.tree_first.pooled`); one not measured again is
+    kept as it was."""
     report.start(Stage.MEASURE)
-    budgets = _marginal_budgets(chosen, counter.domain, rho, config)
+    earlier = {m.attributes: (m, spend.rho) for m, spend in first}
     measured: list[NoisyMarginal] = []
     summary: list[SelectedMarginal] = []
+
+    def add(noisy: NoisyMarginal, rho: float, origin: str) -> None:
+        measured.append(noisy)
+        summary.append(SelectedMarginal(noisy.attributes, noisy.cells, rho, noisy.sigma, origin))
+
     for (noisy, spend), origin in zip(
-        measure_marginals(
-            counter,
-            list(chosen),
-            budgets,
-            noise,
-            step="marginal",
-            mechanism="laplace" if config.noise == "equal_laplace" else "gaussian",
-        ),
-        origins,
-        strict=True,
+        _measured(counter, chosen, budgets, config, noise), origins, strict=True
     ):
         report.charge([spend])
-        measured.append(noisy)
-        summary.append(
-            SelectedMarginal(noisy.attributes, noisy.cells, spend.rho, noisy.sigma, origin)
-        )
+        before, rho_before = earlier.pop(noisy.attributes, (None, 0.0))
+        add(noisy if before is None else pooled(before, noisy), spend.rho + rho_before, origin)
+    for noisy, rho in earlier.values():  # measured in the first round only
+        add(noisy, rho, "tree")
     report.finish(f"{len(measured)} marginals, {sum(m.cells for m in measured)} cells")
     return tuple(measured), tuple(summary)
+
+
+def _measured(
+    counter: Counter,
+    chosen: Sequence[tuple[str, ...]],
+    budgets: Sequence[float],
+    config: PrivSynConfig,
+    noise: NoiseSource,
+) -> list[tuple[NoisyMarginal, Measurement]]:
+    """The marginals ``chosen`` measured with ``budgets`` (step "marginal" in the ledger)."""
+    return measure_marginals(
+        counter,
+        list(chosen),
+        budgets,
+        noise,
+        step="marginal",
+        mechanism="laplace" if config.noise == "equal_laplace" else "gaussian",
+    )
 
 
 def _marginal_budgets(
@@ -624,11 +654,7 @@ def _marginal_budgets(
     target's weight, 1 without one), ``rho / m`` otherwise."""
     if not chosen:
         return []
-    if config.noise == "weighted_gaussian":
-        emphasis = marginal_weights(chosen, config.emphasis)
-        weights = np.array(
-            [(w * engine.cells(m)) ** (2 / 3) for w, m in zip(emphasis, chosen, strict=True)]
-        )
-    else:
-        weights = np.ones(len(chosen))
+    weights = budget_weights(
+        chosen, engine.as_dict(), config.emphasis, equal=config.noise != "weighted_gaussian"
+    )
     return [float(b) for b in rho * weights / weights.sum()]

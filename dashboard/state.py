@@ -180,9 +180,10 @@ class Session:
     # the Data page's reviewed schema (dashboard/review.py)
     review_draft: _Key[Schema | None] = _Key(None)
     review_applied: _Key[list[str] | None] = _Key(None)
-    # the Privacy page's forecast: (its inputs, it) and (the table's fingerprint, its counts)
+    # the Privacy page's forecast: (its inputs, it) and ((the table's fingerprint, the unit), its
+    # counts)
     forecast: _Key[tuple[tuple[Any, ...], TableForecast] | None] = _Key(None)
-    forecast_counts: _Key[tuple[str, CountsOnce] | None] = _Key(None)
+    forecast_counts: _Key[tuple[tuple[str, PrivacyUnit], CountsOnce] | None] = _Key(None)
     # the Marginals page's graph, drawn once per result
     graph_key: _Key[tuple[Any, ...] | None] = _Key(None)
     graph_page: _Key[GraphPage | None] = _Key(None)

@@ -988,3 +988,46 @@ def test_unticking_stop_early_runs_every_iteration_asked_for():
     early = _gum(40, stop_early=True)
     assert (early.patience, early.noise_floor) == (defaults.patience, defaults.noise_floor)
     assert early.patience is not None and early.noise_floor is not None
+
+
+def test_privacy_page_plans_and_forecasts_for_the_person_unit_the_data_page_set():
+    """With a person column and K, the Privacy page's noise is the run's own: every sigma K
+    times the per-row one, the person column out of the plan and the forecast (issue 26)."""
+    rng = np.random.default_rng(1)
+    people = 600
+    person = np.repeat(np.arange(people), rng.integers(1, 9, people))
+    table = pd.DataFrame(
+        {
+            "who": [f"p{p:04d}" for p in person],
+            "colour": rng.choice(["red", "green", "blue"], len(person)),
+            "size": rng.choice(["S", "M", "L", "XL"], len(person)),
+        }
+    )
+    at = app()
+    at.file_uploader(key="upload").set_value(
+        ("visits.csv", table.to_csv(index=False).encode(), "text/csv")
+    ).run()
+    go(at, "privacy")
+    per_row = at.dataframe[0].value.set_index("step")["sigma"]
+    go(at, "data").selectbox(key="person").set_value("who").run()
+    at.number_input(key="max_rows_per_person").set_value(4).run()
+    go(at, "privacy")
+    assert not at.exception, [e.value for e in at.exception]
+    per_person = at.dataframe[0].value.set_index("step")["sigma"]
+    # one column fewer is planned (the person column), so compare a step whose sigma does
+    # not depend on the column count only through the unit: every step's ratio must be 4 when
+    # the plan is redone per row on the same two columns
+    from privsyn_core.privacy.ledger import PrivacyUnit as Unit
+    from privsyn_core.privacy.planner import plan_budget
+
+    def sigmas(unit: Unit) -> pd.Series:
+        plan = plan_budget(1.0, 1e-9, 2, private_structure=2, private_undecided=2, unit=unit)
+        return pd.DataFrame(plan.as_rows()).set_index("step")["sigma"]
+
+    assert np.allclose(per_person, sigmas(Unit("who", 4)), rtol=1e-6)
+    assert np.allclose(sigmas(Unit("who", 4)), 4 * sigmas(ROW), rtol=1e-6)
+    assert not np.allclose(per_row, per_person)
+    assert any("at most 4 rows" in c.value and "4 times" in c.value for c in at.caption)
+    forecast = at.session_state["forecast"][1]
+    assert "who" not in {c.name for c in forecast.columns}
+    assert at.session_state["forecast_counts"][0][1] == Unit("who", 4)

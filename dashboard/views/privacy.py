@@ -103,7 +103,8 @@ except InputError as exc:
     st.error(str(exc))
     st.stop()
 
-schema = session.schema
+schema = state.run_schema()  # without the person column, which a run never synthesises
+unit = state.unit()
 raw = session.raw_domains
 parts = open_parts(schema)
 included = len(schema.included())
@@ -116,11 +117,18 @@ plan = plan_budget(
     private_categories=0 if raw else len(parts.categories),
     private_ranges=0 if raw else len(parts.ranges),
     private_undecided=0 if raw else len(parts.undecided),
+    unit=unit,
 )
 st.subheader("Noise per step")
 st.caption(
-    f"At epsilon {epsilon:g} and delta {delta:g}, computed from your settings alone: no data "
-    "is read."
+    f"At epsilon {epsilon:g} and delta {delta:g}, {unit.words}, computed from your settings "
+    "alone: no data is read."
+    + (
+        ""
+        if unit.is_row
+        else f" Each count can move by {unit.rows_per_person} when a person joins or leaves, "
+        f"so every sigma below is {unit.rows_per_person} times the per-row one."
+    )
 )
 st.metric("total rho (zCDP)", f"{plan.rho:.4g}")
 st.dataframe(
@@ -166,7 +174,8 @@ def _forecast(
     (the exact counts once per table, the forecast once per table, schema and settings)."""
     table = session.table
     fingerprint = state.dataset_fingerprint()
-    key = (fingerprint, schema.dumps(), epsilon, delta, config.domain_share)
+    unit = state.unit()
+    key = (fingerprint, unit, schema.dumps(), epsilon, delta, config.domain_share)
     cached = session.forecast
     if cached is not None and cached[0] == key:
         return cached[1]
@@ -177,10 +186,11 @@ def _forecast(
     ):
         return None
     counts = session.forecast_counts
-    if counts is None or counts[0] != fingerprint:
-        counts = session.forecast_counts = (fingerprint, CountsOnce(FrameTable(table)))
+    if counts is None or counts[0] != (fingerprint, unit):
+        counts = (fingerprint, unit), CountsOnce(FrameTable(table), unit)
+        session.forecast_counts = counts
     with st.spinner("Simulating the private estimates on your table..."):
-        forecast = forecast_columns(counts[1], schema, epsilon, delta, config=config)
+        forecast = forecast_columns(counts[1], schema, epsilon, delta, config=config, unit=unit)
     session.forecast = (key, forecast)
     return forecast
 

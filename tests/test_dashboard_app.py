@@ -1028,6 +1028,8 @@ def test_privacy_page_plans_and_forecasts_for_the_person_unit_the_data_page_set(
     assert np.allclose(sigmas(Unit("who", 4)), 4 * sigmas(ROW), rtol=1e-6)
     assert not np.allclose(per_row, per_person)
     assert any("at most 4 rows" in c.value and "4 times" in c.value for c in at.caption)
+    notes = at.dataframe[0].value.set_index("step")["note"]
+    assert notes["InDif scores"].startswith("sensitivity 16; noise variance 128m")
     forecast = at.session_state["forecast"][1]
     assert "who" not in {c.name for c in forecast.columns}
     assert at.session_state["forecast_counts"][0][1] == Unit("who", 4)

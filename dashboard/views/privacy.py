@@ -67,6 +67,7 @@ with left:
         "prediction target (optional)",
         [None, *names],
         format_func=lambda name: "none" if name is None else name,
+        placeholder="none",  # shown, not format_func(None), while no column is chosen
         key="target",
         persist_state="session",
         help="the column people will predict from the synthetic table, e.g. income. A public "

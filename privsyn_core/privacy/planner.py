@@ -229,8 +229,9 @@ def plan_budget(
                 "InDif scores",
                 split.selection,
                 indif_sigma(n_columns, split.selection, unit),
-                f"{pairs} pairs",
-                "sensitivity 4; noise variance 8m / rho_2",
+                f"{pairs} pair{'' if pairs == 1 else 's'}",
+                f"sensitivity {4 * unit.rows_per_person}; noise variance "
+                f"{8 * unit.rows_per_person**2}m / rho_2",
             )
         )
     elif split.selection:

@@ -76,7 +76,7 @@ def test_one_block_draws_from_the_run_generator_itself_and_several_from_its_chil
 
 def test_a_table_no_larger_than_a_block_is_drawn_as_before_blocks(model):
     settings = blocks_of(model, 2000)
-    before = fitted._draw(model, 2000, settings, np.random.default_rng(9), None).table
+    before = fitted.draw_block(model, 2000, settings, np.random.default_rng(9), None).table
     pd.testing.assert_frame_equal(model.generate(2000, seed=9, settings=settings).table, before)
 
 
@@ -86,7 +86,7 @@ def test_each_block_is_a_draw_with_its_own_child_generator(model):
     base = np.random.default_rng(4).bit_generator.seed_seq.spawn(1)[0]
     children = [np.random.Generator(np.random.PCG64(s)) for s in base.spawn(3)]
     for index, child in enumerate(children):
-        block = fitted._draw(model, 1000, settings, child, None).table
+        block = fitted.draw_block(model, 1000, settings, child, None).table
         rows = table.iloc[index * 1000 : (index + 1) * 1000].reset_index(drop=True)
         pd.testing.assert_frame_equal(rows, block)
     assert (
@@ -217,7 +217,7 @@ def test_a_streamed_sample_keeps_none_of_the_rows_it_handed_over(model):
     rows would keep each whole block alive (5 MB a block of adult-coded, found at 10M rows)."""
     import tracemalloc
 
-    first = fitted._draw(model, 10, model.defaults, np.random.default_rng(0), None)
+    first = fitted.draw_block(model, 10, model.defaults, np.random.default_rng(0), None)
     rng = np.random.default_rng(0)
 
     def blocks():

@@ -479,7 +479,7 @@ def fit_model(
 class BlockPlan:
     """Everything that decides a sample's rows, wherever its blocks are made: the model,
     the rows per block, the settings, every block's seed and the conditions. Block ``i`` is
-    ``_draw(model, sizes[i], settings, seeds.generator(i))``, or with conditions (``where``)
+    ``draw_block(model, sizes[i], settings, seeds.generator(i))``, or with conditions (``where``)
     :func:`~privsyn_core.generation.conditional.block_where`, here, on a worker process or
     on a Spark task alike."""
 
@@ -521,7 +521,7 @@ def _single(
     on_progress: ProgressCallback | None,
 ) -> Generator[Sample, None, None]:
     """A sample of one block, drawn when asked for (as the blocks of a larger one)."""
-    yield _draw(model, n, settings, rng, on_progress)
+    yield draw_block(model, n, settings, rng, on_progress)
 
 
 @dataclass(frozen=True)
@@ -532,7 +532,7 @@ class _BlockDraw:
     settings: SamplingSettings
 
     def __call__(self, rows: int, rng: np.random.Generator) -> Sample:
-        return _draw(self.model, rows, self.settings, rng, None)
+        return draw_block(self.model, rows, self.settings, rng, None)
 
 
 def _reported(
@@ -638,7 +638,7 @@ def _joined(blocks: Sequence[Sample]) -> Sample:
     )
 
 
-def _draw(
+def draw_block(
     model: FittedModel,
     n: int,
     settings: SamplingSettings,

@@ -4,7 +4,7 @@ The rows are made as independent blocks (:mod:`privsyn_core.generation.blocks`);
 needs the fitted model, its size and its seed, nothing else. So a Spark job over the block
 indices (``spark.range(blocks)``, contiguous ranges per partition) makes them where the
 cores are: each task draws its blocks (GUM, appending, decoding: the local path's own
-:func:`~privsyn_core.generation.fitted._draw`) and yields them as Arrow batches
+:func:`~privsyn_core.generation.fitted.draw_block`) and yields them as Arrow batches
 (``DataFrame.mapInArrow``), and the DataFrame is written by Spark (Parquet, a folder of part
 files). The driver holds no row.
 
@@ -60,7 +60,7 @@ from privsyn_core.generation.fitted import (
     FittedModel,
     Sample,
     SamplingSettings,
-    _draw,
+    draw_block,
 )
 from privsyn_core.progress import Stage, StageReporter
 
@@ -207,7 +207,7 @@ class _BlockTask:
         """Block ``index``'s rows: one draw, or with conditions the draws of the rounds
         that kept its rows."""
         if not self.where:
-            yield _draw(model, sizes[index], self.settings, self.seeds.generator(index), None)
+            yield draw_block(model, sizes[index], self.settings, self.seeds.generator(index), None)
             return
         plan = BlockPlan(model, sizes, self.settings, self.seeds, where=self.where)
         yield from block_where(plan, index)

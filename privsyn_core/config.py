@@ -13,7 +13,7 @@ from privsyn_core.selection.methods import SELECTION_METHODS, selection_method
 from privsyn_core.selection.target import TargetEmphasis
 
 #: how marginals are chosen (the paper lab; see :class:`PrivSynConfig`)
-SelectionName = Literal["densemarg", "treefirst", "privbayes", "all_pairs", "given"]
+SelectionName = Literal["auto", "densemarg", "treefirst", "privbayes", "all_pairs", "given"]
 #: how the marginal budget is spent (paper section 6.4)
 NoiseAllocation = Literal["weighted_gaussian", "equal_gaussian", "equal_laplace"]
 NOISE_ALLOCATIONS: tuple[str, ...] = ("weighted_gaussian", "equal_gaussian", "equal_laplace")
@@ -66,11 +66,14 @@ class PrivSynConfig:
 
     Measurement (each option changes what is spent):
 
-    * ``selection`` (section 4.2 vs 6.3): "densemarg" (Algorithm 1 on noisy InDif, then
+    * ``selection`` (section 4.2 vs 6.3): "auto" (the default), "treefirst" with its own
+      margin 1 on a table of at least 30 attributes, "densemarg" on a narrower one
+      (:class:`~privsyn_core.selection.methods.Auto`, the evidence beside
+      ``WIDE_TABLE_ATTRIBUTES``); "densemarg" (Algorithm 1 on noisy InDif, then
       Algorithm 2's combining); "treefirst", two rounds on rho_3: a maximum spanning tree of
       the noisy InDif measured first, then the pairs whose InDif that tree does not explain
-      (:mod:`privsyn_core.selection.tree_first`; opt-in, measured best with ``indif_margin``
-      1.0); "privbayes", the paper's PrivBayes-InDif: a Bayesian network
+      (:mod:`privsyn_core.selection.tree_first`; with ``indif_margin`` as its margin, measured
+      best at 1.0); "privbayes", the paper's PrivBayes-InDif: a Bayesian network
       of degree ``privbayes_degree`` whose ``d - 1`` parent choices are made by the
       exponential mechanism on InDif scores, spending the ``indif_share`` (each step charged
       to the ledger; parent sets capped at ``gamma`` cells, see
@@ -113,7 +116,8 @@ class PrivSynConfig:
     #: standard deviations, times the estimated share of pairs with no dependency
     #: (:mod:`privsyn_core.selection.greedy`, the winner's curse; 0 is the paper's rule). 2 by
     #: ``benchmarks/defaults.py --study margin`` and the wide tables: see the README's
-    #: defaults table
+    #: defaults table. Selection "auto" uses it on narrow tables only (DenseMarg); its
+    #: tree-first keeps its own margin (``TreeFirst.margin``)
     indif_margin: float = 2.0
     gamma: int = 5000
     #: which cliques Algorithm 2 merges (:mod:`privsyn_core.selection.combine`): "paper",
@@ -146,7 +150,7 @@ class PrivSynConfig:
     #: share of delta reserved for releasing categories by thresholded noisy counts
     threshold_delta_share: float = 0.5
     #: the paper lab (see the class docstring): how marginals are chosen
-    selection: SelectionName = "densemarg"
+    selection: SelectionName = "auto"
     #: parents per attribute of the "privbayes" selection (its marginals have degree + 1)
     privbayes_degree: int = 2
     #: the attribute sets measured by the "given" selection, as tuples of column names

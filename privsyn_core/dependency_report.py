@@ -22,6 +22,7 @@ import pandas as pd
 
 from privsyn_core.generation.fitted import guard_message
 from privsyn_core.selection.greedy import measurable_pairs
+from privsyn_core.selection.methods import selection_account
 
 if TYPE_CHECKING:
     from privsyn_core.generation.synthesis import SynthesisResult
@@ -63,6 +64,9 @@ class DependencyReport:
     #: what the guard did when it replaced GUM's table by independent columns
     #: (:func:`~privsyn_core.generation.fitted.guard_message`), None when it did not
     guard: str | None = None
+    #: which selection method ran and, for the default "auto", why
+    #: (:func:`~privsyn_core.selection.methods.selection_account`)
+    method: str = ""
 
 
 def dependency_report(result: SynthesisResult) -> DependencyReport:
@@ -82,6 +86,7 @@ def dependency_report(result: SynthesisResult) -> DependencyReport:
     sizes = {g.attribute: g.size for g in result.groupings}
     cells = [sizes[a] * sizes[b] for a, b in combinations(names, 2)]
     rho = sum(e.rho for e in result.ledger.entries if e.step == "marginal")
+    config = result.model.config if result.model is not None else {}
     return DependencyReport(
         sigma=sigma,
         scores=scores,
@@ -91,4 +96,5 @@ def dependency_report(result: SynthesisResult) -> DependencyReport:
         selected_within_noise=int(within),
         measurable=measurable_pairs(cells, rho, result.consistency.total),
         guard=guard_message(result.independent) if result.independent else None,
+        method=selection_account(str(config.get("selection", "auto")), d),
     )

@@ -307,7 +307,7 @@ def test_a_stated_budget_above_the_spend_prints_the_spend(small_model, tmp_path,
         (replace(FAST, selection="privbayes", noise="equal_laplace"), False),
     ],
     ids=[
-        "densemarg",
+        "auto",
         "privbayes",
         "equal laplace",
         "all pairs, no consistency",
@@ -328,7 +328,7 @@ def test_every_mechanism_the_pipeline_records_is_priced_as_it_was_charged(config
         }
     )
     model = PrivSyn(1.0, 1e-9, config=config).fit(table, rng=rng if seeded else None)
-    selecting = {"densemarg": {"indif"}, "privbayes": {"privbayes"}}.get(config.selection, set())
+    selecting = {"auto": {"indif"}, "privbayes": {"privbayes"}}.get(config.selection, set())
     steps = {e.step for e in model.ledger.entries}
     assert {"structure", "domain", "one_way", "marginal", *selecting} <= steps, steps
     for entry in model.ledger.entries:

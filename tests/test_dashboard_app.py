@@ -104,6 +104,11 @@ def test_run_marginals_and_results_flow_on_the_sample():
     assert specs, "the convergence chart is drawn"
 
     go(at, "marginals")
+    # the default selection on Adult's columns: DenseMarg, and the page says why
+    assert any(
+        m.value.startswith("Selection: narrow table (") and "< 30): DenseMarg" in m.value
+        for m in at.markdown
+    ), [m.value for m in at.markdown]
     charts = at.get("plotly_chart")
     assert charts and '"type":"heatmap"' in charts[0].proto.spec.replace(" ", "")
     frames = at.get("iframe")

@@ -64,6 +64,14 @@ def test_it_counts_candidates_selected_pairs_and_those_within_the_noise(wide_run
     assert (report.guard is None) == (wide_run.independent == ())
 
 
+def test_it_says_which_selection_ran_and_why(wide_run):
+    """The default on 60 attributes measures a tree first, and the report says so."""
+    assert any(m.origin == "tree" for m in wide_run.marginals)
+    assert dependency_report(wide_run).method == (
+        "wide table (60 attributes >= 30): a tree first, then the pairs it does not explain"
+    )
+
+
 def test_a_run_that_measured_no_scores_reports_none():
     table, domain = wide_table(2000, 5)
     config = PrivSynConfig(selection="all_pairs", gum=GumSettings(iterations=1))

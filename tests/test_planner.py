@@ -21,6 +21,7 @@ from privsyn_core.privacy.ledger import (
 )
 from privsyn_core.privacy.noise import SecureNoise
 from privsyn_core.privacy.planner import CountsOnce, forecast_columns, plan_budget
+from privsyn_core.selection.methods import SELECTION_METHODS, WIDE_TABLE_ATTRIBUTES
 
 
 def test_plan_splits_rho_like_the_pipeline_and_reports_each_sigma():
@@ -209,13 +210,14 @@ def test_forecast_of_a_sparse_column_says_why_it_is_lost():
     "config",
     [
         PrivSynConfig(),
+        PrivSynConfig(selection="densemarg"),
         PrivSynConfig(selection="treefirst"),
         PrivSynConfig(selection="privbayes"),
         PrivSynConfig(selection="all_pairs"),
         PrivSynConfig(selection="given", marginals=(("a", "b"), ("c", "d"))),
         PrivSynConfig(selection="all_pairs", noise="equal_gaussian"),
     ],
-    ids=["densemarg", "treefirst", "privbayes", "all_pairs", "given", "equal_gaussian"],
+    ids=["auto", "densemarg", "treefirst", "privbayes", "all_pairs", "given", "equal_gaussian"],
 )
 def test_the_plan_spends_what_the_run_spends_for_every_selection(config):
     """One budget split (PrivSynConfig.split) for the run and the plan: the plan's rho per
@@ -236,6 +238,28 @@ def test_the_plan_spends_what_the_run_spends_for_every_selection(config):
     if pairs:  # the count of marginals is known before the run: the sigma is theirs
         each = plan["selected marginals"].rho / pairs
         assert plan["selected marginals"].sigma == pytest.approx(gaussian_sigma(each))
+
+
+def test_the_plan_spends_what_a_default_run_spends_on_a_wide_table():
+    """Selection "auto" measures a tree first from WIDE_TABLE_ATTRIBUTES attributes on: its
+    two rounds still spend the plan's rho per step."""
+    rng = np.random.default_rng(0)
+    names = [f"c{i}" for i in range(WIDE_TABLE_ATTRIBUTES)]
+    table = pd.DataFrame({c: rng.integers(0, 3, 1000) for c in names})
+    config = PrivSynConfig(gum=GumSettings(iterations=1))
+    run = synthesize(table, 1.0, 1e-6, domain=dict.fromkeys(names, 3), config=config, rng=rng)
+    assert any(m.origin == "tree" for m in run.marginals)
+    spent: dict[str, float] = {}
+    for entry in run.ledger.entries:
+        spent[entry.step] = spent.get(entry.step, 0.0) + entry.rho
+    plan = plan_budget(1.0, 1e-6, len(names), config=config).steps
+    assert {s.step: s.rho for s in plan} == pytest.approx(
+        {
+            "1-way marginals": spent["one_way"],
+            "InDif scores": spent["indif"],
+            "selected marginals": spent["marginal"],
+        }
+    )
 
 
 def test_the_plan_of_laplace_marginals_shows_the_laplace_deviation():
@@ -260,7 +284,7 @@ _STEP_OF_PLAN = {
 @st.composite
 def run_settings(draw):
     """A random configuration and how much of the table's structure is left open."""
-    selection = draw(st.sampled_from(["densemarg", "treefirst", "privbayes", "all_pairs", "given"]))
+    selection = draw(st.sampled_from(SELECTION_METHODS))
     one_way = draw(st.floats(0.05, 0.5))
     config = PrivSynConfig(
         selection=selection,

@@ -160,6 +160,7 @@ def test_the_report_has_its_sections_and_only_dp_content(bundle, table):
     ):  # fmt: skip
         assert f"<h2>{section}</h2>" in page
     assert "<svg" in page and "<polyline" in page  # the graph and the curve, inline
+    assert "chosen by <code>auto</code> (narrow table (" in page  # the default, and why
     assert not re.search(r"<script|src=|href=|@import|url\(", page, re.I)  # offline, no JS
     assert HOSTILE not in page and html_escaped(HOSTILE) in page
     model = load_model(bundle)

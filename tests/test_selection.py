@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from privsyn_core.selection.greedy import noise_error, select_marginals
+from privsyn_core.selection.methods import WIDE_TABLE_ATTRIBUTES, is_wide, selection_account
 
 
 def frame(matrix, names):
@@ -281,3 +282,57 @@ def test_tree_first_measures_the_chain_once_and_the_siblings_the_tree_cannot_exp
     charged = [e for e in run.ledger.entries if e.step == "marginal"]
     assert len(charged) > len(run.marginals)  # some tree marginals measured in both rounds
     assert all(m.sigma**-2 == pytest.approx(2 * m.rho) for m in twice)
+
+
+def _wide_chain(columns, rows, rng):
+    """``columns`` attributes of 3 values, each a noisy copy of the one before (a chain)."""
+    codes = [rng.integers(0, 3, rows)]
+    for _ in range(columns - 1):
+        codes.append(np.where(rng.random(rows) < 0.8, codes[-1], rng.integers(0, 3, rows)))
+    return pd.DataFrame({f"c{i:02d}": c for i, c in enumerate(codes)})
+
+
+@pytest.mark.parametrize(
+    ("columns", "same_as"),
+    [
+        (WIDE_TABLE_ATTRIBUTES, {"selection": "treefirst", "indif_margin": 1.0}),
+        (WIDE_TABLE_ATTRIBUTES - 1, {"selection": "densemarg"}),
+    ],
+    ids=["wide: tree first, margin 1", "narrow: DenseMarg"],
+)
+def test_the_default_selection_is_tree_first_with_margin_1_from_the_wide_table_width(
+    columns, same_as
+):
+    """Selection "auto" is, run for run (same seed, same table, same spend), tree-first with
+    its own margin 1 on a table of WIDE_TABLE_ATTRIBUTES attributes and DenseMarg with the
+    config's margin on one attribute fewer."""
+    from privsyn_core import PrivSynConfig, synthesize
+    from privsyn_core.generation.gum import GumSettings
+
+    table = _wide_chain(columns, 2000, np.random.default_rng(0))
+    domain = dict.fromkeys(table, 3)
+    gum = GumSettings(iterations=2)
+    runs = [
+        synthesize(table, 2.0, 1e-6, domain=domain, config=config, rng=np.random.default_rng(1))
+        for config in (PrivSynConfig(gum=gum), PrivSynConfig(gum=gum, **same_as))
+    ]
+    auto, explicit = runs
+    assert PrivSynConfig().selection == "auto"
+    pd.testing.assert_frame_equal(auto.synthetic, explicit.synthetic)
+    assert auto.marginals == explicit.marginals
+    assert auto.ledger.entries == explicit.ledger.entries
+    tree = any(m.origin == "tree" for m in auto.marginals)
+    assert tree == (same_as["selection"] == "treefirst")
+
+
+def test_the_line_on_which_selection_ran_says_why():
+    assert is_wide(WIDE_TABLE_ATTRIBUTES) and not is_wide(WIDE_TABLE_ATTRIBUTES - 1)
+    assert selection_account("auto", 55) == (
+        "wide table (55 attributes >= 30): a tree first, then the pairs it does not explain"
+    )
+    assert (
+        selection_account("auto", 14)
+        == "narrow table (14 attributes < 30): DenseMarg (Algorithm 1)"
+    )
+    assert selection_account("densemarg", 55) == "DenseMarg (Algorithm 1)"
+    assert selection_account("treefirst", 5).startswith("a tree first")

@@ -26,6 +26,7 @@ from privsyn_core.generation.gum import STRATEGY_NAMES
 from privsyn_core.lab import MAX_ARMS, MAX_SEEDS, LabArm, plan_lab, run_lab
 from privsyn_core.privacy.ledger import epsilon_from_rho
 from privsyn_core.release.registry import Registry
+from privsyn_core.selection.methods import WIDE_TABLE_ATTRIBUTES
 
 __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 
@@ -51,7 +52,10 @@ PRESETS: dict[str, tuple[str, list[tuple[str, dict[str, Any]]]]] = {
     ),
     "DenseMarg vs PrivBayes": (
         "section 6.3: Algorithm 1's marginals against a PrivBayes network on InDif scores",
-        [("DenseMarg", {}), ("PrivBayes-InDif", {"selection": "privbayes"})],
+        [
+            ("DenseMarg", {"selection": "densemarg"}),
+            ("PrivBayes-InDif", {"selection": "privbayes"}),
+        ],
     ),
     "GUM update strategies": (
         "appendix I: S3 half-half (our default), S5 half-half + duplicate (the paper's), "
@@ -90,7 +94,7 @@ CUSTOM = "Custom"
 GUM_FIELDS = ("strategy", "decay_schedule", "copy")
 #: the custom editor's choices: field -> (label, options)
 CHOICES: dict[str, tuple[str, tuple[Any, ...]]] = {
-    "selection": ("selection", ("densemarg", "privbayes", "all_pairs")),
+    "selection": ("selection", ("auto", "densemarg", "treefirst", "privbayes", "all_pairs")),
     "combine": ("merge pairs (Algorithm 2)", ("off", "no_added_noise", "paper")),
     "noise": ("noise allocation", ("weighted_gaussian", "equal_gaussian", "equal_laplace")),
     "consistency": ("consistency", (True, False)),
@@ -102,8 +106,11 @@ CHOICES: dict[str, tuple[str, tuple[Any, ...]]] = {
 #: what each option is, in a sentence, with the paper's section (Zhang et al. 2021)
 OPTION_HELP: dict[str, str] = {
     "selection": "Which marginals are measured (sections 4.1-4.2, compared in 6.3). "
-    "densemarg: the paper's Algorithm 1 picks pairs by their noisy InDif dependency (and "
-    "Algorithm 2 may merge them, next choice). privbayes: a PrivBayes network whose "
+    f"auto (our default): treefirst on a table of {WIDE_TABLE_ATTRIBUTES} or more columns, "
+    "densemarg on a narrower one. densemarg: the paper's Algorithm 1 picks pairs by their "
+    "noisy InDif dependency (and Algorithm 2 may merge them, next choice). treefirst: a tree "
+    "of the strongest dependencies measured first, then the pairs it does not explain (beats "
+    "MST on wide tables). privbayes: a PrivBayes network whose "
     "parents are chosen on InDif scores. all_pairs: every 2-way marginal, none chosen.",
     "combine": "Whether DenseMarg's pairs are merged into larger marginals (Algorithm 2, "
     "appendix G). off (our default): the pairs are measured as they are. no added noise: a "

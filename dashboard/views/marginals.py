@@ -32,6 +32,7 @@ if report.scores is None or report.sigma is None:
         "has one column); the graph and the table below show the marginals it measured."
     )
 else:
+    st.markdown(f"Selection: {report.method}.")
     st.markdown(selection_summary(report))
     if report.guard:
         st.warning(f"The guard against independent columns fired: {report.guard}.")

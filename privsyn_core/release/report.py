@@ -29,6 +29,7 @@ from privsyn_core.data.codecs import BinnedCodec
 from privsyn_core.generation.fitted import FittedModel
 from privsyn_core.privacy.ledger import guarantee
 from privsyn_core.release.marginal_files import MISSING
+from privsyn_core.selection.methods import selection_account
 
 #: the ledger's step names in words
 STEPS = {
@@ -225,10 +226,13 @@ def _marginals(model: FittedModel, config: Mapping[str, Any]) -> str:
         f"<td class=n>{_num(rho)}</td><td class=n>{_num(sigma)}</td></tr>"
         for i, (names, cells, rho, sigma) in enumerate(targets, 1)
     )
-    method = _e(config.get("selection", "densemarg"))
+    name = str(config.get("selection", "densemarg"))  # the default before "auto"
+    method = f"<code>{_e(name)}</code>"
+    if name == "auto":
+        method += f" ({_e(selection_account(name, len(model.engine)))})"
     return (
         "<h2>Selected marginals</h2>"
-        f"<p>{len(targets)} marginals chosen by <code>{method}</code> from the noisy InDif "
+        f"<p>{len(targets)} marginals chosen by {method} from the noisy InDif "
         "scores (or declared), then measured with noise; GUM made the synthetic table match "
         "them and every column's 1-way marginal. A marginal on one column belongs to a "
         "column no selected pair covered. Cells count the values after low counts were "

@@ -45,9 +45,10 @@ def main() -> None:
     )
     parser.add_argument(
         "--selection",
-        choices=["densemarg", "treefirst", "privbayes", "all_pairs"],
+        choices=["auto", "densemarg", "treefirst", "privbayes", "all_pairs"],
         default=PrivSynConfig().selection,
-        help="how the marginals are chosen (PrivSynConfig.selection)",
+        help="how the marginals are chosen (PrivSynConfig.selection; auto: treefirst from 30 "
+        "columns, densemarg below)",
     )
     parser.add_argument(
         "--copy",

@@ -79,6 +79,11 @@ def test_privacy_page_previews_noise_without_data_and_rejects_bad_delta():
     assert plan == 1.0
     frames = at.dataframe
     assert any("sigma" in f.value.columns for f in frames)
+    # which method the default selection will run on the sample's 15 columns, and why
+    assert any(
+        "Selection on 15 columns: narrow table (15 attributes < 30): DenseMarg" in c.value
+        for c in at.caption
+    ), [c.value for c in at.caption]
     at.text_input(key="delta_text").set_value("two").run()
     assert at.error and "delta" in at.error[0].value
     # the command line's rule: no privacy at delta >= 1, none worth the name above 1e-3

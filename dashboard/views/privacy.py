@@ -26,6 +26,7 @@ from privsyn_core.privacy.planner import (
     forecast_columns,
     plan_budget,
 )
+from privsyn_core.selection.methods import selection_account
 
 # Streamlit runs a page as a script, without a package: it is named after its folders
 # ("dashboard" in a checkout, "privsyn_dashboard" installed) for the imports below.
@@ -145,6 +146,8 @@ st.dataframe(
 )
 st.caption(
     "sigma is the standard deviation of the Gaussian noise on each count (InDif: on each score)."
+    f" Selection on {included} columns: {selection_account(config.selection, included)}."
+    " A column the private domain step leaves out does not count."
 )
 survival = plan.categories
 if survival is not None:

@@ -27,6 +27,7 @@ WITHIN_NOISE_GREY = "#e3e3e3"
 DEPENDENCY_RAMP = ("#fed976", "#feb24c", "#fd8d3c", "#f03b20", "#bd0026", "#800026")
 #: how each origin's pairs are marked on the heatmap (the graph's edge colours tell the same)
 PAIR_MARKS = {
+    "tree": ("square", "tree pair (measured first)"),
     "selected": ("circle", "selected pair (Algorithm 1)"),
     "combined": ("diamond", "in a combined clique (Algorithm 2)"),
     "isolated": ("x", "isolated link"),

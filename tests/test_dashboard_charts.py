@@ -100,10 +100,17 @@ def test_measured_pairs_are_marked_once_each_in_the_lower_triangle():
         *marginals_of(report),
         SelectedMarginal(("c1", "c2", "c3"), 64, 0.01, 3.0, "combined"),
         SelectedMarginal(("c7",), 4, 0.01, 3.0, "one_way"),
+        SelectedMarginal(("c30", "c39"), 4, 0.01, 3.0, "tree"),  # tree-first's round 1
     )
     figure = indif_heatmap(report, marginals)
     marks = {t.name.split(":")[0]: t for t in figure.data[1:]}
-    assert set(marks) == {PAIR_MARKS["selected"][1], PAIR_MARKS["combined"][1]}
+    assert set(marks) == {
+        PAIR_MARKS["selected"][1],
+        PAIR_MARKS["combined"][1],
+        PAIR_MARKS["tree"][1],
+    }
+    tree = marks[PAIR_MARKS["tree"][1]]
+    assert list(zip(tree.y, tree.x, strict=True)) == [("c39", "c30")]
     selected = marks[PAIR_MARKS["selected"][1]]
     index = {n: i for i, n in enumerate(names)}
     cells = set(zip(selected.y, selected.x, strict=True))

@@ -109,13 +109,21 @@ def test_sizes_widths_and_colours_carry_the_dp_quantities():
 
 def test_legend_explains_every_colour_and_the_page_stays_offline():
     graph, marginals = described(
-        4, [(0, 1, 10.0, "selected"), (1, 2, 5000.0, "isolated"), (2, 3, 800.0, "combined")]
+        5,
+        [
+            (0, 1, 10.0, "selected"),
+            (1, 2, 5000.0, "isolated"),
+            (2, 3, 800.0, "combined"),
+            (3, 4, 900.0, "tree"),
+        ],
     )
     page = graph_page(graph, marginals).html
     legend = re.search(r'<div id="legend".*?</div>', page, re.S).group(0)
     for colour in ORIGIN_COLOURS.values():
         assert colour in legend
-    for words in ("selected pair", "combined clique", "isolated link", "noisy InDif"):
+    _, edges, _ = data_sets(page)
+    assert {e["origin"]: e["color"] for e in edges}["tree"] == ORIGIN_COLOURS["tree"]
+    for words in ("tree pair", "selected pair", "combined clique", "isolated link", "noisy InDif"):
         assert words in legend
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
 

@@ -68,10 +68,12 @@ EDGE_WIDTH_RANGE = (1.5, 9.0)
 
 ORIGIN_COLOURS = {
     "combined": "#d95f02",
+    "tree": "#7570b3",
     "selected": "#1f78b4",
     "isolated": "#33a02c",
 }
 ORIGIN_LEGEND = {
+    "tree": "tree pair (a spanning tree of the noisy InDif, measured first)",
     "selected": "selected pair (Algorithm 1)",
     "combined": "combined clique (Algorithm 2)",
     "isolated": "isolated link (an attribute no selected pair covered)",
@@ -93,7 +95,7 @@ class GraphPage:
 def edge_origin(a: str, b: str, marginals: tuple[SelectedMarginal, ...]) -> str:
     """The origin that explains the edge: a combined clique wins over a pair, a pair over a link."""
     origins = {m.origin for m in marginals if a in m.attributes and b in m.attributes}
-    for origin in ("combined", "selected", "isolated"):
+    for origin in ("combined", "tree", "selected", "isolated"):
         if origin in origins:
             return origin
     return "selected"

@@ -56,7 +56,7 @@ T = TypeVar("T")
 
 #: rows per block when a sample does not say (see :class:`SamplingSettings.block_rows`
 #: for the measurement that chose it)
-DEFAULT_BLOCK_ROWS = 50_000
+DEFAULT_BLOCK_ROWS = 100_000
 
 #: a block is a callable (picklable, for the pool) from (rows, generator) to its result
 BlockWork = Callable[[int, np.random.Generator], T]

@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from privsyn_core.generation.fitted import BlockPlan, FittedModel, Sample, SamplingSettings
 
 #: the most rows drawn for one conditional sample: a condition the model makes so rarely
-#: that ``n`` rows need more is refused before any draw (about 200 blocks of 50,000 rows;
+#: that ``n`` rows need more is refused before any draw (about 100 blocks of 100,000 rows;
 #: a few minutes on two cores for Adult)
 MAX_DRAWS = 10_000_000
 

@@ -459,7 +459,7 @@ def _block_options(parser: argparse.ArgumentParser) -> None:
         type=_count(1),
         default=None,
         help="rows per block: more rows are made as independent blocks, each GUM with its own "
-        "seed, and written as each is done (default 50000); memory grows with workers times "
+        "seed, and written as each is done (default 100000); memory grows with workers times "
         "this, not with --rows",
     )
 

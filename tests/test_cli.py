@@ -505,3 +505,15 @@ def test_audit_checks_every_step_and_fails_on_a_leak(capsys, monkeypatch):
     captured = capsys.readouterr()
     assert "LEAKS BEYOND ITS CLAIM" in captured.out
     assert "leaks more than its ledger claims" in captured.err
+
+
+def test_block_rows_help_states_the_engines_default():
+    """The parser does not import the engine (start-up time), so it spells the default
+    block size out: it must say the engine's."""
+    from privsyn_core.cli import build_parser
+    from privsyn_core.generation.blocks import DEFAULT_BLOCK_ROWS
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    for name in ("synthesize", "generate"):
+        option = next(a for a in sub.choices[name]._actions if a.dest == "block_rows")
+        assert f"(default {DEFAULT_BLOCK_ROWS})" in option.help, name

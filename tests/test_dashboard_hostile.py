@@ -459,8 +459,12 @@ def refused_by_the_run(at: AppTest, answer: Answer, argv: list[str]) -> None:
                     ColumnSchema(name, Kind.CATEGORICAL, categories=tuple(values))
                 )
         at.session_state["schema"] = schema
+    # the command line's budget and seed: a refusal that rests on DP noise (the one-row table
+    # loses its columns to the private domain estimate) must not depend on a random draw
+    go(at, "privacy").number_input(key="epsilon").set_value(float(option(argv, "--epsilon"))).run()
     go(at, "run")
     at.number_input(key="iterations").set_value(2).run()
+    at.text_input(key="seed_text").set_value(option(argv, "--seed")).run()
     run_and_wait(at)
     assert at.session_state["finished"] is None
     assert at.session_state["run_state"] in ("failed", "refused")

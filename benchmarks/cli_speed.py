@@ -5,9 +5,10 @@ Runs the command a user runs (README, "Command line"), with a fixed seed, as a c
 seconds and of its CPU seconds (user + system, from ``os.wait4``: on a machine shared with
 other jobs the CPU seconds are the fair figure, the wall seconds rise with the load). The
 same for ``python -c "import privsyn_core.cli"`` (what ``privsyn --help`` pays) and for
-``import privsyn_core.commands`` (every import a command needs: numpy, pandas, networkx and
-the engine). Then the in-process ``synthesize`` (issue 23: <= 1 s), and the SHA-256 of the
-synthetic CSV: the same seed must give the same file before and after a speed change.
+``import privsyn_core.commands`` (every import a command needs: numpy, pandas and the engine;
+not networkx, which only the dashboard's graph needs). Then the in-process ``synthesize``
+(issue 23: <= 1 s), and the SHA-256 of the synthetic CSV: the same seed must give the same
+file before and after a speed change.
 
 Every run records itself in a run registry in a temporary folder (``PRIVSYN_REGISTRY``), as
 a user's run does in theirs, so the registry's work (the release bundle) is timed and the

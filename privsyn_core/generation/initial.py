@@ -20,18 +20,38 @@ post-processing, free of privacy cost.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from itertools import combinations
 from typing import Literal
 
-import networkx as nx
 import numpy as np
 
 from privsyn_core.generation.sampling import conditional_column, shuffled_column
 from privsyn_core.marginals import MarginalTable
+from privsyn_core.selection.forest import (
+    adjacency,
+    bfs_edges,
+    connected_components,
+    maximum_spanning_forest,
+)
 
 #: how GUM's initial columns are drawn: the paper's independent columns, or along a tree
 Initial = Literal["tree", "independent"]
 INITIALS: tuple[str, ...] = ("tree", "independent")
+
+
+@dataclass(frozen=True)
+class Link:
+    """A measured pair: its mutual information and joint counts (rows indexed by ``first``)."""
+
+    first: str
+    second: str
+    weight: float
+    joint: np.ndarray
+
+
+#: a forest as an adjacency mapping (:mod:`~privsyn_core.selection.forest`): each edge a link
+Tree = dict[str, dict[str, Link]]
 
 
 def initial_columns(
@@ -47,24 +67,23 @@ def initial_columns(
     its consistent 1-way counts, ``marginals`` its consistent multi-way marginals."""
     columns = np.empty((len(names), n), dtype=dtype)
     position = {name: row for row, name in enumerate(names)}
-    tree = dependency_tree(names, marginals) if how == "tree" else _edgeless(names)
-    for component in nx.connected_components(tree):
+    tree = dependency_tree(names, marginals) if how == "tree" else {name: {} for name in names}
+    for component in connected_components(tree):
         root = min(component, key=position.__getitem__)
         columns[position[root]] = shuffled_column(one_way[root], n, rng)
-        for parent, child in nx.bfs_edges(tree, root, sort_neighbors=sorted):
-            joint = tree.edges[parent, child]["joint"]
-            if tree.edges[parent, child]["first"] != parent:
-                joint = joint.T
+        for parent, child in bfs_edges(tree, root, sorted):
+            link = tree[parent][child]
+            joint = link.joint if link.first == parent else link.joint.T
             anchor = columns[position[parent]].astype(np.int64)
             columns[position[child]] = conditional_column(anchor, np.clip(joint, 0, None), rng)
     return columns
 
 
-def dependency_tree(names: Sequence[str], marginals: Sequence[MarginalTable]) -> nx.Graph:
+def dependency_tree(names: Sequence[str], marginals: Sequence[MarginalTable]) -> Tree:
     """A maximum spanning forest over ``names`` whose edges are the measured pairs (every
-    pair inside a marginal, its joint summed out of it), weighted by mutual information.
-    Each edge keeps its joint counts (``joint``, rows indexed by ``first``)."""
-    graph = _edgeless(names)
+    pair inside a marginal, its joint summed out of it), weighted by mutual information; a
+    pair in several marginals keeps its strongest link."""
+    links: dict[frozenset[str], Link] = {}
     for marginal in marginals:
         counts = marginal.values.reshape(marginal.shape)
         for i, j in combinations(range(len(marginal.attributes)), 2):
@@ -72,9 +91,12 @@ def dependency_tree(names: Sequence[str], marginals: Sequence[MarginalTable]) ->
             joint = counts.sum(axis=others) if others else counts
             a, b = marginal.attributes[i], marginal.attributes[j]
             weight = mutual_information(joint)
-            if not graph.has_edge(a, b) or graph.edges[a, b]["weight"] < weight:
-                graph.add_edge(a, b, weight=weight, joint=joint, first=a)
-    return nx.maximum_spanning_tree(graph)
+            pair = frozenset((a, b))
+            if pair not in links or links[pair].weight < weight:
+                links[pair] = Link(a, b, weight, joint)  # a pair seen again keeps its place
+    weights = adjacency(names, ((link.first, link.second, link.weight) for link in links.values()))
+    forest = maximum_spanning_forest(weights)
+    return adjacency(names, ((a, b, links[frozenset((a, b))]) for a, b in forest))
 
 
 def mutual_information(joint: np.ndarray) -> float:
@@ -87,9 +109,3 @@ def mutual_information(joint: np.ndarray) -> float:
     outer = p.sum(axis=1, keepdims=True) * p.sum(axis=0, keepdims=True)
     mask = p > 0
     return float((p[mask] * np.log(p[mask] / outer[mask])).sum())
-
-
-def _edgeless(names: Sequence[str]) -> nx.Graph:
-    graph = nx.Graph()
-    graph.add_nodes_from(names)
-    return graph

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
@@ -37,9 +37,11 @@ from privsyn_core.progress import ProgressCallback, Stage
 from privsyn_core.progress import StageReporter as _Reporter
 from privsyn_core.release.bundle import released_schema
 from privsyn_core.selection.greedy import Selection
-from privsyn_core.selection.marginal_graph import AppendPlan, marginal_graph
+from privsyn_core.selection.marginal_graph import AppendPlan, marginal_pairs
 
 if TYPE_CHECKING:
+    import networkx as nx
+
     from privsyn_core.data.codecs import CodesCodec
     from privsyn_core.data.columns import Preparation, PreparedColumn
 
@@ -73,7 +75,8 @@ class SynthesisResult:
     noisy_indif: pd.DataFrame
     selection: Selection
     marginals: tuple[SelectedMarginal, ...]
-    graph: nx.Graph
+    #: the engine's codes (after grouping low counts): the sizes :attr:`graph` shows
+    engine: Domain
     history: tuple[GumIterationRecord, ...]
     ledger: PrivacyLedger
     groupings: tuple[ValueGrouping, ...]
@@ -96,6 +99,12 @@ class SynthesisResult:
     #: the rows went to ``write`` block by block (more than one block, see :func:`generate`)
     #: and ``synthetic`` holds none of them, only the columns
     synthetic_written: bool = False
+
+    @cached_property
+    def graph(self) -> nx.Graph:
+        """The marginal graph with its DP sizes and weights, built when first read: networkx
+        costs every run a tenth of a second to import, and only the dashboard draws it."""
+        return _described_graph(self.engine, self.marginals, self.noisy_indif)
 
     @property
     def end_to_end_dp(self) -> bool:
@@ -297,9 +306,7 @@ def generate(
         noisy_indif=measurements.noisy_indif,
         selection=measurements.selection,
         marginals=measurements.marginals,
-        graph=_described_graph(
-            measurements.engine, measurements.marginals, measurements.noisy_indif
-        ),
+        engine=measurements.engine,
         history=drawn.history,
         ledger=ledger,
         groupings=measurements.groupings,
@@ -319,10 +326,13 @@ def generate(
 def _described_graph(
     engine: Domain, marginals: Sequence[SelectedMarginal], noisy_indif: pd.DataFrame
 ) -> nx.Graph:
-    """The marginal graph with node sizes and edge weights from DP quantities only."""
-    graph = marginal_graph(
-        engine.attributes, [m.attributes for m in marginals if len(m.attributes) > 1]
-    )
+    """The marginal graph (:mod:`~privsyn_core.selection.marginal_graph`) as a networkx
+    graph, with node sizes and edge weights from DP quantities only."""
+    import networkx as nx  # here: only the dashboard draws it (see SynthesisResult.graph)
+
+    graph = nx.Graph()
+    graph.add_nodes_from(engine.attributes)
+    graph.add_edges_from(marginal_pairs([m.attributes for m in marginals if len(m.attributes) > 1]))
     for name in graph.nodes:
         graph.nodes[name]["size"] = engine.size(name)
     for a, b in graph.edges:

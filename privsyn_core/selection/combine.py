@@ -32,12 +32,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import networkx as nx
 import pandas as pd
 
 from privsyn_core.selection.target import TargetEmphasis
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 CombineRule = Literal["paper", "no_added_noise", "off"]
 COMBINE_RULES: tuple[str, ...] = ("paper", "no_added_noise", "off")
@@ -94,6 +96,8 @@ def combine_marginals(
     listed = [tuple(p) for p in pairs]
     if rule == "off":
         return tuple(listed)
+    import networkx as nx  # here: the default rule is "off", and networkx is slow to import
+
     graph = nx.Graph()
     graph.add_edges_from(listed)
     cliques = _small_cliques(graph, sizes, gamma, noisy_indif)

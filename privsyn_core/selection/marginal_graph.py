@@ -13,10 +13,10 @@ clique contributes all its pairs). From it we read two shortcuts of paper sectio
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-import networkx as nx
+from privsyn_core.selection.forest import adjacency, connected_components
 
 
 @dataclass(frozen=True)
@@ -28,14 +28,19 @@ class AppendPlan:
     marginal: tuple[str, str]
 
 
-def marginal_graph(attributes: Sequence[str], marginals: Sequence[tuple[str, ...]]) -> nx.Graph:
-    graph = nx.Graph()
-    graph.add_nodes_from(attributes)
+def marginal_pairs(marginals: Sequence[tuple[str, ...]]) -> Iterator[tuple[str, str]]:
+    """Every pair of attributes inside a marginal, marginal by marginal."""
     for marginal in marginals:
         for i, a in enumerate(marginal):
             for b in marginal[i + 1 :]:
-                graph.add_edge(a, b)
-    return graph
+                yield a, b
+
+
+def marginal_graph(
+    attributes: Sequence[str], marginals: Sequence[tuple[str, ...]]
+) -> dict[str, dict[str, None]]:
+    """The graph as an adjacency mapping (:mod:`~privsyn_core.selection.forest`)."""
+    return adjacency(attributes, ((a, b, None) for a, b in marginal_pairs(marginals)))
 
 
 def plan_appending(
@@ -49,9 +54,9 @@ def plan_appending(
         if len(marginal) != 2:
             continue
         a, b = marginal
-        if graph.degree[b] == 1 and a not in appended:
+        if len(graph[b]) == 1 and a not in appended:
             leaf, anchor = b, a
-        elif graph.degree[a] == 1 and b not in appended:
+        elif len(graph[a]) == 1 and b not in appended:
             leaf, anchor = a, b
         else:
             continue
@@ -68,5 +73,5 @@ def gum_components(
         return [list(attributes)] if attributes else []
     graph = marginal_graph(attributes, marginals)
     position = {a: i for i, a in enumerate(attributes)}
-    components = [sorted(c, key=position.__getitem__) for c in nx.connected_components(graph)]
+    components = [sorted(c, key=position.__getitem__) for c in connected_components(graph)]
     return sorted(components, key=lambda c: position[c[0]])

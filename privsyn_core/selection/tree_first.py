@@ -31,11 +31,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 
 from privsyn_core.marginals import NoisyMarginal
+from privsyn_core.selection.forest import adjacency, bfs_edges, maximum_spanning_forest
 from privsyn_core.selection.greedy import (
     Candidates,
     SelectionStep,
@@ -83,11 +83,11 @@ class Round:
 
 def _spanning_tree(found: Candidates) -> np.ndarray:
     """Candidate indices of a maximum spanning forest of the pairs with dependency left."""
-    graph = nx.Graph()
-    for k in np.flatnonzero(found.phi > 0):
-        graph.add_edge(int(found.iu[k]), int(found.ju[k]), weight=float(found.phi[k]), k=int(k))
-    edges = nx.maximum_spanning_tree(graph).edges(data="k")
-    return np.array(sorted(k for _, _, k in edges), dtype=int)
+    pairs = {int(k): (int(found.iu[k]), int(found.ju[k])) for k in np.flatnonzero(found.phi > 0)}
+    graph = adjacency((), ((a, b, float(found.phi[k])) for k, (a, b) in pairs.items()))
+    index = {frozenset(pair): k for k, pair in pairs.items()}
+    edges = maximum_spanning_forest(graph)
+    return np.array(sorted(index[frozenset(edge)] for edge in edges), dtype=int)
 
 
 def first_round(noisy_indif: pd.DataFrame, rho: float, scoring: Scoring) -> Round:
@@ -158,8 +158,7 @@ def implied_indif(
         totals.append(counts.sum())
         ones[index[marginal.attributes[0]]] = counts / max(counts.sum(), 1e-12)
     rows_alone = float(np.median(totals)) if totals else 0.0
-    graph = nx.Graph()
-    graph.add_nodes_from(range(len(names)))
+    graph: dict[int, dict[int, None]] = {i: {} for i in range(len(names))}
     totals = []
     for marginal in tree:
         a, b = (index[x] for x in marginal.attributes)
@@ -169,12 +168,12 @@ def implied_indif(
         joints[(a, b)], joints[(b, a)] = joint, joint.T
         if not one_way:
             ones[a], ones[b] = joint.sum(axis=1), joint.sum(axis=0)
-        graph.add_edge(a, b)
+        graph[a][b] = graph[b][a] = None
     rows = float(np.median(totals)) if totals else rows_alone
     out = np.zeros((len(names), len(names)))
     for source in range(len(names)):
         reach: dict[int, np.ndarray] = {}
-        for parent, child in nx.bfs_edges(graph, source):
+        for parent, child in bfs_edges(graph, source):
             link = joints[(parent, child)]
             if parent == source:
                 reach[child] = link

@@ -18,8 +18,8 @@ SelectionName = Literal["auto", "densemarg", "treefirst", "privbayes", "all_pair
 NoiseAllocation = Literal["weighted_gaussian", "equal_gaussian", "equal_laplace"]
 NOISE_ALLOCATIONS: tuple[str, ...] = ("weighted_gaussian", "equal_gaussian", "equal_laplace")
 #: how the synthetic table is made from the marginals (paper section 5)
-SynthesisMethod = Literal["gum", "mcf"]
-SYNTHESIS_METHODS: tuple[str, ...] = ("gum", "mcf")
+SynthesisMethod = Literal["gum", "mcf", "mrf"]
+SYNTHESIS_METHODS: tuple[str, ...] = ("gum", "mcf", "mrf")
 
 
 @dataclass(frozen=True)
@@ -93,8 +93,10 @@ class PrivSynConfig:
     * ``consistency`` (section 4.3): True reconciles the noisy marginals; False only makes
       each a distribution on its own (:func:`~privsyn_core.generation.consistency.
       without_consistency`).
-    * ``synthesis`` (section 5): "gum" or the "mcf" strawman of section 5.1
-      (:mod:`privsyn_core.generation.mcf`), which runs for ``gum.iterations`` too.
+    * ``synthesis`` (section 5): "gum", the "mcf" strawman of section 5.1
+      (:mod:`privsyn_core.generation.mcf`), which runs for ``gum.iterations`` too, or "mrf",
+      a Markov random field fitted to the same targets (:mod:`privsyn_core.generation.mrf`;
+      not the paper's: Private-PGM's estimator, by Gibbs chains).
     * ``gum.strategy`` (appendix I: S1..S6) and ``gum.decay_schedule`` (section 5.3 and
       appendix J: step, exponential, linear, sqrt, none): see
       :class:`~privsyn_core.generation.gum.GumSettings`.

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import pandas as pd
 
+from privsyn_core.config import SYNTHESIS_METHODS
 from privsyn_core.domain import Domain, code_dtype
 from privsyn_core.errors import InputError
 from privsyn_core.generation.blocks import (
@@ -62,9 +63,10 @@ from privsyn_core.generation.gum import (
     score_below,
     table_score,
 )
-from privsyn_core.generation.initial import Initial, initial_columns
+from privsyn_core.generation.initial import Initial, Tree, dependency_tree, initial_columns
 from privsyn_core.generation.mcf import run_mcf
 from privsyn_core.generation.memory import check_blocks_fit, check_fits
+from privsyn_core.generation.mrf import run_mrf
 from privsyn_core.generation.sampling import conditional_column, shuffled_column
 from privsyn_core.marginals import MarginalTable, NoisyMarginal
 from privsyn_core.privacy.ledger import PrivacyLedger
@@ -109,8 +111,10 @@ class SamplingSettings:
     append_attributes: bool = True
     #: run GUM per connected component of the marginal graph (paper 5.3, separate and join)
     separate_and_join: bool = True
-    #: "gum" (paper 5.2) or the paper's min-cost-flow strawman "mcf" (paper 5.1), the lab's
-    #: comparison; MCF reads the same ``gum`` settings for its passes and plateau rule
+    #: "gum" (paper 5.2), the paper's min-cost-flow strawman "mcf" (paper 5.1), the lab's
+    #: comparison (MCF reads the same ``gum`` settings for its passes and plateau rule), or
+    #: "mrf": a Markov random field fitted to the same targets, sampled by Gibbs chains
+    #: (:mod:`privsyn_core.generation.mrf`; it starts from GUM's ``initial`` table)
     synthesis: str = "gum"
     #: rows per block: a sample of more rows is made as independent blocks, each a whole draw
     #: (GUM, appending, decoding) with its own seed (:mod:`privsyn_core.generation.blocks`).
@@ -124,8 +128,10 @@ class SamplingSettings:
     block_rows: int = DEFAULT_BLOCK_ROWS
 
     def __post_init__(self) -> None:
-        if self.synthesis not in ("gum", "mcf"):
-            raise InputError(f"synthesis must be 'gum' or 'mcf', got {self.synthesis!r}")
+        if self.synthesis not in SYNTHESIS_METHODS:
+            raise InputError(
+                f"synthesis must be one of {', '.join(SYNTHESIS_METHODS)}, got {self.synthesis!r}"
+            )
         object.__setattr__(self, "block_rows", check_block_rows(self.block_rows))
 
 
@@ -711,10 +717,22 @@ def draw_block(
             for names, _, targets in components
         ]
         start = _start_score(problems, judged) if settings.gum.keep_best else 0.0
-        history, finished = run_gum(problems, settings.gum, rng, on_iteration, judged)
+        if settings.synthesis == "mrf":
+            trees: list[Tree] = [
+                dependency_tree(names, [t for t in gum_marginals if t.attributes[0] in names])
+                if settings.gum.initial == "tree"
+                else {name: {} for name in names}
+                for names, _, _ in components
+            ]
+            rows = [{a: i for i, a in enumerate(names)} for names, _, _ in components]
+            history, finished = run_mrf(
+                problems, trees, rows, rng, on_iteration=on_iteration, unmeasured=judged
+            )
+        else:
+            history, finished = run_gum(problems, settings.gum, rng, on_iteration, judged)
     if not finished:
         report.stop()
-    if settings.synthesis == "gum" and settings.gum.keep_best:
+    if settings.synthesis != "mcf" and settings.gum.keep_best:
         # its own stream: a table the guard keeps is drawn exactly as without the guard
         independent = _guard(components, judged, model, rng.spawn(1)[0])
     for names, arr, _ in components:

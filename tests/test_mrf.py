@@ -1,0 +1,117 @@
+"""The Markov random field fitted to the targets (privsyn_core.generation.mrf)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privsyn_core.generation.gum import GumTarget, l1_error, record_major
+from privsyn_core.generation.initial import Link
+from privsyn_core.generation.mrf import MrfSettings, _fit, _gibbs_sweep, _start, run_mrf
+
+
+def _triangle(rng, n, k=4):
+    """Records drawn along the tree a - b - c of a joint with a loop, and the joint's three
+    pair marginals as targets (``noise_l1`` unknown: every gap is fitted)."""
+    joint = rng.dirichlet(np.ones(k**3) * 0.3).reshape(k, k, k)
+    summed_out = {"ab": 2, "bc": 0, "ac": 1}
+    targets = [
+        GumTarget(tuple(p), tuple("abc".index(x) for x in p), (k, k), joint.sum(axis=a).ravel())
+        for p, a in summed_out.items()
+    ]
+    records = record_major(3, n, np.dtype(np.uint8))
+    ab, bc = joint.sum(axis=2), joint.sum(axis=0)
+    records[0] = rng.choice(k, n, p=ab.sum(axis=1))
+    records[1] = [rng.choice(k, p=ab[a] / ab[a].sum()) for a in records[0]]
+    records[2] = [rng.choice(k, p=bc[b] / bc[b].sum()) for b in records[1]]
+    tree = {
+        "a": {"b": Link("a", "b", 1.0, ab)},
+        "b": {"a": Link("a", "b", 1.0, ab), "c": Link("b", "c", 1.0, bc)},
+        "c": {"b": Link("b", "c", 1.0, bc)},
+    }
+    return records, targets, tree, {"a": 0, "b": 1, "c": 2}
+
+
+def test_the_start_is_the_trees_distribution():
+    """Gibbs steps on the starting field, with no fitting, leave a sample of the tree a sample
+    of the tree: its potentials are the tree's. Without them (independent columns' field) the
+    same steps lose the measured pairs."""
+    rng = np.random.default_rng(1)
+    records, targets, tree, rows = _triangle(rng, 20_000)
+    field = _start(records, targets, tree, rows)
+    for _ in range(5):
+        _gibbs_sweep(field, rng)
+    records[:3] = field.codes
+    assert l1_error(records, targets[0]) < 0.05 and l1_error(records, targets[1]) < 0.05
+    loose = _start(records, targets, {name: {} for name in rows}, rows)
+    for _ in range(5):
+        _gibbs_sweep(loose, rng)
+    records[:3] = loose.codes
+    assert l1_error(records, targets[0]) > 0.2
+
+
+def test_a_loop_the_tree_cannot_hold_is_fitted():
+    """The pair a - c closes a loop: the tree start misses it, the fitted field matches all
+    three pairs to within the sample's own deviations."""
+    rng = np.random.default_rng(6)
+    records, targets, tree, rows = _triangle(rng, 20_000)
+    before = [l1_error(records, t) for t in targets]
+    calls = []
+    history, finished = run_mrf(
+        [(records, targets)], [tree], [rows], rng, MrfSettings(sweeps=30), calls.append
+    )
+    after = [l1_error(records, t) for t in targets]
+    assert finished and len(history) == 30 == len(calls)
+    assert set(history[0].errors) == {t.attributes for t in targets}
+    assert before[2] > 0.2 and after[2] < before[2] / 4
+    assert max(after) < 0.06
+    assert history[-1].table_error is not None
+    stopped, finished = run_mrf(
+        [(records, targets)], [tree], [rows], rng, MrfSettings(), lambda r: False
+    )
+    assert not finished and len(stopped) == 1
+
+
+def test_gaps_within_the_noise_are_not_fitted():
+    """A target whose gap to the records lies within its noise sigmas leaves its potential
+    where it was; with no noise the same gap moves it."""
+    rng = np.random.default_rng(2)
+    records, targets, tree, rows = _triangle(rng, 5_000)
+    noisy = [
+        GumTarget(t.attributes, t.rows, t.shape, t.frequencies, noise_l1=50.0) for t in targets
+    ]
+    field = _start(records, noisy, tree, rows)
+    before = [p.copy() for p in field.potentials]
+    _fit(field, MrfSettings())
+    assert all(np.array_equal(a, b) for a, b in zip(before, field.potentials, strict=True))
+    exact = _start(records, targets, tree, rows)
+    _fit(exact, MrfSettings())
+    assert np.abs(exact.potentials[2]).max() > 0.01
+
+
+def test_synthesis_mrf_samples_a_fitted_model_reproducibly():
+    """The engine path: same model, same seed, same rows; codes inside the domain; one
+    history record per sweep."""
+    from privsyn_core import synthesize
+    from privsyn_core.generation.fitted import SamplingSettings
+
+    rng = np.random.default_rng(0)
+    hidden = rng.integers(0, 4, 3000)
+    table = pd.DataFrame(
+        {c: np.where(rng.random(3000) < 0.7, hidden, rng.integers(0, 4, 3000)) for c in "abcde"}
+    )
+    run = synthesize(table, 4.0, 1e-6, domain=dict.fromkeys(table, 4), rng=rng)
+    settings = SamplingSettings(synthesis="mrf")
+    first = run.model.generate(2000, seed=3, settings=settings)
+    again = run.model.generate(2000, seed=3, settings=settings)
+    pd.testing.assert_frame_equal(first.table, again.table)
+    assert first.table.shape == (2000, 5)
+    assert first.table.isin(range(4)).all().all()
+    assert len(first.history) == MrfSettings().sweeps
+
+
+def test_an_unknown_synthesis_is_refused_with_the_choices():
+    from privsyn_core.errors import InputError
+    from privsyn_core.generation.fitted import SamplingSettings
+
+    with pytest.raises(InputError, match="gum, mcf, mrf"):
+        SamplingSettings(synthesis="ipf")

@@ -115,3 +115,22 @@ def test_an_unknown_synthesis_is_refused_with_the_choices():
 
     with pytest.raises(InputError, match="gum, mcf, mrf"):
         SamplingSettings(synthesis="ipf")
+
+
+def test_draws_are_stratified_within_each_anchor_group():
+    """Each group's uniforms fall one in each of its equal strata, so a group's records that
+    share a conditional meet it to within a record per value."""
+    from privsyn_core.generation.mrf import _stratified
+
+    rng = np.random.default_rng(4)
+    groups = rng.integers(0, 5, 1000)
+    uniforms = _stratified(groups, 1000, rng)
+    for g in range(5):
+        mine = np.sort(uniforms[groups == g])
+        strata = np.floor(mine * mine.size).astype(int)
+        assert np.array_equal(strata, np.arange(mine.size))
+    alone = _stratified(None, 1000, rng)
+    assert np.array_equal(np.sort(np.floor(alone * 1000).astype(int)), np.arange(1000))
+    # one conditional for all: the counts are its quotas to within one record
+    draws = np.searchsorted(np.cumsum([0.5, 0.3, 0.2]), alone, side="right")
+    assert np.abs(np.bincount(draws, minlength=3) - [500, 300, 200]).max() <= 1

@@ -13,7 +13,9 @@ component's records themselves: each sweep resamples every attribute of every re
 its conditional given the rest of the record (a Gibbs step), then moves each potential by
 ``step`` times the log ratio between its target and the records' marginal. The part of each
 cell's gap that lies within ``shrink`` noise sigmas of the target (the public noise scale)
-is left out of that ratio, so the fit stops where the measurement noise begins.
+is left out of that ratio, so the fit stops where the measurement noise begins. The draws
+are stratified within the groups of a tree neighbour's values (:func:`_stratified`), as the
+tree start's quotas are, so they add less of a sample's own deviations to the marginals.
 
 It starts from GUM's tree start exactly: the records are the tree's sample
 (:mod:`~privsyn_core.generation.initial`), the potentials the tree's, ``log p_ab / (p_a p_b)``
@@ -74,6 +76,8 @@ class _Field:
     #: per attribute row: (target index, axis) of the targets it is in
     member: dict[int, list[tuple[int, int]]]
     floor: float
+    #: per attribute row: a tree neighbour's row, whose values group the draws
+    anchor: dict[int, int]
 
 
 def run_mrf(
@@ -170,7 +174,8 @@ def _start(
             potentials[k] += _broadcast(
                 pmi, targets[k].rows.index(a), targets[k].rows.index(b), targets[k].shape
             )
-    return _Field(codes, sizes, list(targets), potentials, unary, member, floor)
+    anchor = {position[name]: position[next(iter(links))] for name, links in tree.items() if links}
+    return _Field(codes, sizes, list(targets), potentials, unary, member, floor, anchor)
 
 
 def _gibbs_sweep(field: _Field, rng: np.random.Generator) -> None:
@@ -179,6 +184,8 @@ def _gibbs_sweep(field: _Field, rng: np.random.Generator) -> None:
     for row in rng.permutation(sorted(field.member)):
         size = field.sizes[row]
         chunk = max(1, _CHUNK_CELLS // size)
+        anchor = field.anchor.get(row)
+        uniforms = _stratified(None if anchor is None else field.codes[anchor], n, rng)
         for lo in range(0, n, chunk):
             hi = min(n, lo + chunk)
             logits = np.broadcast_to(field.unary[row], (hi - lo, size)).copy()
@@ -186,8 +193,29 @@ def _gibbs_sweep(field: _Field, rng: np.random.Generator) -> None:
                 logits += _conditional(field, k, axis, lo, hi)
             logits -= logits.max(axis=1, keepdims=True)
             weights = np.exp(logits).cumsum(axis=1)
-            draws = rng.random(hi - lo) * weights[:, -1]
+            draws = uniforms[lo:hi] * weights[:, -1]
             field.codes[row, lo:hi] = np.minimum((weights < draws[:, None]).sum(axis=1), size - 1)
+
+
+def _stratified(groups: np.ndarray | None, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Uniforms for ``n`` draws, stratified within each group (all records one group when
+    ``groups`` is None): the group's records in random order take one uniform from each of
+    ``size`` equal strata. Where records share a conditional the draws then meet it to
+    within a record per value, as the tree start's quotas do; an i.i.d. draw would add a
+    sample's own deviations to every marginal (on 10,000 rows of loans, a bootstrap of the
+    real table alone is 0.061 from it in 2-way L1)."""
+    order = rng.permutation(n)
+    if groups is not None:
+        order = order[np.argsort(groups[order], kind="stable")]
+        sizes = np.bincount(groups)
+        sizes = sizes[sizes > 0]
+    else:
+        sizes = np.array([n])
+    starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
+    rank = np.arange(n) - starts
+    out = np.empty(n)
+    out[order] = (rank + rng.random(n)) / np.repeat(sizes, sizes)
+    return out
 
 
 def _conditional(field: _Field, k: int, axis: int, lo: int, hi: int) -> np.ndarray:

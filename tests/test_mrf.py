@@ -6,7 +6,15 @@ import pytest
 
 from privsyn_core.generation.gum import GumTarget, l1_error, record_major
 from privsyn_core.generation.initial import Link
-from privsyn_core.generation.mrf import MrfSettings, _fit, _gibbs_sweep, _start, run_mrf
+from privsyn_core.generation.mrf import (
+    MrfSettings,
+    _fit,
+    _gibbs_sweep,
+    _start,
+    _stratified,
+    run_mrf,
+)
+from privsyn_core.progress import GumProgress
 
 
 def _triangle(rng, n, k=4):
@@ -107,6 +115,11 @@ def test_synthesis_mrf_samples_a_fitted_model_reproducibly():
     assert first.table.shape == (2000, 5)
     assert first.table.isin(range(4)).all().all()
     assert len(first.history) == MrfSettings().sweeps
+    seen = []
+    run.model.generate(500, seed=1, settings=settings, on_progress=seen.append)
+    sweeps = [e for e in seen if isinstance(e, GumProgress)]
+    assert len(sweeps) == MrfSettings().sweeps
+    assert all(e.iterations == MrfSettings().sweeps for e in sweeps)
 
 
 def test_an_unknown_synthesis_is_refused_with_the_choices():
@@ -120,7 +133,6 @@ def test_an_unknown_synthesis_is_refused_with_the_choices():
 def test_draws_are_stratified_within_each_anchor_group():
     """Each group's uniforms fall one in each of its equal strata, so a group's records that
     share a conditional meet it to within a record per value."""
-    from privsyn_core.generation.mrf import _stratified
 
     rng = np.random.default_rng(4)
     groups = rng.integers(0, 5, 1000)

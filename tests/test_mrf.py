@@ -108,18 +108,25 @@ def test_gaps_within_the_noise_are_not_fitted():
     assert np.abs(exact.potentials[2]).max() > 0.01
 
 
-def test_synthesis_mrf_samples_a_fitted_model_reproducibly():
-    """The engine path: same model, same seed, same rows; codes inside the domain; one
-    history record per sweep."""
+def _five_copies_run():
+    """An engine run on five 4-valued columns that each copy one hidden column 70% of the
+    time (epsilon 4)."""
     from privsyn_core import synthesize
-    from privsyn_core.generation.fitted import SamplingSettings
 
     rng = np.random.default_rng(0)
     hidden = rng.integers(0, 4, 3000)
     table = pd.DataFrame(
         {c: np.where(rng.random(3000) < 0.7, hidden, rng.integers(0, 4, 3000)) for c in "abcde"}
     )
-    run = synthesize(table, 4.0, 1e-6, domain=dict.fromkeys(table, 4), rng=rng)
+    return synthesize(table, 4.0, 1e-6, domain=dict.fromkeys(table, 4), rng=rng)
+
+
+def test_synthesis_mrf_samples_a_fitted_model_reproducibly():
+    """The engine path: same model, same seed, same rows; codes inside the domain; one
+    history record per sweep."""
+    from privsyn_core.generation.fitted import SamplingSettings
+
+    run = _five_copies_run()
     settings = SamplingSettings(synthesis="mrf")
     first = run.model.generate(2000, seed=3, settings=settings)
     again = run.model.generate(2000, seed=3, settings=settings)
@@ -222,16 +229,10 @@ def test_gum_plus_mrf_runs_both_and_says_which_table_it_kept():
     """synthesis "gum+mrf": GUM's iterations, then the MRF's sweeps from the same start; the
     stage says how many components took the MRF's table, and where none did the sample is
     GUM's own table."""
-    from privsyn_core import synthesize
     from privsyn_core.generation.fitted import SamplingSettings
     from privsyn_core.progress import Stage, StageFinished
 
-    rng = np.random.default_rng(0)
-    hidden = rng.integers(0, 4, 3000)
-    table = pd.DataFrame(
-        {c: np.where(rng.random(3000) < 0.7, hidden, rng.integers(0, 4, 3000)) for c in "abcde"}
-    )
-    run = synthesize(table, 4.0, 1e-6, domain=dict.fromkeys(table, 4), rng=rng)
+    run = _five_copies_run()
     both = SamplingSettings(synthesis="gum+mrf")
     events: list = []
     first = run.model.generate(2000, seed=3, settings=both, on_progress=events.append)

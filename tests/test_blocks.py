@@ -184,7 +184,7 @@ def test_arguments_and_memory_are_checked_when_blocks_are_asked_for_not_when_rea
         model.generate_blocks(10**9, seed=1, settings=blocks_of(model, 1000), workers=2)
 
 
-def _refuse(*_: object) -> None:
+def _refuse(*_: object, **__: object) -> None:
     raise InputError("2 blocks of 1,000 rows need more memory than is free")
 
 

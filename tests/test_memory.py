@@ -52,3 +52,20 @@ def test_the_noisy_total_is_checked_before_gum_and_the_spend_is_kept(monkeypatch
                    rng=np.random.default_rng(0))  # fmt: skip
     assert "--rows" in str(info.value)
     assert info.value.ledger.spent_rho == pytest.approx(info.value.ledger.budget_rho)
+
+
+def test_the_mrf_is_counted_for_one_block_beside_the_table():
+    """The MRF's chains, kept table and candidate (and for gum+mrf the start it begins from)
+    are held for one block at a time, on top of GUM's table."""
+    gum = synthesis_bytes(1_000_000, 40, 1)
+    mrf = synthesis_bytes(1_000_000, 40, 1, "mrf")
+    both = synthesis_bytes(1_000_000, 40, 1, "gum+mrf")
+    assert gum < mrf < both and mrf - gum == 1_000_000 * 3 * 40
+    assert synthesis_bytes(1_000_000, 40, 1, "mcf") == gum
+    blocked = synthesis_bytes(1_000_000, 40, 1, "mrf", block_rows=100_000)
+    assert blocked - gum == (mrf - gum) // 10
+    # a table GUM fits but the MRF beside it does not is refused, naming the rows that fit
+    free = int(mrf / 0.8) - 1
+    check_fits(1_000_000, 40, 1, available=free)
+    with pytest.raises(InputError, match="at most about"):
+        check_fits(1_000_000, 40, 1, available=free, synthesis="mrf")

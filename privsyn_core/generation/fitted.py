@@ -213,20 +213,33 @@ class FittedModel:
     def code_dtype(self) -> np.dtype:
         return code_dtype(max(decoder.size for decoder in self.decoders))
 
-    def check_fits(self, n_records: int) -> None:
+    def check_fits(self, n_records: int, settings: SamplingSettings | None = None) -> None:
         """Refuse (:class:`InputError`) a row count below 1 or one the machine's memory
-        cannot hold, before any work."""
+        cannot hold, before any work (``settings``: the sample's, default the model's)."""
         check_rows(n_records)
-        check_fits(int(n_records), len(self.engine), self.code_dtype.itemsize)
+        settings = self.defaults if settings is None else settings
+        check_fits(
+            int(n_records),
+            len(self.engine),
+            self.code_dtype.itemsize,
+            synthesis=settings.synthesis,
+            block_rows=settings.block_rows,
+        )
 
-    def check_blocks_fit(self, n_records: int, block_rows: int, workers: int) -> None:
+    def check_blocks_fit(
+        self, n_records: int, block_rows: int, workers: int, synthesis: str = "gum"
+    ) -> None:
         """Refuse (:class:`InputError`) a streamed sample (:meth:`generate_blocks`) whose
         blocks in flight would not fit in memory: only ``workers`` blocks are held at once,
         so any number of rows is fine when one block is."""
         check_rows(n_records)
         sizes = block_sizes(int(n_records), block_rows)
         check_blocks_fit(
-            sizes.largest, min(workers, len(sizes)), len(self.engine), self.code_dtype.itemsize
+            sizes.largest,
+            min(workers, len(sizes)),
+            len(self.engine),
+            self.code_dtype.itemsize,
+            synthesis=synthesis,
         )
 
     def sample(
@@ -299,7 +312,7 @@ class FittedModel:
         :meth:`generate_where` (``on_progress`` is then not called)."""
         settings = self._settings(gum, settings)
         n = self.default_rows if n is None else n
-        self.check_fits(n)
+        self.check_fits(n, settings)
         drawn = (
             self.generate_where(n, where, seed=seed, rng=rng, settings=settings, workers=workers)
             if where is not None
@@ -371,7 +384,7 @@ class FittedModel:
         settings = self._settings(gum, settings)
         n = self.default_rows if n is None else n
         count = check_workers(workers)
-        self.check_blocks_fit(n, settings.block_rows, count)
+        self.check_blocks_fit(n, settings.block_rows, count, settings.synthesis)
         sizes = block_sizes(int(n), settings.block_rows)
         seeds = block_seeds(rng, len(sizes))
         plan = BlockPlan(self, sizes, settings, seeds, on_progress)

@@ -38,12 +38,23 @@ MAX_COLUMNS = 1_000
 USABLE_SHARE = 0.8
 
 
-def synthesis_bytes(rows: int, columns: int, itemsize: int) -> int:
+def synthesis_bytes(
+    rows: int,
+    columns: int,
+    itemsize: int,
+    synthesis: str = "gum",
+    block_rows: int | None = None,
+) -> int:
     """Peak bytes of GUM plus decoding for ``rows`` synthetic rows of ``columns`` codes of
-    ``itemsize`` bytes each."""
+    ``itemsize`` bytes each, plus what the ``synthesis`` method holds beside GUM's table for
+    the rows of one block (``block_rows``; default all ``rows``): the MRF's chains, its
+    kept table and a candidate's copy (:mod:`~privsyn_core.generation.mrf`), and for
+    "gum+mrf" also the start the MRF begins from while GUM moves the records."""
     padded = math.ceil(columns * itemsize / 8) * 8
     per_row = padded + 2 * columns * itemsize + 8 * columns + 8 + _UPDATE_BYTES_PER_ROW
-    return rows * per_row
+    beside = {"mrf": 3 * columns * itemsize, "gum+mrf": padded + 3 * columns * itemsize}
+    working = rows if block_rows is None else min(rows, block_rows)
+    return rows * per_row + working * beside.get(synthesis, 0)
 
 
 def available_bytes() -> int | None:
@@ -57,16 +68,25 @@ def available_bytes() -> int | None:
     return None
 
 
-def check_fits(rows: int, columns: int, itemsize: int, available: int | None = None) -> None:
-    """Refuse a synthesis whose table would not fit in memory, saying how many rows would."""
+def check_fits(
+    rows: int,
+    columns: int,
+    itemsize: int,
+    available: int | None = None,
+    synthesis: str = "gum",
+    block_rows: int | None = None,
+) -> None:
+    """Refuse a synthesis whose table would not fit in memory, saying how many rows would
+    (``synthesis`` and ``block_rows``: see :func:`synthesis_bytes`)."""
     free = available_bytes() if available is None else available
     if free is None:
         return
-    needed = synthesis_bytes(rows, columns, itemsize)
+    needed = synthesis_bytes(rows, columns, itemsize, synthesis, block_rows)
     usable = USABLE_SHARE * free
     if needed <= usable:
         return
-    fitting = int(usable // max(1, synthesis_bytes(1, columns, itemsize)))
+    beside = needed - synthesis_bytes(rows, columns, itemsize)  # the method's, one block
+    fitting = int(max(0.0, usable - beside) // max(1, synthesis_bytes(1, columns, itemsize)))
     raise InputError(
         f"a synthetic table of {rows:,} rows x {columns} columns needs about "
         f"{needed / 2**30:.1f} GB of memory, but about {free / 2**30:.1f} GB is free; ask for "
@@ -75,7 +95,12 @@ def check_fits(rows: int, columns: int, itemsize: int, available: int | None = N
 
 
 def check_blocks_fit(
-    block_rows: int, blocks: int, columns: int, itemsize: int, available: int | None = None
+    block_rows: int,
+    blocks: int,
+    columns: int,
+    itemsize: int,
+    available: int | None = None,
+    synthesis: str = "gum",
 ) -> None:
     """Refuse a streamed synthesis whose ``blocks`` blocks in flight, of ``block_rows`` rows
     each, would not fit in memory (:mod:`privsyn_core.generation.blocks`: one per worker is
@@ -84,7 +109,7 @@ def check_blocks_fit(
     free = available_bytes() if available is None else available
     if free is None:
         return
-    needed = blocks * synthesis_bytes(block_rows, columns, itemsize)
+    needed = blocks * synthesis_bytes(block_rows, columns, itemsize, synthesis)
     usable = USABLE_SHARE * free
     if needed <= usable:
         return

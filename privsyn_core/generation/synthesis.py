@@ -282,9 +282,11 @@ def generate(
     )
     try:  # the noisy total is known only now: refuse before GUM rather than die in it
         if write is None:
-            model.check_fits(n)
+            model.check_fits(n, settings)
         else:
-            model.check_blocks_fit(n, settings.block_rows, check_workers(workers))
+            model.check_blocks_fit(
+                n, settings.block_rows, check_workers(workers), settings.synthesis
+            )
     except InputError as error:
         raise FailedAfterSpending.after(error, ledger) from None
     if write is None:

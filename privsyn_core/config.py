@@ -18,8 +18,8 @@ SelectionName = Literal["auto", "densemarg", "treefirst", "privbayes", "all_pair
 NoiseAllocation = Literal["weighted_gaussian", "equal_gaussian", "equal_laplace"]
 NOISE_ALLOCATIONS: tuple[str, ...] = ("weighted_gaussian", "equal_gaussian", "equal_laplace")
 #: how the synthetic table is made from the marginals (paper section 5)
-SynthesisMethod = Literal["gum", "mcf", "mrf", "gum+mrf"]
-SYNTHESIS_METHODS: tuple[str, ...] = ("gum", "mcf", "mrf", "gum+mrf")
+SynthesisMethod = Literal["auto", "gum", "mcf", "mrf", "gum+mrf"]
+SYNTHESIS_METHODS: tuple[str, ...] = ("auto", "gum", "mcf", "mrf", "gum+mrf")
 
 
 @dataclass(frozen=True)
@@ -94,9 +94,12 @@ class PrivSynConfig:
       each a distribution on its own (:func:`~privsyn_core.generation.consistency.
       without_consistency`).
     * ``synthesis`` (section 5): "gum", the "mcf" strawman of section 5.1
-      (:mod:`privsyn_core.generation.mcf`), which runs for ``gum.iterations`` too, or "mrf",
+      (:mod:`privsyn_core.generation.mcf`), which runs for ``gum.iterations`` too, "mrf",
       a Markov random field fitted to the same targets (:mod:`privsyn_core.generation.mrf`;
-      not the paper's: Private-PGM's estimator, by Gibbs chains).
+      not the paper's: Private-PGM's estimator, by Gibbs chains), "gum+mrf" (both from one
+      start, the closer table kept; the MRF only where GUM ends short of its noise floor),
+      or "auto" (the default): "gum+mrf" on a wide table, "gum" on a narrow one
+      (:func:`~privsyn_core.generation.fitted.resolve_synthesis`).
     * ``gum.strategy`` (appendix I: S1..S6) and ``gum.decay_schedule`` (section 5.3 and
       appendix J: step, exponential, linear, sqrt, none): see
       :class:`~privsyn_core.generation.gum.GumSettings`.
@@ -161,8 +164,8 @@ class PrivSynConfig:
     noise: NoiseAllocation = "weighted_gaussian"
     #: reconcile the noisy marginals before generation
     consistency: bool = True
-    #: GUM or the MCF strawman
-    synthesis: SynthesisMethod = "gum"
+    #: GUM, the MCF strawman, the MRF, or both GUM and the MRF; "auto" by the table's width
+    synthesis: SynthesisMethod = "auto"
     #: the column people will predict, a public choice (None: no target). Marginals that
     #: hold it weigh ``target_weight`` in selection and in the budget split
     #: (:mod:`privsyn_core.selection.target`); a measurement setting. The weight 8 is from

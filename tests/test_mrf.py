@@ -279,3 +279,60 @@ def test_a_candidate_table_meets_every_one_way_quota_changing_only_the_surplus()
     dealt[0, moved] = rng.permutation(codes[0, moved])
     records[:3] = dealt
     assert conditioned < 0.08 and l1_error(records, targets[0]) > conditioned + 0.01
+
+
+def test_gum_plus_mrf_fits_no_mrf_where_gums_table_is_within_its_noise_floor():
+    """A table within the noise floor has nothing left the MRF would fit (it leaves the gaps
+    within a noise sigma): GUM's table is the sample and no sweep is run. A floor of 100
+    times the noise is reached at once; with the floor off the MRF runs."""
+    from privsyn_core.generation.fitted import SamplingSettings
+    from privsyn_core.progress import Stage, StageFinished
+
+    run = _five_copies_run()
+    for floor, sweeps in ((100.0, 0), (None, MrfSettings().sweeps)):
+        gum = GumSettings(noise_floor=floor)
+        events: list = []
+        both = run.model.generate(
+            1000,
+            seed=2,
+            settings=SamplingSettings(synthesis="gum+mrf", gum=gum),
+            on_progress=events.append,
+        )
+        alone = run.model.generate(
+            1000, seed=2, settings=SamplingSettings(synthesis="gum", gum=gum)
+        )
+        (done,) = [e for e in events if isinstance(e, StageFinished) and e.stage == Stage.GUM]
+        assert len(both.history) == len(alone.history) + sweeps
+        assert ("within its noise floor, so no MRF was fitted" in done.summary) == (sweeps == 0)
+        if sweeps == 0:
+            pd.testing.assert_frame_equal(both.table, alone.table)
+
+
+def test_auto_synthesis_is_gum_plus_mrf_on_a_wide_table_and_gum_on_a_narrow_one():
+    from privsyn_core.generation.fitted import resolve_synthesis
+    from privsyn_core.selection.methods import WIDE_TABLE_ATTRIBUTES
+
+    assert resolve_synthesis("auto", WIDE_TABLE_ATTRIBUTES) == "gum+mrf"
+    assert resolve_synthesis("auto", WIDE_TABLE_ATTRIBUTES - 1) == "gum"
+    for choice in ("gum", "mcf", "mrf", "gum+mrf"):
+        assert resolve_synthesis(choice, 100) == choice == resolve_synthesis(choice, 3)
+
+
+@pytest.mark.parametrize(("columns", "runs_both"), [(30, True), (29, False)])
+def test_the_default_runs_both_on_a_wide_table_only(columns, runs_both):
+    from privsyn_core import synthesize
+    from privsyn_core.progress import Stage, StageFinished
+
+    rng = np.random.default_rng(1)
+    hidden = rng.integers(0, 3, 2000)
+    table = pd.DataFrame(
+        {
+            f"c{i}": np.where(rng.random(2000) < 0.6, hidden, rng.integers(0, 3, 2000))
+            for i in range(columns)
+        }
+    )
+    events: list = []
+    synthesize(table, 2.0, 1e-6, domain=dict.fromkeys(table, 3), rng=rng, on_progress=events.append)
+    (done,) = [e for e in events if isinstance(e, StageFinished) and e.stage == Stage.GUM]
+    both = "MRF sweeps" in done.summary or "no MRF was fitted" in done.summary
+    assert both == runs_both, done.summary

@@ -98,7 +98,7 @@ CHOICES: dict[str, tuple[str, tuple[Any, ...]]] = {
     "combine": ("merge pairs (Algorithm 2)", ("off", "no_added_noise", "paper")),
     "noise": ("noise allocation", ("weighted_gaussian", "equal_gaussian", "equal_laplace")),
     "consistency": ("consistency", (True, False)),
-    "synthesis": ("synthesis", ("gum", "mcf", "mrf")),
+    "synthesis": ("synthesis", ("auto", "gum", "mcf", "mrf", "gum+mrf")),
     "strategy": ("GUM update strategy", ("S1", "S2", "S3", "S4", "S5", "S6")),
     "decay_schedule": ("alpha decay", ("step", "exponential", "linear", "sqrt", "none")),
     "copy": ("what a duplication copies", ("blanket", "row")),
@@ -121,12 +121,16 @@ OPTION_HELP: dict[str, str] = {
     "equal Gaussian: the same share each. equal Laplace: the same share each, as Laplace noise.",
     "consistency": "Make the noisy marginals agree with each other where they overlap, and "
     "be non-negative, before synthesis (section 4.3). Post-processing: no privacy cost.",
-    "synthesis": "How rows are made to match the marginals (section 5). gum: Gradually "
+    "synthesis": "How rows are made to match the marginals (section 5). auto (our "
+    f"default): gum+mrf on a table of {WIDE_TABLE_ATTRIBUTES} or more columns, gum on a "
+    "narrower one. gum: Gradually "
     "Update Method, moving records a few at a time. mcf: the min-cost-flow strawman of "
     "section 5.1, one marginal at a time. mrf (not the paper's): a Markov random field "
     "fitted to all the marginals at once, its samples the rows (Private-PGM's estimator, "
-    "by Gibbs sampling); it helps wide tables at large budgets. Post-processing: no "
-    "privacy cost.",
+    "by Gibbs sampling); it helps wide tables at large budgets. gum+mrf: both from the "
+    "same start, keeping for each group of connected columns the table closer to the "
+    "noisy measurements (the MRF is skipped where GUM is already within the noise). "
+    "Post-processing: no privacy cost.",
     "strategy": "How GUM changes records to fix a marginal (section 5.2, compared in "
     "appendix I): replace records, duplicate others, or half of each, and mixes.",
     "decay_schedule": "How fast GUM's step size alpha shrinks over the iterations (section "

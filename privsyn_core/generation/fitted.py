@@ -62,6 +62,7 @@ from privsyn_core.generation.gum import (
     run_gum,
     score_below,
     table_score,
+    within_noise_floor,
 )
 from privsyn_core.generation.initial import Initial, Tree, dependency_tree, initial_columns
 from privsyn_core.generation.mcf import run_mcf
@@ -78,6 +79,7 @@ from privsyn_core.progress import (
     StageReporter,
 )
 from privsyn_core.selection.marginal_graph import AppendPlan, gum_components, plan_appending
+from privsyn_core.selection.methods import is_wide
 
 if TYPE_CHECKING:
     from privsyn_core.generation.conditional import Condition
@@ -112,10 +114,12 @@ class SamplingSettings:
     #: run GUM per connected component of the marginal graph (paper 5.3, separate and join)
     separate_and_join: bool = True
     #: "gum" (paper 5.2), the paper's min-cost-flow strawman "mcf" (paper 5.1), the lab's
-    #: comparison (MCF reads the same ``gum`` settings for its passes and plateau rule), or
+    #: comparison (MCF reads the same ``gum`` settings for its passes and plateau rule),
     #: "mrf": a Markov random field fitted to the same targets, sampled by Gibbs chains
-    #: (:mod:`privsyn_core.generation.mrf`; it starts from GUM's ``initial`` table)
-    synthesis: str = "gum"
+    #: (:mod:`privsyn_core.generation.mrf`; it starts from GUM's ``initial`` table),
+    #: "gum+mrf": both, the closer table kept per component, or "auto" (the default, see
+    #: :func:`resolve_synthesis`)
+    synthesis: str = "auto"
     #: rows per block: a sample of more rows is made as independent blocks, each a whole draw
     #: (GUM, appending, decoding) with its own seed (:mod:`privsyn_core.generation.blocks`).
     #: The rows a sample holds, and the same seed with the same block size gives the same
@@ -222,12 +226,12 @@ class FittedModel:
             int(n_records),
             len(self.engine),
             self.code_dtype.itemsize,
-            synthesis=settings.synthesis,
+            synthesis=resolve_synthesis(settings.synthesis, len(self.engine)),
             block_rows=settings.block_rows,
         )
 
     def check_blocks_fit(
-        self, n_records: int, block_rows: int, workers: int, synthesis: str = "gum"
+        self, n_records: int, block_rows: int, workers: int, synthesis: str = "auto"
     ) -> None:
         """Refuse (:class:`InputError`) a streamed sample (:meth:`generate_blocks`) whose
         blocks in flight would not fit in memory: only ``workers`` blocks are held at once,
@@ -239,7 +243,7 @@ class FittedModel:
             min(workers, len(sizes)),
             len(self.engine),
             self.code_dtype.itemsize,
-            synthesis=synthesis,
+            synthesis=resolve_synthesis(synthesis, len(self.engine)),
         )
 
     def sample(
@@ -445,6 +449,25 @@ class FittedModel:
         from privsyn_core.release.bundle import load_model
 
         return load_model(path)
+
+
+def resolve_synthesis(choice: str, n_attributes: int) -> str:
+    """The method ``choice`` stands for on a table of ``n_attributes`` modelled attributes:
+    "auto" is "gum+mrf" on a wide table (as selection "auto" counts it,
+    :func:`~privsyn_core.selection.methods.is_wide`) and "gum" on a narrow one; other
+    choices stand.
+
+    Why: on the five wide tables of ``benchmarks/wide.py`` (33-86 columns; evidence N of
+    ``benchmarks/evidence/tree-first-2026-11-26.txt``) GUM's kept table is often its tree
+    start, short of the many overlapping marginals (happiness, caravan and loans at
+    epsilon 4), and the MRF fitted to the same targets is 2-34% closer; where GUM fits its
+    targets (planted, dense) the judge keeps GUM's table, and where GUM's table is within
+    its noise floor the MRF is not run at all, so 100,000-row blocks of 600,000-row tables
+    cost what they did. Narrow tables keep GUM: on adult-coded the MRF gained 1-3% at
+    epsilon 1 and 2 for 50 times the time (evidence M)."""
+    if choice != "auto":
+        return choice
+    return "gum+mrf" if is_wide(n_attributes) else "gum"
 
 
 def check_rows(n_records: object) -> None:
@@ -675,6 +698,7 @@ def draw_block(
     dtype = model.code_dtype
 
     report.start(Stage.GUM)
+    method = resolve_synthesis(settings.synthesis, d)
     multiway = [t for t in model.marginals if len(t.attributes) > 1]
     appended = (
         plan_appending(engine.attributes, [t.attributes for t in multiway])
@@ -701,7 +725,7 @@ def draw_block(
     planned = {
         "mrf": MrfSettings().sweeps,
         "gum+mrf": settings.gum.iterations + MrfSettings().sweeps,
-    }.get(settings.synthesis, settings.gum.iterations)
+    }.get(method, settings.gum.iterations)
     done_before = 0  # GUM's iterations, when the MRF's sweeps follow them
 
     def on_iteration(record: GumIterationRecord) -> bool:
@@ -720,7 +744,7 @@ def draw_block(
     independent: list[str] = []
     judged: list[UnmeasuredPairs | None] = [None] * len(components)
     chosen: int | None = None  # "gum+mrf": the components whose kept table is the MRF's
-    if settings.synthesis == "mcf":
+    if method == "mcf":
         start = 0.0
         history, finished = run_mcf(problems, settings.gum, rng, on_iteration)
     else:
@@ -744,25 +768,26 @@ def draw_block(
             for names, _, _ in components
         ]
         rows = [{a: i for i, a in enumerate(names)} for names, _, _ in components]
-        if settings.synthesis == "mrf":
+        if method == "mrf":
             history, finished = run_mrf(
                 problems, trees, rows, rng, on_iteration=on_iteration, unmeasured=judged
             )
-        elif settings.synthesis == "gum+mrf":
+        elif method == "gum+mrf":
             starts = [(arr.copy(), targets) for arr, targets in problems]
             history, finished = run_gum(problems, settings.gum, rng, on_iteration, judged)
-            if finished:
-                done_before = len(history)
+            done_before = len(history)
+            if finished and not within_noise_floor(problems, settings.gum.noise_floor):
                 sweeps, finished = run_mrf(
                     starts, trees, rows, rng, on_iteration=on_iteration, unmeasured=judged
                 )
                 history = [*history, *sweeps]
                 chosen = _closer(problems, starts, judged)
+            del starts
         else:
             history, finished = run_gum(problems, settings.gum, rng, on_iteration, judged)
     if not finished:
         report.stop()
-    if settings.synthesis != "mcf" and settings.gum.keep_best:
+    if method != "mcf" and settings.gum.keep_best:
         # its own stream: a table the guard keeps is drawn exactly as without the guard
         independent = _guard(components, judged, model, rng.spawn(1)[0])
     for names, arr, _ in components:
@@ -780,8 +805,14 @@ def draw_block(
         )
     else:
         done = (
-            f"{len(history)} {'MRF sweeps' if settings.synthesis == 'mrf' else 'iterations'} "
-            f"over {len(gum_marginals)} marginals" + _kept(history, start)
+            f"{len(history)} {'MRF sweeps' if method == 'mrf' else 'iterations'} "
+            f"over {len(gum_marginals)} marginals"
+            + _kept(history, start)
+            + (
+                "; GUM's table is within its noise floor, so no MRF was fitted"
+                if method == "gum+mrf" and finished
+                else ""
+            )
         )
     report.finish(done + (f"; {guard_message(independent)}" if independent else ""))
 

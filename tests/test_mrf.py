@@ -314,6 +314,8 @@ def test_auto_synthesis_is_gum_plus_mrf_on_a_wide_table_and_gum_on_a_narrow_one(
 
     assert resolve_synthesis("auto", WIDE_TABLE_ATTRIBUTES) == "gum+mrf"
     assert resolve_synthesis("auto", WIDE_TABLE_ATTRIBUTES - 1) == "gum"
+    # no GUM iteration asked for (--iterations 0): the initial table, as asked
+    assert resolve_synthesis("auto", WIDE_TABLE_ATTRIBUTES, iterations=0) == "gum"
     for choice in ("gum", "mcf", "mrf", "gum+mrf"):
         assert resolve_synthesis(choice, 100) == choice == resolve_synthesis(choice, 3)
 

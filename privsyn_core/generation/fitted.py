@@ -226,7 +226,9 @@ class FittedModel:
             int(n_records),
             len(self.engine),
             self.code_dtype.itemsize,
-            synthesis=resolve_synthesis(settings.synthesis, len(self.engine)),
+            synthesis=resolve_synthesis(
+                settings.synthesis, len(self.engine), settings.gum.iterations
+            ),
             block_rows=settings.block_rows,
         )
 
@@ -451,11 +453,12 @@ class FittedModel:
         return load_model(path)
 
 
-def resolve_synthesis(choice: str, n_attributes: int) -> str:
-    """The method ``choice`` stands for on a table of ``n_attributes`` modelled attributes:
-    "auto" is "gum+mrf" on a wide table (as selection "auto" counts it,
-    :func:`~privsyn_core.selection.methods.is_wide`) and "gum" on a narrow one; other
-    choices stand.
+def resolve_synthesis(choice: str, n_attributes: int, iterations: int = 1) -> str:
+    """The method ``choice`` stands for on a table of ``n_attributes`` modelled attributes
+    with GUM's ``iterations``: "auto" is "gum+mrf" on a wide table (as selection "auto"
+    counts it, :func:`~privsyn_core.selection.methods.is_wide`) and "gum" on a narrow one or
+    when GUM is asked for no iteration (``--iterations 0``: the initial table, as asked);
+    other choices stand.
 
     Why: on the five wide tables of ``benchmarks/wide.py`` (33-86 columns; evidence N of
     ``benchmarks/evidence/tree-first-2026-11-26.txt``) GUM's kept table is often its tree
@@ -467,7 +470,7 @@ def resolve_synthesis(choice: str, n_attributes: int) -> str:
     epsilon 1 and 2 for 50 times the time (evidence M)."""
     if choice != "auto":
         return choice
-    return "gum+mrf" if is_wide(n_attributes) else "gum"
+    return "gum+mrf" if is_wide(n_attributes) and iterations > 0 else "gum"
 
 
 def check_rows(n_records: object) -> None:
@@ -698,7 +701,7 @@ def draw_block(
     dtype = model.code_dtype
 
     report.start(Stage.GUM)
-    method = resolve_synthesis(settings.synthesis, d)
+    method = resolve_synthesis(settings.synthesis, d, settings.gum.iterations)
     multiway = [t for t in model.marginals if len(t.attributes) > 1]
     appended = (
         plan_appending(engine.attributes, [t.attributes for t in multiway])

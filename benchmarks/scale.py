@@ -16,7 +16,7 @@ iterations, and peak resident memory (the process's high-water mark, which inclu
 table itself).
 Run: ``python benchmarks/scale.py [--table planted|dense] [--rows 600000] [--cols 100]
 [--epsilon 1] [--repeats 3] [--kernel auto|compiled|reference] [--workers 1 2 all]
-[--block-rows N] [--l1]``.
+[--block-rows N] [--l1] [--synthesis auto|gum|mrf|gum+mrf|mcf]``.
 
 ``--workers`` (issue 23): the synthetic rows are made as blocks on worker processes; each
 count listed is run ``--repeats`` times and gets a line of median seconds, CPU seconds and
@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.common import median, print_table  # noqa: E402
 from benchmarks.tree_rss import PeakTreeRss  # noqa: E402
 from privsyn_core import GumProgress, PrivSynConfig, StageFinished, synthesize  # noqa: E402
+from privsyn_core.config import SYNTHESIS_METHODS  # noqa: E402
 from privsyn_core.cores import available_cores  # noqa: E402
 from privsyn_core.evaluation import two_way_l1  # noqa: E402
 from privsyn_core.generation.gum import GumSettings  # noqa: E402
@@ -106,6 +107,7 @@ def main() -> None:
     )
     parser.add_argument("--block-rows", type=int, default=None, help="rows per block")
     parser.add_argument("--l1", action="store_true", help="also the 2-way L1 (all pairs)")
+    parser.add_argument("--synthesis", choices=SYNTHESIS_METHODS, default=PrivSynConfig().synthesis)
     args = parser.parse_args()
 
     table, domain = TABLES[args.table](args.rows, args.cols, np.random.default_rng(args.seed))
@@ -131,7 +133,9 @@ def main() -> None:
             last = now
         return True
 
-    config = PrivSynConfig(gum=GumSettings(iterations=args.iterations, kernel=args.kernel))
+    config = PrivSynConfig(
+        gum=GumSettings(iterations=args.iterations, kernel=args.kernel), synthesis=args.synthesis
+    )
     real = table.to_numpy(dtype=np.int64) if args.l1 else None
     summary = []
     for workers in worker_counts(args.workers):

@@ -256,7 +256,9 @@ def selection_summary(report: DependencyReport) -> str:
 def convergence_chart(
     history: Sequence[GumIterationRecord], iterations: int, *, live: bool = False
 ) -> go.Figure:
-    """Mean and per-marginal L1 against the noisy targets, and alpha, per GUM iteration.
+    """Mean and per-marginal L1 against the noisy targets, and alpha, per GUM iteration;
+    on a wide table the Markov random field's sweeps that follow GUM (``method`` "mrf") are
+    shaded and carry no alpha (their step is fixed).
 
     ``live``: for a run in progress, redrawn every half second, the marginals are drawn as
     one band from the best to the worst marginal instead of a line each: hundreds of lines
@@ -306,10 +308,11 @@ def convergence_chart(
                 line={"width": 3, "color": "black"},
             )
         )
+        sweeps = np.array([getattr(h, "method", "gum") == "mrf" for h in history])
         traces.append(
             go.Scatter(
                 x=x,
-                y=np.array([h.alpha for h in history]),
+                y=np.where(sweeps, np.nan, np.array([h.alpha for h in history])),
                 mode="lines",
                 name="alpha",
                 yaxis="y2",
@@ -317,9 +320,19 @@ def convergence_chart(
             )
         )
     figure = go.Figure(data=traces)
+    last = int(x.max()) + 1 if history else 0
+    if history and sweeps.any():
+        figure.add_vrect(
+            x0=float(x[sweeps].min()) - 0.5,
+            x1=float(x[sweeps].max()) + 0.5,
+            fillcolor="rgba(46, 139, 87, 0.12)",
+            line_width=0,
+            annotation_text="MRF sweeps (a Markov random field fitted to the same marginals)",
+            annotation_position="top left",
+        )
     figure.update_layout(
         height=380,
-        xaxis={"title": "GUM iteration", "range": [0, max(1, iterations)]},
+        xaxis={"title": "iteration", "range": [0, max(1, iterations, last)]},
         yaxis={"title": "L1 vs noisy target (0..2)", "rangemode": "tozero"},
         yaxis2={"title": "alpha", "overlaying": "y", "side": "right", "range": [0, 1.05]},
         margin={"l": 10, "r": 10, "t": 30, "b": 10},

@@ -370,8 +370,9 @@ class RunProgress:
 
 
 def _gum_text(event: GumProgress) -> str:
+    step = "MRF sweep, iteration" if event.method == "mrf" else "GUM iteration"
     return (
-        f"GUM iteration {event.iteration + 1} of at most {event.iterations}: mean L1 error "
+        f"{step} {event.iteration + 1} of at most {event.iterations}: mean L1 error "
         f"{event.mean_error:.4f} against the noisy marginals"
     )
 

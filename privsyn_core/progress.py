@@ -70,6 +70,9 @@ class GumProgress:
     mean_error: float
     errors: dict[tuple[str, ...], float] = field(repr=False)
     seconds: float
+    #: "gum", or "mrf" for a sweep of the Markov random field that follows GUM on wide
+    #: tables (``synthesis="auto"``)
+    method: str = "gum"
 
 
 @dataclass(frozen=True)

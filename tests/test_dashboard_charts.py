@@ -141,3 +141,24 @@ def test_the_summary_line_counts_selected_against_candidates():
         "the budget can measure about 60 pairs of the median size with noise under 10%"
         in selection_summary(replace(report, measurable=60))
     )
+
+
+def test_the_convergence_chart_shades_the_mrf_sweeps_and_shows_every_iteration():
+    """On a wide table GUM's iterations are followed by the MRF's sweeps: the chart's x axis
+    reaches the last of them, their span is shaded and named, and alpha (GUM's step) is
+    drawn for GUM's iterations only."""
+    from dashboard.charts import convergence_chart
+    from privsyn_core.generation.gum import GumIterationRecord
+
+    errors = {("a", "b"): 0.2, ("b", "c"): 0.1}
+    history = [GumIterationRecord(t, 0.9, errors, 0.1) for t in range(8)] + [
+        GumIterationRecord(8 + t, 0.1, errors, 0.1, None, "mrf") for t in range(40)
+    ]
+    figure = convergence_chart(history, 10)
+    assert figure.layout.xaxis.range[1] >= 48
+    (shade,) = figure.layout.shapes
+    assert (shade.x0, shade.x1) == (7.5, 47.5)
+    assert "MRF sweeps" in figure.layout.annotations[0].text
+    (alpha,) = [t for t in figure.data if t.name == "alpha"]
+    assert np.isfinite(alpha.y[:8]).all() and np.isnan(alpha.y[8:]).all()
+    assert not convergence_chart(history[:8], 100).layout.shapes  # GUM alone: no shade

@@ -243,6 +243,10 @@ def test_gum_plus_mrf_runs_both_and_says_which_table_it_kept():
     assert len(first.history) == gum_iterations + MrfSettings().sweeps
     sweeps = [e for e in events if isinstance(e, GumProgress)]
     assert [e.iteration for e in sweeps] == list(range(len(first.history)))
+    assert [h.iteration for h in first.history] == list(range(len(first.history)))
+    methods = [h.method for h in first.history]
+    assert methods == ["gum"] * gum_iterations + ["mrf"] * MrfSettings().sweeps
+    assert [e.method for e in sweeps] == methods
     planned = {e.iterations for e in sweeps}
     assert planned == {GumSettings().iterations + MrfSettings().sweeps}
     (done,) = [e for e in events if isinstance(e, StageFinished) and e.stage == Stage.GUM]

@@ -740,6 +740,7 @@ def draw_block(
                 record.mean_error,
                 record.errors,
                 record.seconds,
+                record.method,
             )
         )
 
@@ -783,7 +784,10 @@ def draw_block(
                 sweeps, finished = run_mrf(
                     starts, trees, rows, rng, on_iteration=on_iteration, unmeasured=judged
                 )
-                history = [*history, *sweeps]
+                history = [
+                    *history,
+                    *(replace(r, iteration=done_before + r.iteration) for r in sweeps),
+                ]
                 chosen = _closer(problems, starts, judged)
             del starts
         else:

@@ -308,6 +308,9 @@ class GumIterationRecord:
     #: the whole table's :func:`table_score` after the iteration (measured when
     #: :attr:`GumSettings.keep_best`; the per-marginal ``errors`` are each seen at one visit)
     table_error: float | None = None
+    #: "gum", or "mrf" for a sweep of :mod:`~privsyn_core.generation.mrf` (``alpha`` is then
+    #: its step, and ``errors`` each target's L1 before the sweep's move)
+    method: str = "gum"
 
     @property
     def mean_error(self) -> float:

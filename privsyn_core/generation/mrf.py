@@ -154,7 +154,7 @@ def _run(
             table_error = float(np.mean(scores)) if scores else None
         history.append(
             GumIterationRecord(  # counted from 0, as GUM's iterations
-                sweep, settings.step, errors, time.perf_counter() - began, table_error
+                sweep, settings.step, errors, time.perf_counter() - began, table_error, "mrf"
             )
         )
         if on_iteration is not None and on_iteration(history[-1]) is False:

@@ -69,6 +69,18 @@ def _max_rows_option(
     )
 
 
+#: the synthesis methods (:data:`privsyn_core.config.SYNTHESIS_METHODS`; the parser needs no
+#: engine import, and tests/test_cli.py checks the two agree)
+_SYNTHESES = ("auto", "gum", "mcf", "mrf", "gum+mrf")
+#: what --synthesis chooses, in one line
+_SYNTHESIS = (
+    "how rows are made to match the marginals: auto (default: gum+mrf on a table of 30 or "
+    "more columns, gum below), gum (the paper's GUM), mrf (a Markov random field fitted to "
+    "the same marginals), gum+mrf (both, the table closer to the measurements kept; the "
+    "faster gum on a wide table), mcf (the paper's min-cost-flow strawman)"
+)
+
+
 def _iterations(text: str) -> int:
     """GUM's iterations, within the limit every reader of them checks
     (:func:`~privsyn_core.limits.check_iterations`)."""
@@ -197,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="GUM iterations (default 100, GUM's own; 0 keeps the initial table drawn from "
         f"the 1-way marginals; at most {MAX_ITERATIONS:,})",
     )
+    syn.add_argument("--synthesis", choices=_SYNTHESES, default="auto", help=_SYNTHESIS)
     syn.add_argument(
         "--rows", type=_count(1), default=None, help="rows to synthesise (default: the noisy total)"
     )
@@ -272,6 +285,10 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument(
         "--iterations", type=_iterations, default=None,
         help=f"GUM iterations (default: the release's setting; at most {MAX_ITERATIONS:,})",
+    )  # fmt: skip
+    gen.add_argument(
+        "--synthesis", choices=_SYNTHESES, default=None,
+        help=_SYNTHESIS + " (default: the release's setting)",
     )  # fmt: skip
     gen.add_argument(
         "--strategy",

@@ -203,8 +203,12 @@ class _ProgressBar:
             self.spent = event.spent
             self.bar.update(1)
         elif isinstance(event, GumProgress):
+            if not self.blocks and event.iterations > self.iterations:  # MRF sweeps follow
+                self.bar.total += event.iterations - self.iterations
+                self.iterations = event.iterations
+            step = "MRF" if event.method == "mrf" else "GUM"
             self.bar.set_description_str(
-                f"GUM {event.iteration + 1}/{event.iterations}, mean L1 {event.mean_error:.4f}"
+                f"{step} {event.iteration + 1}/{event.iterations}, mean L1 {event.mean_error:.4f}"
             )
             self.bar.update(1)
         elif isinstance(event, BlockProgress):
@@ -287,13 +291,14 @@ def _synthesize(args: argparse.Namespace) -> int:
     # counted once whichever engine reads it
     dataset = file_fingerprint(args.input)
     gum = GumSettings(iterations=args.iterations)
-    config = PrivSynConfig(gum=gum, target=args.target)
+    config = PrivSynConfig(gum=gum, target=args.target, synthesis=args.synthesis)
     # no seed: release mode (secure, exact noise); a seed: debug mode, marked not for release
     rng = None if args.seed is None else np.random.default_rng(args.seed)
     settings = {
         "epsilon": args.epsilon,
         "delta": args.delta,
         "iterations": args.iterations,
+        "synthesis": args.synthesis,
         "schema": args.schema,
         "domain": args.domain,
         "raw_domains": args.raw_domains,
@@ -429,6 +434,8 @@ def _generate(args: argparse.Namespace) -> int:
         changes["decay"] = args.decay
     gum = replace(model.defaults.gum, **changes)
     sampling = replace(model.defaults, gum=gum)
+    if args.synthesis is not None:
+        sampling = replace(sampling, synthesis=args.synthesis)
     if args.block_rows is not None:
         sampling = replace(sampling, block_rows=args.block_rows)
     rows = model.default_rows if args.rows is None else args.rows
@@ -596,11 +603,16 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _iterations(drawn: Sample) -> str:
-    """GUM's iterations, per block when the rows were made as several."""
+    """GUM's iterations (and the MRF's sweeps after them), per block when the rows were made
+    as several."""
+    sweeps = sum(h.method == "mrf" for h in drawn.history)  # the first block's
     if drawn.blocks == 1:
-        return f"{len(drawn.history)} GUM iterations"
+        return f"{len(drawn.history) - sweeps} GUM iterations" + (
+            f" and {sweeps} MRF sweeps" if sweeps else ""
+        )
     counts = drawn.block_iterations
-    return f"{drawn.blocks} blocks of {min(counts)}-{max(counts)} GUM iterations"
+    steps = "GUM iterations and MRF sweeps" if sweeps else "GUM iterations"
+    return f"{drawn.blocks} blocks of {min(counts)}-{max(counts)} {steps}"
 
 
 def _decided_structure(result: SynthesisResult) -> str:

@@ -551,3 +551,37 @@ def test_block_rows_help_states_the_engines_default():
     for name in ("synthesize", "generate"):
         option = next(a for a in sub.choices[name]._actions if a.dest == "block_rows")
         assert f"(default {DEFAULT_BLOCK_ROWS})" in option.help, name
+
+
+def test_the_parsers_synthesis_choices_are_the_engines():
+    from privsyn_core.cli import _SYNTHESES
+    from privsyn_core.config import SYNTHESIS_METHODS
+
+    assert _SYNTHESES == SYNTHESIS_METHODS
+
+
+def test_synthesis_picks_the_method_and_auto_is_gum_on_a_narrow_table(
+    inputs, tmp_path, capsys, monkeypatch
+):
+    import privsyn_core.commands as commands
+
+    csv, domain = inputs
+    asked: list[str] = []
+
+    def recording(**fields):
+        asked.append(fields["synthesis"])
+        return commands.PrivSynConfig.__wrapped__(**fields)
+
+    recording.__wrapped__ = commands.PrivSynConfig  # type: ignore[attr-defined]
+    monkeypatch.setattr(commands, "PrivSynConfig", recording)
+    paths = {name: tmp_path / f"{name}.csv" for name in ("auto", "gum", "mrf")}
+    for name, path in paths.items():
+        extra = () if name == "auto" else ("--synthesis", name)
+        assert main(synthesize_argv(csv, domain, path, "--seed", "5", "-q", *extra)) == 0
+    assert asked == ["auto", "gum", "mrf"]
+    # four columns: auto is GUM, run for run
+    assert paths["auto"].read_bytes() == paths["gum"].read_bytes()
+    before = files_under(tmp_path)
+    capsys.readouterr()
+    status = main(synthesize_argv(csv, domain, tmp_path / "x.csv", "--synthesis", "ipf"))
+    assert "invalid choice: 'ipf'" in assert_clean_failure(status, capsys, tmp_path, before)

@@ -19,6 +19,7 @@ import privsyn_core.release.registry as registry_module
 from privsyn_core import FittedModel
 from privsyn_core.cli import main
 from privsyn_core.generation import fitted
+from privsyn_core.generation.mrf import MrfSettings
 from privsyn_core.model import PrivSyn
 from privsyn_core.release.registry import Registry, file_fingerprint
 
@@ -251,3 +252,30 @@ def test_synthesize_streams_its_blocks_and_bundles_the_model_without_them(tmp_pa
     assert main(argv) == 0  # one block: the bundle holds the rows, as before blocks
     with zipfile.ZipFile(bundle) as archive:
         assert archive.read("synthetic.csv") == small.read_bytes()
+
+
+def test_the_summary_counts_gum_iterations_and_mrf_sweeps_apart():
+    from types import SimpleNamespace
+
+    from privsyn_core.commands import _iterations
+    from privsyn_core.generation.gum import GumIterationRecord
+
+    gum = [GumIterationRecord(t, 1.0, {}, 0.0) for t in range(6)]
+    mrf = [GumIterationRecord(6 + t, 0.1, {}, 0.0, None, "mrf") for t in range(40)]
+    one = SimpleNamespace(history=gum, blocks=1, block_iterations=(6,))
+    assert _iterations(one) == "6 GUM iterations"
+    both = SimpleNamespace(history=gum + mrf, blocks=1, block_iterations=(46,))
+    assert _iterations(both) == "6 GUM iterations and 40 MRF sweeps"
+    blocks = SimpleNamespace(history=gum + mrf, blocks=3, block_iterations=(46, 45, 44))
+    assert _iterations(blocks) == "3 blocks of 44-46 GUM iterations and MRF sweeps"
+
+
+def test_generate_takes_another_synthesis_than_the_releases(release, tmp_path, capsys):
+    _, bundle = release
+    capsys.readouterr()
+    out = tmp_path / "mrf.csv"
+    argv = ["generate", str(bundle), "--rows", "800", "-o", str(out), "--seed", "1"]
+    assert main([*argv, "--synthesis", "mrf"]) == 0
+    assert f"0 GUM iterations and {MrfSettings().sweeps} MRF sweeps" in capsys.readouterr().err
+    assert main([*argv[:5], str(tmp_path / "gum.csv"), *argv[6:]]) == 0
+    assert "MRF" not in capsys.readouterr().err  # the release's setting: a narrow table, GUM

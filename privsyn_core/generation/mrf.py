@@ -22,8 +22,11 @@ It starts from GUM's tree start exactly: the records are the tree's sample
 on each tree edge and ``log p_a`` on each attribute, the field whose distribution that tree
 is. As GUM's kept table, the table returned is the one closest to the measurements and to
 the unmeasured pairs' noisy InDif (:func:`~privsyn_core.generation.gum.table_score`) among
-the start and every ``judge_every`` sweeps. All of it reads the consistent noisy marginals
-only: post-processing, free of privacy cost.
+the start and every ``judge_every`` sweeps, each candidate given exact 1-way counts first
+(:func:`_with_quotas`). All of it reads the consistent noisy marginals only:
+post-processing, free of privacy cost. The Gibbs step runs compiled where numba is
+installed (:mod:`~privsyn_core.generation.mrf_kernel`); on wide tables the engine runs this
+after GUM and keeps the closer table (:func:`~privsyn_core.generation.fitted.resolve_synthesis`).
 """
 
 from __future__ import annotations

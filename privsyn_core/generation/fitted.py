@@ -765,13 +765,14 @@ def draw_block(
             for names, _, targets in components
         ]
         start = _start_score(problems, judged) if settings.gum.keep_best else 0.0
-        trees: list[Tree] = [
-            dependency_tree(names, [t for t in gum_marginals if t.attributes[0] in names])
-            if settings.gum.initial == "tree"
-            else {name: {} for name in names}
-            for names, _, _ in components
-        ]
-        rows = [{a: i for i, a in enumerate(names)} for names, _, _ in components]
+        if method in ("mrf", "gum+mrf"):  # the trees the starts were drawn along
+            trees: list[Tree] = [
+                dependency_tree(names, [t for t in gum_marginals if t.attributes[0] in names])
+                if settings.gum.initial == "tree"
+                else {name: {} for name in names}
+                for names, _, _ in components
+            ]
+            rows = [{a: i for i, a in enumerate(names)} for names, _, _ in components]
         if method == "mrf":
             history, finished = run_mrf(
                 problems, trees, rows, rng, on_iteration=on_iteration, unmeasured=judged

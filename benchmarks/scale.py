@@ -16,7 +16,7 @@ iterations, and peak resident memory (the process's high-water mark, which inclu
 table itself).
 Run: ``python benchmarks/scale.py [--table planted|dense] [--rows 600000] [--cols 100]
 [--epsilon 1] [--repeats 3] [--kernel auto|compiled|reference] [--workers 1 2 all]
-[--block-rows N] [--l1] [--synthesis auto|gum|mrf|gum+mrf|mcf]``.
+[--block-rows N] [--l1] [--synthesis auto|gum|mrf|gum+mrf|mcf] [--cores 1 2 all]``.
 
 ``--workers`` (issue 23): the synthetic rows are made as blocks on worker processes; each
 count listed is run ``--repeats`` times and gets a line of median seconds, CPU seconds and
@@ -24,13 +24,24 @@ peak memory of the process tree (this process, the fork server and its workers: 
 at one moment, sampled, :mod:`benchmarks.tree_rss`), then the speed-up from 1 to all
 workers. ``all`` is every core this process may use. ``--l1`` adds the 2-way L1
 against the real table (all pairs; an owner-only diagnostic).
+
+``--cores 1 2 4 all`` measures scaling across cores rather than workers: each count k runs
+this script again as a child process whose CPU affinity is the first k cores this process
+may use, with ``--workers all`` (so k workers, or fewer where there are fewer blocks, and
+k threads in all), then prints one line per count and the speed-up from 1 (and from 2) to
+the most cores. A child, not this process, because the block workers' fork server keeps
+the affinity it started with.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import resource
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -92,6 +103,58 @@ def worker_counts(asked: list[str]) -> list[int]:
     return list(dict.fromkeys(counts))
 
 
+def core_counts(asked: list[str]) -> list[int]:
+    """``asked`` as core counts, ``all`` as every core this process may use, without repeats
+    and none above that."""
+    cores = available_cores()
+    counts = [cores if c == "all" else min(int(c), cores) for c in asked]
+    return list(dict.fromkeys(counts))
+
+
+def run_on_cores(args: argparse.Namespace) -> None:
+    """Each count in ``--cores`` as a child of this script pinned to that many cores."""
+    allowed = sorted(os.sched_getaffinity(0))
+    summary = []
+    for count in core_counts(args.cores):
+        with tempfile.TemporaryDirectory() as folder:
+            out = Path(folder) / "summary.json"
+            argv = [sys.executable, __file__, *child_arguments(sys.argv[1:])]
+            argv += ["--workers", "all", "--summary-json", str(out)]
+            pinned = set(allowed[:count])
+            print(f"\n== {count} cores: {' '.join(argv[1:])}", flush=True)
+            subprocess.run(
+                argv, check=True, preexec_fn=lambda cpus=pinned: os.sched_setaffinity(0, cpus)
+            )
+            row = json.loads(out.read_text())[0]
+        summary.append({"cores": count, **row})
+    print(
+        f"\nscaling across cores ({args.table}, {args.rows} x {args.cols}, eps {args.epsilon:g}):"
+    )
+    print_table(summary)
+    for base in (1, 2):
+        first = next((r for r in summary if r["cores"] == base), None)
+        last = summary[-1]
+        if first is not None and last is not first:
+            print(
+                f"speed-up from {base} to {last['cores']} cores: "
+                f"{first['median_s'] / last['median_s']:.2f}x"
+            )
+
+
+def child_arguments(argv: list[str]) -> list[str]:
+    """``argv`` without its ``--cores`` and ``--workers`` options and their values."""
+    kept, skipping = [], False
+    for word in argv:
+        if word in ("--cores", "--workers"):
+            skipping = True
+        elif skipping and not word.startswith("--"):
+            continue
+        else:
+            skipping = False
+            kept.append(word)
+    return kept
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--table", choices=sorted(TABLES), default="planted")
@@ -105,10 +168,17 @@ def main() -> None:
     parser.add_argument(
         "--workers", nargs="+", default=["1", "2", "all"], help="worker counts to run ('all')"
     )
+    parser.add_argument(
+        "--cores", nargs="+", default=None, help="core counts to pin child runs to ('all')"
+    )
+    parser.add_argument("--summary-json", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--block-rows", type=int, default=None, help="rows per block")
     parser.add_argument("--l1", action="store_true", help="also the 2-way L1 (all pairs)")
     parser.add_argument("--synthesis", choices=SYNTHESIS_METHODS, default=PrivSynConfig().synthesis)
     args = parser.parse_args()
+    if args.cores:
+        run_on_cores(args)
+        return
 
     table, domain = TABLES[args.table](args.rows, args.cols, np.random.default_rng(args.seed))
     before = peak_rss_mb()
@@ -190,6 +260,8 @@ def main() -> None:
         f"per worker count, {available_cores()} cores available (table alone {before:.0f} MB):"
     )
     print_table(summary)
+    if args.summary_json is not None:
+        args.summary_json.write_text(json.dumps(summary))
     if len(summary) > 1:
         first, last = summary[0], summary[-1]
         print(

@@ -4,7 +4,8 @@ Prints, per epsilon, the median over seeds of wall seconds (untraced runs), the 
 memory of one extra run, the number of measured marginals and GUM iterations, and the three
 fidelity measures (2-way L1, 3-way range queries, linear SVM misclassification on
 'income>50K'), next to the independent-columns baseline.
-delta = 1/n^2 as in the paper. Run: ``python benchmarks/adult_coded.py [--seeds 3] [--target]``
+delta = 1/n^2 as in the paper. Run: ``python benchmarks/adult_coded.py [--seeds 3] [--target]
+[--independence-threshold 2|off]``
 (``--target``: 'income>50K' is named as the prediction target).
 """
 
@@ -56,6 +57,13 @@ def main() -> None:
         default=GumSettings().copy,
         help="what GUM's duplications copy: the whole row, or the target's blanket",
     )
+    parser.add_argument(
+        "--independence-threshold",
+        type=lambda v: None if v == "off" else float(v),
+        default=PrivSynConfig().independence_threshold,
+        help="measured pairs within this many times their noise are drawn as independent "
+        "('off': every pair as measured)",
+    )
     args = parser.parse_args()
 
     table = pd.read_csv(ROOT / "assets" / "adult-coded.csv")
@@ -66,11 +74,13 @@ def main() -> None:
         target=LABEL if args.target else None,
         indif_margin=args.indif_margin,
         selection=args.selection,
+        independence_threshold=args.independence_threshold,
     )
     print(
         f"adult-coded: {len(table)} rows x {table.shape[1]} columns, delta = 1/n^2 = "
         f"{delta:.3g}, prediction target: {config.target}, InDif margin {config.indif_margin:g}, "
-        f"GUM copies: {config.gum.copy}, selection: {config.selection}"
+        f"GUM copies: {config.gum.copy}, selection: {config.selection}, independence "
+        f"threshold: {config.independence_threshold}"
     )
 
     rows = []

@@ -20,6 +20,10 @@ benchmark puts each (table, epsilon) through these arms and scores them the same
   default before ``synthesis="auto"`` ran GUM and the MRF on wide tables.
 * ``ours-both``: the same run's model sampled with ``SamplingSettings(synthesis="gum+mrf")``:
   GUM and the MRF from the same start, per component the table closer to the measurements.
+* ``ours-every-pair``: the same run's model sampled with ``independence_threshold=None``:
+  every measured pair drawn as measured, the default before pairs within their noise were
+  drawn as independent (``generation/independence.py``). Compare it with ``ours-both``,
+  drawn the same way with the default threshold (on a wide table both run GUM and the MRF).
 * ``ind-dp1``: every column drawn independently from the same run's noisy 1-way counts as
   measured (negative counts at 0; largest-remainder quotas, shuffled), no other measurement.
 * ``ind-dp1c``: every column drawn independently from the run's consistent 1-way targets
@@ -139,6 +143,7 @@ ARMS = [
     "gum-indep",
     "ours-mrf",
     "ours-both",
+    "ours-every-pair",
     "ind-dp1",
     "ind-dp1c",
     "ind-real",
@@ -415,6 +420,8 @@ def sampled_arms(arms: list[str]) -> list[tuple[str, SamplingSettings]]:
     if "gum+mrf" in SYNTHESIS_METHODS:
         settings["ours-both"] = SamplingSettings(synthesis="gum+mrf")
         settings["ours-gum"] = SamplingSettings(synthesis="gum")
+    if "independence_threshold" in {f.name for f in dataclasses.fields(SamplingSettings)}:
+        settings["ours-every-pair"] = SamplingSettings(independence_threshold=None)
     return [(arm, settings[arm]) for arm in arms if arm in settings]
 
 

@@ -330,15 +330,42 @@ def convergence_chart(
             annotation_text="MRF sweeps (a Markov random field fitted to the same marginals)",
             annotation_position="top left",
         )
+    # live: the room GUM may still use; finished: up to the last point, so that a run
+    # that stopped early does not leave its points in a corner of an empty axis
+    right = max(1, iterations, last) if live else max(4, last)
     figure.update_layout(
         height=380,
-        xaxis={"title": "iteration", "range": [0, max(1, iterations, last)]},
+        xaxis={
+            "title": "iteration",
+            "range": [-0.5, right],
+            **({"dtick": 1} if right <= 10 else {}),
+        },
         yaxis={"title": "L1 vs noisy target (0..2)", "rangemode": "tozero"},
         yaxis2={"title": "alpha", "overlaying": "y", "side": "right", "range": [0, 1.05]},
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
         legend={"orientation": "h"},
     )
     return figure
+
+
+def iterations_done(history: list | tuple) -> str:
+    """ "6 GUM iterations", "1 GUM iteration and 40 MRF sweeps": what the chart shows."""
+    sweeps = sum(getattr(h, "method", "gum") == "mrf" for h in history)
+    gum = len(history) - sweeps
+    text = f"{gum} GUM iteration{'s' if gum != 1 else ''}"
+    return text + (f" and {sweeps} MRF sweep{'s' if sweeps != 1 else ''}" if sweeps else "")
+
+
+def stopped_early(history: list | tuple, planned: int) -> str:
+    """Why the chart ends where it does, when GUM ran fewer iterations than it could."""
+    gum = sum(getattr(h, "method", "gum") != "mrf" for h in history)
+    if not history or gum >= planned:
+        return ""
+    return (
+        f"GUM ran {gum} of at most {planned} iterations: it stops once its table is as close "
+        "to the noisy marginals as their noise allows, or when the error stops falling "
+        "(stop early)."
+    )
 
 
 def side_by_side(real: pd.Series, synthetic: pd.Series, *, bins: int = 30) -> go.Figure:

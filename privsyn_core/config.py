@@ -7,6 +7,7 @@ from typing import Literal
 
 from privsyn_core.errors import InputError
 from privsyn_core.generation.gum import GumSettings
+from privsyn_core.generation.independence import DEFAULT_THRESHOLD, check_threshold
 from privsyn_core.privacy.ledger import Conversion
 from privsyn_core.selection.combine import COMBINE_RULES, CombineRule
 from privsyn_core.selection.methods import SELECTION_METHODS, selection_method
@@ -166,6 +167,10 @@ class PrivSynConfig:
     consistency: bool = True
     #: GUM, the MCF strawman, the MRF, or both GUM and the MRF; "auto" by the table's width
     synthesis: SynthesisMethod = "auto"
+    #: a measured pair whose dependence is within this many times what its noise alone
+    #: gives is drawn as independent (:mod:`privsyn_core.generation.independence`, Mallows'
+    #: Cp: 2); None draws every pair as measured. A generation setting
+    independence_threshold: float | None = DEFAULT_THRESHOLD
     #: the column people will predict, a public choice (None: no target). Marginals that
     #: hold it weigh ``target_weight`` in selection and in the budget split
     #: (:mod:`privsyn_core.selection.target`); a measurement setting. The weight 8 is from
@@ -199,6 +204,7 @@ class PrivSynConfig:
         _check_choice("combine", self.combine, COMBINE_RULES)
         _check_choice("noise", self.noise, NOISE_ALLOCATIONS)
         _check_choice("synthesis", self.synthesis, SYNTHESIS_METHODS)
+        check_threshold(self.independence_threshold)
         if not isinstance(self.consistency, bool):
             raise InputError(f"consistency must be True or False, got {self.consistency!r}")
         if isinstance(self.privbayes_degree, bool) or not isinstance(self.privbayes_degree, int):

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from privsyn_core.generation.fitted import guard_message
+from privsyn_core.generation.independence import noise_pairs
 from privsyn_core.selection.greedy import measurable_pairs
 from privsyn_core.selection.methods import selection_account
 
@@ -67,6 +68,11 @@ class DependencyReport:
     #: which selection method ran and, for the default "auto", why
     #: (:func:`~privsyn_core.selection.methods.selection_account`)
     method: str = ""
+    #: the measured pairs the run's samples draw as independent, their marginals showing no
+    #: more dependence than their noise (:mod:`privsyn_core.generation.independence`), of
+    #: ``measured_pairs`` 2-way marginals
+    independent_pairs: int = 0
+    measured_pairs: int = 0
 
 
 def dependency_report(result: SynthesisResult) -> DependencyReport:
@@ -97,4 +103,16 @@ def dependency_report(result: SynthesisResult) -> DependencyReport:
         measurable=measurable_pairs(cells, rho, result.consistency.total),
         guard=guard_message(result.independent) if result.independent else None,
         method=selection_account(str(config.get("selection", "auto")), d),
+        **_pairs_drawn_independent(result),
     )
+
+
+def _pairs_drawn_independent(result: SynthesisResult) -> dict[str, int]:
+    model = result.model
+    if model is None:
+        return {}
+    pairs = noise_pairs(
+        model.marginals, model.noise_scales(), model.defaults.independence_threshold
+    )
+    measured = sum(len(t.attributes) == 2 for t in model.marginals)
+    return {"independent_pairs": len(pairs), "measured_pairs": measured}

@@ -162,3 +162,22 @@ def test_the_convergence_chart_shades_the_mrf_sweeps_and_shows_every_iteration()
     (alpha,) = [t for t in figure.data if t.name == "alpha"]
     assert np.isfinite(alpha.y[:8]).all() and np.isnan(alpha.y[8:]).all()
     assert not convergence_chart(history[:8], 100).layout.shapes  # GUM alone: no shade
+
+
+def test_a_finished_run_that_stopped_early_says_so_and_its_chart_ends_at_its_last_point():
+    """A run whose GUM stopped at once drew one dot in the corner of a 0-100 axis, under
+    "1 GUM iterations": the finished chart now ends at its last point, and the page says
+    why GUM stopped and how far the MRF went."""
+    from dashboard.charts import convergence_chart, iterations_done, stopped_early
+    from privsyn_core.generation.gum import GumIterationRecord
+
+    errors = {("a", "b"): 0.2}
+    one = [GumIterationRecord(0, 0.9, errors, 0.05)]
+    assert convergence_chart(one, 100).layout.xaxis.range[1] == 4
+    assert convergence_chart(one, 100, live=True).layout.xaxis.range[1] == 100
+    assert iterations_done(one) == "1 GUM iteration"
+    assert stopped_early(one, 100).startswith("GUM ran 1 of at most 100 iterations")
+    both = one * 6 + [GumIterationRecord(6, 0.1, errors, 0.05, None, "mrf")] * 40
+    assert iterations_done(both) == "6 GUM iterations and 40 MRF sweeps"
+    assert stopped_early([*one] * 100, 100) == ""  # ran every iteration it could
+    assert stopped_early([], 100) == ""

@@ -64,6 +64,19 @@ def test_it_counts_candidates_selected_pairs_and_those_within_the_noise(wide_run
     assert (report.guard is None) == (wide_run.independent == ())
 
 
+def test_it_counts_the_measured_pairs_drawn_as_independent(wide_run):
+    """Half of the 60 columns copy nothing: the tree links them anyway, with marginals that
+    are noise, and the report counts those the samples draw as independent."""
+    from privsyn_core.generation.independence import noise_pairs
+
+    model = wide_run.model
+    report = dependency_report(wide_run)
+    measured = [t for t in model.marginals if len(t.attributes) == 2]
+    assert report.measured_pairs == len(measured) > 0
+    assert report.independent_pairs == len(noise_pairs(measured, model.noise_scales(), 2.0))
+    assert 0 < report.independent_pairs < report.measured_pairs
+
+
 def test_it_says_which_selection_ran_and_why(wide_run):
     """The default on 60 attributes measures a tree first, and the report says so."""
     assert any(m.origin == "tree" for m in wide_run.marginals)

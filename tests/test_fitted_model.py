@@ -284,3 +284,72 @@ def test_the_guard_replaces_a_table_that_independent_columns_beat_and_keeps_a_go
     before = good.copy()
     assert _guard([(names, good, [target])], [None], model, rng) == []
     np.testing.assert_array_equal(good, before)
+
+
+def test_a_measured_pair_within_its_noise_is_drawn_as_independent():
+    """generation/independence.py end to end: c is independent of b, so the measured (b, c)
+    marginal is noise and is drawn as the product of its margins; the (a, b) pair, strongly
+    dependent, is drawn as measured. Off (None), nothing is replaced."""
+    from privsyn_core import StageFinished
+
+    rng = np.random.default_rng(5)
+    n = 4000
+    a = rng.integers(0, 4, n)
+    table = pd.DataFrame(
+        {
+            "a": a,
+            "b": np.where(rng.random(n) < 0.8, a, rng.integers(0, 4, n)),
+            "c": rng.integers(0, 3, n),
+        }
+    )
+    config = replace(FAST, selection="given", marginals=(("a", "b"), ("b", "c")))
+    model = PrivSyn(1.0, 1e-9, domain={"a": 4, "b": 4, "c": 3}, config=config).fit(
+        table, rng=np.random.default_rng(0)
+    )
+    summaries: list[str] = []
+
+    def listen(event: object) -> bool:
+        if isinstance(event, StageFinished) and event.stage.value == "gum":
+            summaries.append(event.summary)
+        return True
+
+    on = model.generate(n, seed=1, on_progress=listen).table
+    off = model.generate(
+        n, seed=1, settings=replace(model.defaults, independence_threshold=None), on_progress=listen
+    ).table
+    assert "1 measured pair drawn as independent" in summaries[0]
+    assert "drawn as independent" not in summaries[1]
+
+    def dependence(frame: pd.DataFrame, x: str, y: str) -> float:
+        joint = pd.crosstab(frame[x], frame[y]).to_numpy() / len(frame)
+        return float(np.abs(joint - np.outer(joint.sum(1), joint.sum(0))).sum())
+
+    # a and b stay as dependent as the real table (1.2 of L1 from independence); b and c
+    # come out independent with the test, and carry the measurement's noise without it
+    assert dependence(on, "a", "b") > 1.0 and dependence(off, "a", "b") > 1.0
+    assert dependence(on, "b", "c") < 0.005 < 0.01 < dependence(off, "b", "c")
+
+
+def test_a_bundle_keeps_the_independence_threshold_and_an_old_one_draws_every_pair(
+    coded_model, tmp_path
+):
+    good = model_bytes(coded_model)
+    assert FittedModel.load(_write(tmp_path / "a.zip", good)).defaults.independence_threshold == 2
+
+    def drop(model: dict) -> None:
+        del model["sampling"]["independence_threshold"]
+
+    old = _rewrite(good, "model.json", _json_edit(drop))
+    assert FittedModel.load(_write(tmp_path / "b.zip", old)).defaults.independence_threshold is None
+
+    def spoil(model: dict) -> None:
+        model["sampling"]["independence_threshold"] = "lots"
+
+    bad = _rewrite(good, "model.json", _json_edit(spoil))
+    with pytest.raises((BundleError, InputError), match="independence_threshold"):
+        load_model(_write(tmp_path / "c.zip", bad))
+
+
+def _write(path, content: bytes):
+    path.write_bytes(content)
+    return path

@@ -23,6 +23,7 @@ import streamlit as st
 
 from privsyn_core.errors import InputError
 from privsyn_core.generation.gum import STRATEGY_NAMES
+from privsyn_core.generation.independence import DEFAULT_THRESHOLD
 from privsyn_core.lab import MAX_ARMS, MAX_SEEDS, LabArm, plan_lab, run_lab
 from privsyn_core.privacy.ledger import epsilon_from_rho
 from privsyn_core.release.registry import Registry
@@ -99,6 +100,7 @@ CHOICES: dict[str, tuple[str, tuple[Any, ...]]] = {
     "noise": ("noise allocation", ("weighted_gaussian", "equal_gaussian", "equal_laplace")),
     "consistency": ("consistency", (True, False)),
     "synthesis": ("synthesis", ("auto", "gum", "mcf", "mrf", "gum+mrf")),
+    "independence_threshold": ("pairs within their noise", (DEFAULT_THRESHOLD, None)),
     "strategy": ("GUM update strategy", ("S1", "S2", "S3", "S4", "S5", "S6")),
     "decay_schedule": ("alpha decay", ("step", "exponential", "linear", "sqrt", "none")),
     "copy": ("what a duplication copies", ("blanket", "row")),
@@ -131,6 +133,12 @@ OPTION_HELP: dict[str, str] = {
     "same start, keeping for each group of connected columns the table closer to the "
     "noisy measurements (the MRF is skipped where GUM is already within the noise). "
     "Post-processing: no privacy cost.",
+    "independence_threshold": "Measured pairs whose marginal shows no more dependence than "
+    "its noise would on its own are drawn as independent, from their 1-way margins (not the "
+    f"paper's). {DEFAULT_THRESHOLD:g} (our default): where the dependence is at most "
+    f"{DEFAULT_THRESHOLD:g} times what the noise gives, fitting the pair would copy more "
+    "noise than dependence into the table. off: every pair drawn as measured, as the paper "
+    "does. Post-processing: no privacy cost.",
     "strategy": "How GUM changes records to fix a marginal (section 5.2, compared in "
     "appendix I): replace records, duplicate others, or half of each, and mixes.",
     "decay_schedule": "How fast GUM's step size alpha shrinks over the iterations (section "
@@ -154,6 +162,10 @@ def shown(option: Any) -> str:
     """An option as a person reads it: on/off for switches, words for the engine's names."""
     if isinstance(option, bool):
         return "on" if option else "off"
+    if option is None:  # the independence threshold's "off"
+        return "off"
+    if isinstance(option, float):
+        return f"{option:g}"
     if option in STRATEGY_NAMES:
         return f"{option}: {STRATEGY_NAMES[option].replace('_', ' ')}"
     return str(option).replace("_", " ")
@@ -165,7 +177,14 @@ def custom_arms() -> list[LabArm]:
     default = {
         **{
             f: getattr(engine, f)
-            for f in ("selection", "combine", "noise", "consistency", "synthesis")
+            for f in (
+                "selection",
+                "combine",
+                "noise",
+                "consistency",
+                "synthesis",
+                "independence_threshold",
+            )
         },
         "strategy": paper_name[engine.gum.strategy],
         "decay_schedule": engine.gum.decay_schedule,

@@ -34,6 +34,13 @@ if report.scores is None or report.sigma is None:
 else:
     st.markdown(f"Selection: {report.method}.")
     st.markdown(selection_summary(report))
+    if report.independent_pairs:
+        st.info(
+            f"{report.independent_pairs} of the {report.measured_pairs} measured pairs show no "
+            "more dependence than their measurement noise would on its own, so they are drawn "
+            "as independent (each from its 1-way margins): fitting them would copy noise into "
+            "the synthetic table."
+        )
     if report.guard:
         st.warning(f"The guard against independent columns fired: {report.guard}.")
     st.caption(

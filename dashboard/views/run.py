@@ -35,7 +35,7 @@ from privsyn_core.release.registry import fingerprint as registry_fingerprint
 __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 
 from .. import sources, state, worker
-from ..charts import convergence_chart
+from ..charts import convergence_chart, iterations_done, stopped_early
 from ..settings import current_config, parse_delta, parse_epsilon, parse_seed, public_settings
 from ..state import session
 
@@ -302,11 +302,13 @@ if finished is not None:
     result = finished.result
     st.progress(1.0, text=f"done in {finished.seconds:.1f} s")
     draw(list(result.history), key="final")
+    if note := stopped_early(result.history, config.gum.iterations):
+        st.caption(note)
     state.dp_badge()
     st.success(
         f"Synthesised {result.n_records:,} rows from {finished.table_name} at epsilon "
         f"{finished.epsilon:g} in {finished.seconds:.1f} s: {len(result.marginals)} marginals, "
-        f"{len(result.history)} GUM iterations. Recorded as run {finished.run_id} in the "
+        f"{iterations_done(result.history)}. Recorded as run {finished.run_id} in the "
         "run registry (History page)."
     )
     for note in finished.budget_warnings:

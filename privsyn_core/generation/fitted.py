@@ -64,6 +64,13 @@ from privsyn_core.generation.gum import (
     table_score,
     within_noise_floor,
 )
+from privsyn_core.generation.independence import (
+    DEFAULT_THRESHOLD,
+    check_threshold,
+    independent_product,
+    noise_pairs,
+    noise_pairs_message,
+)
 from privsyn_core.generation.initial import Initial, Tree, dependency_tree, initial_columns
 from privsyn_core.generation.mcf import run_mcf
 from privsyn_core.generation.memory import check_blocks_fit, check_fits
@@ -130,12 +137,17 @@ class SamplingSettings:
     #: targets by its coarser counts, runs on to the plateau rule (planted 600,000 x 100:
     #: 13 s against 37 s, 2-way L1 0.0278 against 0.0276)
     block_rows: int = DEFAULT_BLOCK_ROWS
+    #: a measured pair whose dependence is within this many times what its noise alone gives
+    #: is drawn as independent (:mod:`privsyn_core.generation.independence`); None: every
+    #: pair as measured
+    independence_threshold: float | None = DEFAULT_THRESHOLD
 
     def __post_init__(self) -> None:
         if self.synthesis not in SYNTHESIS_METHODS:
             raise InputError(
                 f"synthesis must be one of {', '.join(SYNTHESIS_METHODS)}, got {self.synthesis!r}"
             )
+        check_threshold(self.independence_threshold)
         object.__setattr__(self, "block_rows", check_block_rows(self.block_rows))
 
 
@@ -206,6 +218,11 @@ class FittedModel:
     def columns(self) -> tuple[str, ...]:
         """The synthetic table's columns, in order."""
         return tuple(decoder.name for decoder in self.decoders)
+
+    def noise_scales(self) -> dict[tuple[str, ...], float]:
+        """Each measurement's noise standard deviation per cell, in counts, by attributes
+        (public: the ledger paid for exactly these)."""
+        return {m.attributes: m.sigma for m in self.noisy}
 
     @property
     def default_rows(self) -> int:
@@ -702,6 +719,9 @@ def draw_block(
 
     report.start(Stage.GUM)
     method = resolve_synthesis(settings.synthesis, d, settings.gum.iterations)
+    independent_pairs = noise_pairs(
+        model.marginals, model.noise_scales(), settings.independence_threshold
+    )
     multiway = [t for t in model.marginals if len(t.attributes) > 1]
     appended = (
         plan_appending(engine.attributes, [t.attributes for t in multiway])
@@ -723,6 +743,7 @@ def draw_block(
         rng,
         dtype,
         noise_l1(model),
+        independent_pairs,
     )
 
     planned = {
@@ -767,7 +788,11 @@ def draw_block(
         start = _start_score(problems, judged) if settings.gum.keep_best else 0.0
         if method in ("mrf", "gum+mrf"):  # the trees the starts were drawn along
             trees: list[Tree] = [
-                dependency_tree(names, [t for t in gum_marginals if t.attributes[0] in names])
+                dependency_tree(
+                    names,
+                    [t for t in gum_marginals if t.attributes[0] in names],
+                    independent_pairs,
+                )
                 if settings.gum.initial == "tree"
                 else {name: {} for name in names}
                 for names, _, _ in components
@@ -822,10 +847,17 @@ def draw_block(
                 else ""
             )
         )
-    report.finish(done + (f"; {guard_message(independent)}" if independent else ""))
+    report.finish(
+        done
+        + (f"; {noise_pairs_message(len(independent_pairs))}" if independent_pairs else "")
+        + (f"; {guard_message(independent)}" if independent else "")
+    )
 
     report.start(Stage.APPEND)
-    by_attributes = {t.attributes: t for t in model.marginals}
+    by_attributes = {
+        t.attributes: independent_product(t) if t.attributes in independent_pairs else t
+        for t in model.marginals
+    }
     for plan in appended:
         synthetic[engine.index(plan.leaf)] = _append(
             plan, by_attributes[plan.marginal], synthetic, engine, rng
@@ -963,8 +995,12 @@ def _gum_problems(
     rng: np.random.Generator,
     dtype: np.dtype,
     noise: Mapping[tuple[str, ...], float] | None = None,
+    independent: frozenset[tuple[str, ...]] = frozenset(),
 ) -> list[tuple[list[str], np.ndarray, list[GumTarget]]]:
     """Initial arrays (:func:`~privsyn_core.generation.initial.initial_columns`) and targets.
+    The pairs in ``independent`` are targeted at the product of their margins, and know no
+    noise: they hold none to fit, so they must not count towards GUM's noise floor
+    (:mod:`privsyn_core.generation.independence`).
 
     Arrays use the smallest integer type of the codes: GUM's duplications copy whole records,
     so their cost is proportional to the bytes per record.
@@ -980,6 +1016,7 @@ def _gum_problems(
             initial,
             rng,
             dtype,
+            independent,
         )
         arr = record_major(len(names), n, dtype)
         fill_record_major(arr, columns)  # not a strided write of the whole array per column
@@ -989,8 +1026,8 @@ def _gum_problems(
                 m.attributes,
                 tuple(position[a] for a in m.attributes),
                 m.shape,
-                m.normalised().values,
-                noise_l1=(noise or {}).get(m.attributes),
+                (independent_product(m) if m.attributes in independent else m).normalised().values,
+                noise_l1=None if m.attributes in independent else (noise or {}).get(m.attributes),
             )
             for m in marginals
             if m.attributes[0] in position

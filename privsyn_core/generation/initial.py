@@ -20,12 +20,13 @@ post-processing, free of privacy cost.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Literal
 
 import numpy as np
 
+from privsyn_core.generation.independence import product_of_margins
 from privsyn_core.generation.sampling import conditional_column, shuffled_column
 from privsyn_core.marginals import MarginalTable
 from privsyn_core.selection.forest import (
@@ -62,12 +63,18 @@ def initial_columns(
     how: Initial,
     rng: np.random.Generator,
     dtype: np.dtype,
+    independent: frozenset[tuple[str, ...]] = frozenset(),
 ) -> np.ndarray:
     """The initial columns (``len(names)`` x ``n``) of one GUM component: ``one_way[name]``
-    its consistent 1-way counts, ``marginals`` its consistent multi-way marginals."""
+    its consistent 1-way counts, ``marginals`` its consistent multi-way marginals, the pairs
+    in ``independent`` drawn as independent (see :func:`dependency_tree`)."""
     columns = np.empty((len(names), n), dtype=dtype)
     position = {name: row for row, name in enumerate(names)}
-    tree = dependency_tree(names, marginals) if how == "tree" else {name: {} for name in names}
+    tree = (
+        dependency_tree(names, marginals, independent)
+        if how == "tree"
+        else {name: {} for name in names}
+    )
     for component in connected_components(tree):
         root = min(component, key=position.__getitem__)
         columns[position[root]] = shuffled_column(one_way[root], n, rng)
@@ -79,10 +86,16 @@ def initial_columns(
     return columns
 
 
-def dependency_tree(names: Sequence[str], marginals: Sequence[MarginalTable]) -> Tree:
+def dependency_tree(
+    names: Sequence[str],
+    marginals: Sequence[MarginalTable],
+    independent: frozenset[tuple[str, ...]] = frozenset(),
+) -> Tree:
     """A maximum spanning forest over ``names`` whose edges are the measured pairs (every
     pair inside a marginal, its joint summed out of it), weighted by mutual information; a
-    pair in several marginals keeps its strongest link."""
+    pair in several marginals keeps its strongest link. The links of the 2-way marginals in
+    ``independent`` (:mod:`privsyn_core.generation.independence`) keep their place in the
+    forest and carry the product of their margins."""
     links: dict[frozenset[str], Link] = {}
     for marginal in marginals:
         counts = marginal.values.reshape(marginal.shape)
@@ -96,6 +109,10 @@ def dependency_tree(names: Sequence[str], marginals: Sequence[MarginalTable]) ->
                 links[pair] = Link(a, b, weight, joint)  # a pair seen again keeps its place
     weights = adjacency(names, ((link.first, link.second, link.weight) for link in links.values()))
     forest = maximum_spanning_forest(weights)
+    for attributes in independent:
+        link = links.get(frozenset(attributes))
+        if link is not None:
+            links[frozenset(attributes)] = replace(link, joint=product_of_margins(link.joint))
     return adjacency(names, ((a, b, links[frozenset((a, b))]) for a, b in forest))
 
 

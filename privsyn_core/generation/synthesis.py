@@ -213,7 +213,11 @@ def _fitted(measurements: Measurements, config: PrivSynConfig, report: _Reporter
         decoders,
         consistency_rounds=config.consistency_rounds,
         defaults=SamplingSettings(
-            config.gum, config.append_attributes, config.separate_and_join, config.synthesis
+            config.gum,
+            config.append_attributes,
+            config.separate_and_join,
+            config.synthesis,
+            independence_threshold=config.independence_threshold,
         ),
         consistent=config.consistency,
         noisy=(*measurements.one_way, *measurements.measured),

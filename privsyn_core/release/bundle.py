@@ -392,6 +392,7 @@ def _model_json(model: FittedModel) -> dict[str, Any]:
             "append_attributes": settings.append_attributes,
             "separate_and_join": settings.separate_and_join,
             "synthesis": settings.synthesis,
+            "independence_threshold": settings.independence_threshold,
         },
         # the noisy InDif scores above the diagonal; their sigma is the ledger's
         "indif": None if model.dependence is None else model.dependence.upper(),
@@ -689,6 +690,8 @@ def _model_from_json(
         bool(sampling["append_attributes"]),
         bool(sampling["separate_and_join"]),
         str(sampling.get("synthesis", "gum")),
+        # bundles from before the test drew every pair as measured, and still do
+        independence_threshold=sampling.get("independence_threshold"),
     )
     noisy = tuple(
         NoisyMarginal(_table(m, "noisy_counts"), float(m["rho"]), float(m["sigma"]))

@@ -1,6 +1,6 @@
 """Evidence for the engine's defaults: candidate settings on several tables, epsilons and seeds.
 
-Five studies, each a list of arms (a name, the measurement settings, the generation settings),
+Studies, each a list of arms (a name, the measurement settings, the generation settings),
 run on the same tables, epsilons and seeds; arms with the same measurement settings share one
 measurement per seed (generation is post-processing), as in ``paper_lab.py``:
 
@@ -12,7 +12,10 @@ measurement per seed (generation is post-processing), as in ``paper_lab.py``:
   8 and 16 (tables without a label are left out);
 * ``combine``: Algorithm 2's rule (the paper's cliques under gamma cells; only cliques that add
   no noise; none), each with and without the table's label as the target;
-* ``indif``: the InDif share (0.1, the paper's; 0.05), with and without the target.
+* ``indif``: the InDif share (0.1, the paper's; 0.05), with and without the target;
+* ``initial``, ``margin``, ``judge``, ``independence``: GUM's start and kept table,
+  Algorithm 1's margin over the InDif noise, GUM's judge, and measured pairs within their
+  noise drawn as independent (issue 22), each on the engine's defaults.
 
 In the first two studies every setting an arm does not name is the paper's (``BASE``), so they
 measure the same thing whatever the engine's defaults are; the last three studies
@@ -46,6 +49,7 @@ from benchmarks.common import print_table, run_grid  # noqa: E402
 from benchmarks.paper_lab import PAPER, PAPER_GUM, TABLES, load, score  # noqa: E402
 from privsyn_core import GumSettings, PrivSynConfig  # noqa: E402
 from privsyn_core.generation.synthesis import generate  # noqa
+from privsyn_core.lab import GENERATION_FIELDS  # noqa: E402
 from privsyn_core.pipeline import measure  # noqa: E402
 
 #: the paper's settings, which every arm changes only where it says
@@ -108,6 +112,12 @@ STUDIES: dict[str, list[tuple[str, dict[str, Any], dict[str, Any]]]] = {
         ("measured and InDif", {}, {}),
         ("measured only", {}, {"judge_unmeasured": False}),
     ],
+    # measured pairs within their noise drawn as independent, or every pair as measured
+    # (issue 22, generation/independence.py); a generation setting: one measurement serves both
+    "independence": [
+        ("within noise: independent", {}, {}),
+        ("every pair as measured (paper)", {"independence_threshold": None}, {}),
+    ],
 }
 METRICS = ("2way_L1", "range", "svm")
 
@@ -125,7 +135,8 @@ def run_seed(study: str, name: str, epsilon: float, seed: int) -> list[dict[str,
             continue
         changes = {k: label if v == "{label}" else v for k, v in measure_changes.items()}
         config = replace(base, gum=replace(base.gum, **gum_changes), **changes)
-        key = repr(sorted(changes.items()))
+        # generation fields change nothing measured: arms differing only there share one
+        key = repr(sorted((k, v) for k, v in changes.items() if k not in GENERATION_FIELDS))
         if key not in measured:
             measured[key] = measure(
                 table,
@@ -174,9 +185,13 @@ def mean_ranks(rows: list[dict[str, Any]], metric: str) -> list[dict[str, Any]]:
         for r in rows:
             if (r["table"], r["epsilon"]) == (table, epsilon) and not math.isnan(r[metric]):
                 means.setdefault(r["arm"], []).append(r[metric])
-        order = sorted(means, key=lambda a: statistics.mean(means[a]))
-        for place, arm in enumerate(order, start=1):
-            ranks.setdefault(arm, []).append(place)
+        # arms with the same mean share the average of their places: a tie must not rank
+        # whichever arm the study happens to list first
+        value = {arm: statistics.mean(v) for arm, v in means.items()}
+        order = sorted(value.values())
+        for arm, mean in value.items():
+            places = [i for i, v in enumerate(order, start=1) if v == mean]
+            ranks.setdefault(arm, []).append(statistics.mean(places))
     return [
         {"metric": metric, "arm": arm, "mean rank": round(statistics.mean(r), 2), "cells": len(r)}
         for arm, r in sorted(ranks.items(), key=lambda item: statistics.mean(item[1]))

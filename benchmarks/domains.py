@@ -23,10 +23,11 @@ Gaussian quantile), so the columns lost are those a release run would lose.
 
 Run: ``python benchmarks/domains.py [--tables loans caravan happiness adult penguins]
 [--epsilon 1] [--seeds 10] [--domain-shares 0.1 ...] [--category-weights 3 ...]
-[--first-range-shares 0.75 ...] [--before] [--why]``; ``--before`` runs the preparation of
-the commit before issue 22's item 6 (``git archive`` into a temporary folder, at its own
-default share, 0.05), for the before/after table. Results of 2026-11-26:
-``benchmarks/evidence/domains-2026-11-26.txt``.
+[--first-range-shares 0.75 ...] [--first-category-shares 0.75 1 ...] [--before]
+[--why]``; ``--before`` runs the preparation of the commit before issue 22's item 6
+(``git archive`` into a temporary folder, at its own default share, 0.05), for the
+before/after table. Results: ``benchmarks/evidence/domains-2026-11-26.txt`` and
+``domains-2026-11-27.txt`` (the categories' second estimate).
 """
 
 from __future__ import annotations
@@ -135,6 +136,8 @@ def prepare(
         options["category_weight"] = settings["category_weight"]
         domain = importlib.import_module("privsyn_core.measuring.private_domain")
         domain.FIRST_RANGE_SHARE = settings["first_range_share"]  # read when a split is made
+        if "first_category_share" in settings:
+            domain.FIRST_CATEGORY_SHARE = settings["first_category_share"]
     exact = {name: structure.read_structure(table.text(name)).kind for name in table.names}
     outcome = Outcome()
     for seed in range(seeds):
@@ -217,6 +220,13 @@ def main() -> None:
     )
     parser.add_argument("--category-weights", type=float, nargs="+", default=[3.0])
     parser.add_argument("--first-range-shares", type=float, nargs="+", default=[0.75])
+    parser.add_argument(
+        "--first-category-shares",
+        type=float,
+        nargs="+",
+        default=[0.75],
+        help="1 gives no category a second estimate (the rule before 2026-11-27)",
+    )
     parser.add_argument("--before", action="store_true", help=f"the preparation of {BEFORE}")
     parser.add_argument("--why", action="store_true", help="print each lost column's reason")
     args = parser.parse_args()
@@ -227,10 +237,16 @@ def main() -> None:
     grid: list[dict[str, float]] = [
         {"domain_share": share}
         if args.before
-        else {"domain_share": share, "category_weight": weight, "first_range_share": first}
+        else {
+            "domain_share": share,
+            "category_weight": weight,
+            "first_range_share": first,
+            "first_category_share": first_category,
+        }
         for share in shares
         for weight in ([0.0] if args.before else args.category_weights)
         for first in ([0.0] if args.before else args.first_range_shares)
+        for first_category in ([0.0] if args.before else args.first_category_shares)
     ]
     rows = []
     for name in args.tables:

@@ -5,7 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privsyn_core.measuring.private_domain import categories_from_counts
+from privsyn_core.measuring.private_domain import (
+    FIRST_CATEGORY_SHARE,
+    DomainSplit,
+    categories_from_counts,
+)
 from privsyn_core.privacy.noise import SecureNoise, SeededNoise
 from privsyn_core.privacy.planner import plan_budget
 
@@ -29,7 +33,9 @@ def test_reported_counts_survive_as_claimed(epsilon: float) -> None:
     survival = plan.categories
     assert survival is not None
     domains = next(s for s in plan.steps if s.step == "domains")
-    rho_each = domains.rho / 8
+    # the first estimate's share: what a category can count on (DomainSplit)
+    rho_each = DomainSplit(domains.rho, ranges=0, categories=8).category_least
+    assert rho_each == pytest.approx(FIRST_CATEGORY_SHARE * domains.rho / 8)
     assert survival.sigma == pytest.approx(domains.sigma)
     rate_95 = _survival_rate(survival.count_95, rho_each, survival.delta_each, seed=1)
     rate_50 = _survival_rate(survival.count_50, rho_each, survival.delta_each, seed=2)

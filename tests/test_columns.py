@@ -211,19 +211,25 @@ def test_private_preparation_charges_structure_and_domain_entries_per_column(pen
     # this budget every range finds its bounds, so the ranges' reserve goes to the categories
     categorical = ["species", "island", "sex"]
     numeric = [n for n in penguins.columns if n not in categorical]
-    assert [m.attributes[0] for m in domain] == numeric + categorical
+    assert [m.attributes[0] for m in domain] == numeric + categorical + categorical
     split = DomainSplit(0.05 * 8, ranges=5, categories=3)
     assert all(m.rho == pytest.approx(split.range_first) for m in domain[:5])
-    assert all(m.rho == pytest.approx(split.category_each(0)) for m in domain[5:])
+    assert all(m.rho == pytest.approx(split.category_first(0)) for m in domain[5:8])
+    # every category column released values: each gets a second estimate
+    assert [m.attributes[0] for m in domain[8:]] == categorical
+    assert all(m.rho == pytest.approx(split.category_second(0, 0)) for m in domain[8:])
     assert math.fsum(m.rho for m in domain) == pytest.approx(0.05 * 8)
-    assert split.category_each(0) > 3 * split.range_first  # weight 3, and the reserve
+    assert split.category_first(0) > 3 * split.range_first  # weight 3, and the reserve
     assert [m.attributes[0] for m in structure] == [
         c.name for c in schema.columns if c.kind is Kind.NUMERIC
     ]
     assert all(m.rho == 0.01 and m.sensitivity == 1.0 for m in structure)
     category_entries = [m for m in prepared.measurements if m.delta > 0]
-    assert [m.attributes[0] for m in category_entries] == ["species", "island", "sex"]
-    assert all(m.delta == 1e-7 for m in category_entries)
+    assert [m.attributes[0] for m in category_entries] == categorical + categorical
+    first_delta = split.category_first_delta(3e-7)
+    assert all(m.delta == pytest.approx(first_delta) for m in category_entries[:3])
+    # the whole reservation is spent, over both estimates
+    assert math.fsum(m.delta for m in category_entries) == pytest.approx(3e-7)
     assert all(p.provenance is Provenance.PRIVATE for p in prepared.columns)
     island = next(p for p in prepared.columns if p.codec.name == "island")
     assert island.codec.other and island.codec.missing
@@ -347,11 +353,14 @@ def test_ledger_pays_for_private_structure_and_domains(penguins, penguins_privat
     assert steps["structure"] == pytest.approx(FAST.structure_share * ledger.budget_rho, rel=1e-9)
     rest = ledger.budget_rho - steps["domain"] - steps["structure"]
     assert steps["one_way"] == pytest.approx(FAST.one_way_share * rest, rel=1e-9)
-    for step in ("domain", "structure"):
-        entries = [e for e in ledger.entries if e.step == step]
-        assert sorted(e.attributes[0] for e in entries) == sorted(penguins.columns)
+    structure = [e.attributes[0] for e in ledger.entries if e.step == "structure"]
+    assert sorted(structure) == sorted(penguins.columns)
+    # a domain entry per column, and a second one per category column (each released values)
+    domain = [e.attributes[0] for e in ledger.entries if e.step == "domain"]
+    assert sorted(set(domain)) == sorted(penguins.columns)
+    assert sorted(n for n in set(domain) if domain.count(n) == 2) == ["island", "sex", "species"]
     assert ledger.reserved_delta == pytest.approx(FAST.threshold_delta_share * 1e-5)
-    assert ledger.spent_delta <= ledger.reserved_delta * (1 + 1e-9)
+    assert ledger.spent_delta == pytest.approx(ledger.reserved_delta, rel=1e-9)
     assert ledger.spent_delta > 0
 
 
@@ -391,7 +400,8 @@ def test_partly_declared_schema_pays_only_for_the_open_column(penguins):
     schema = schema.with_column(ColumnSchema("island", Kind.CATEGORICAL, missing=False))
     result = run(penguins, schema=schema)
     domain = [e for e in result.ledger.entries if e.step == "domain"]
-    assert [e.attributes for e in domain] == [("island",)]
+    # a first and a second category estimate (DomainSplit), both of the open column
+    assert [e.attributes for e in domain] == [("island",), ("island",)]
     provenance = {p.codec.name: p.provenance for p in result.columns}
     assert provenance.pop("island") is Provenance.PRIVATE
     assert set(provenance.values()) == {Provenance.DECLARED}

@@ -10,7 +10,7 @@ from privsyn_core import GumSettings, PrivSynConfig, synthesize
 from privsyn_core.data.schema import ColumnSchema, Kind, Schema
 from privsyn_core.measuring.counters import FrameTable
 from privsyn_core.measuring.indif import indif_sigma
-from privsyn_core.measuring.private_domain import category_threshold
+from privsyn_core.measuring.private_domain import FIRST_CATEGORY_SHARE, category_threshold
 from privsyn_core.pipeline import measure
 from privsyn_core.privacy.ledger import (
     ROW,
@@ -44,8 +44,10 @@ def test_plan_with_private_domains_reserves_delta_and_a_tenth_of_rho():
     steps = {s.step: s for s in plan.steps}
     assert steps["domains"].rho == pytest.approx(0.1 * rho)
     # a category weighs three ranges: 0.1 rho / (6 + 3 * 9) * 3 each, without the ranges'
-    # reserve (it reaches the categories only when every range finds its bounds at first)
-    assert steps["domains"].sigma == pytest.approx(gaussian_sigma(0.1 * rho * 3 / 33))
+    # reserve (it reaches the categories only when every range finds its bounds at first),
+    # of which the first estimate spends FIRST_CATEGORY_SHARE
+    first = FIRST_CATEGORY_SHARE * 0.1 * rho * 3 / 33
+    assert steps["domains"].sigma == pytest.approx(gaussian_sigma(first))
     assert plan.categories is not None and plan.categories.sigma == steps["domains"].sigma
     assert math.fsum(s.rho for s in plan.steps) == pytest.approx(rho)
     assert len(plan.as_rows()) == 4
@@ -182,12 +184,17 @@ def test_forecast_per_person_simulates_the_runs_noise_for_k_rows():
     }
     # the threshold is the run's own for K rows: K + sigma z(delta / K), sigma K times
     assert per_person.category_threshold > 4 * per_row.category_threshold
-    for seed in range(2):
+    # seeded runs (debug mode, whose Gaussian tail sets slightly lower thresholds than the
+    # release bound the forecast uses) leave it out in most seeds, and nothing else
+    excluded = []
+    for seed in range(4):
         run = measure(
             table, 1.0, 1e-9, rng=np.random.default_rng(seed), person="pid", max_rows_per_person=4
         )
         assert run.preparation is not None
-        assert {name for name, _ in run.preparation.excluded} == {"shade"}
+        excluded.append({name for name, _ in run.preparation.excluded})
+    assert all(lost <= {"shade"} for lost in excluded)
+    assert sum(lost == {"shade"} for lost in excluded) >= 3, excluded
     # counted once for one unit, a table is not forecast for another
     with pytest.raises(ValueError, match="counted per row"):
         forecast_columns(CountsOnce(FrameTable(table)), schema, 1.0, 1e-9, unit=unit)
@@ -327,9 +334,15 @@ def test_for_any_configuration_the_plan_is_the_runs_own_arithmetic(setting, seed
     assert measured.ledger.unit == unit
     spent: dict[str, float] = {}
     sigmas: dict[str, set[float]] = {}
+    # a category column's first estimate is what the plan shows (a second one may follow)
+    firsts = {}
+    for entry in reversed(measured.ledger.entries):
+        if entry.step == "domain":
+            firsts[entry.attributes] = entry
     for entry in measured.ledger.entries:
         spent[entry.step] = spent.get(entry.step, 0.0) + entry.rho
-        sigmas.setdefault(entry.step, set()).add(entry.sigma)
+        if entry.step != "domain" or firsts[entry.attributes] is entry:
+            sigmas.setdefault(entry.step, set()).add(entry.sigma)
         per_row = per_row_sensitivity(entry.step)
         assert entry.sensitivity == unit.rows_per_person * per_row, entry.step
     plan = plan_budget(1.0, 1e-6, 4, config=config, unit=unit, **counts)
@@ -350,9 +363,7 @@ def test_for_any_configuration_the_plan_is_the_runs_own_arithmetic(setting, seed
     if plan.categories is not None:  # the threshold a release run's categories must clear
         noise = SecureNoise(unit)
         thresholds = {
-            category_threshold(e.sigma, e.delta, noise)
-            for e in measured.ledger.entries
-            if e.step == "domain" and e.delta > 0
+            category_threshold(e.sigma, e.delta, noise) for e in firsts.values() if e.delta > 0
         }
         [threshold] = thresholds
         assert threshold == pytest.approx(plan.categories.threshold, rel=1e-9)

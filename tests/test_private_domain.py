@@ -15,10 +15,11 @@ from privsyn_core.data.columns import prepare_columns
 from privsyn_core.data.schema import Schema
 from privsyn_core.measuring.private_domain import (
     CATEGORY_WEIGHT,
+    FIRST_CATEGORY_SHARE,
     FIRST_RANGE_SHARE,
     DomainSplit,
+    NoisyEvidence,
     PrivateRange,
-    RangeEvidence,
     private_categories,
     private_range,
 )
@@ -255,7 +256,7 @@ def test_precision_weighted_evidence_has_the_noise_it_claims():
     first = truth + rng.normal(0.0, 30.0, (draws, truth.size))
     second = truth + rng.normal(0.0, 40.0, (draws, truth.size))
     combined = [
-        RangeEvidence(a, 30.0).combined(RangeEvidence(b, 40.0))
+        NoisyEvidence(a, 30.0).combined(NoisyEvidence(b, 40.0))
         for a, b in zip(first[:200], second[:200], strict=True)
     ]
     assert combined[0].sigma == pytest.approx(1.0 / math.sqrt(1 / 30**2 + 1 / 40**2))
@@ -299,20 +300,98 @@ def test_domain_split_spends_the_budget_where_it_is_needed():
     split = DomainSplit(1.0, ranges=40, categories=5)
     unit = 1.0 / (40 + CATEGORY_WEIGHT * 5)
     assert split.range_first == pytest.approx(FIRST_RANGE_SHARE * unit)
-    assert split.category_least == pytest.approx(CATEGORY_WEIGHT * unit)
-    # every range finds its bounds: the ranges' reserve goes to the categories
-    assert split.category_each(0) == pytest.approx(
-        CATEGORY_WEIGHT * unit + (1 - FIRST_RANGE_SHARE) * unit * 40 / 5
+    # what a category's first estimate can count on, whatever the ranges find
+    assert split.category_least == pytest.approx(FIRST_CATEGORY_SHARE * CATEGORY_WEIGHT * unit)
+    # every range finds its bounds: the ranges' reserve joins the categories' budget
+    assert split.category_budget(0) == pytest.approx(
+        5 * CATEGORY_WEIGHT * unit + (1 - FIRST_RANGE_SHARE) * unit * 40
+    )
+    assert split.category_first(0) == pytest.approx(
+        FIRST_CATEGORY_SHARE * split.category_budget(0) / 5
     )
     # four ranges find nothing: they share the reserve, ten times a first estimate each
     assert split.range_second(4) == pytest.approx((1 - FIRST_RANGE_SHARE) * unit * 10)
-    assert split.category_each(4) == pytest.approx(split.category_least)
-    for failed in (0, 1, 4, 40):
-        assert split.spent(failed) == pytest.approx(1.0)
+    assert split.category_first(4) == pytest.approx(split.category_least)
+    # two category estimates release nothing: they share the categories' reserve
+    assert split.category_second(4, 2) == pytest.approx(
+        (1 - FIRST_CATEGORY_SHARE) * 5 * CATEGORY_WEIGHT * unit / 2
+    )
+    # every one released a value: every one gets a second estimate
+    assert split.category_seconds(0) == 5
+    assert split.category_first(4) + split.category_second(4, 0) == pytest.approx(
+        CATEGORY_WEIGHT * unit
+    )
+    for failed_ranges in (0, 1, 4, 40):
+        assert split.spent(failed_ranges) == pytest.approx(1.0)
+    # the thresholds' delta: the first estimates' part, and the rest over the second ones
+    delta = 1e-9
+    first = split.category_first_delta(delta)
+    assert 0 < first < delta / 5
+    for failed in (0, 2):
+        seconds = split.category_seconds(failed)
+        assert 5 * first + seconds * split.category_second_delta(delta, failed) == pytest.approx(
+            delta
+        )
     # no category and every range found: the reserve is left for PrivSyn's own steps
     ranges_only = DomainSplit(1.0, ranges=10, categories=0)
     assert ranges_only.spent(0) == pytest.approx(FIRST_RANGE_SHARE)
     assert ranges_only.spent(2) == pytest.approx(1.0)
+
+
+def test_a_second_category_estimate_sets_its_threshold_for_the_noise_of_both():
+    column = pd.Series(["a"] * 40, name="c")
+    first = private_categories(column, 0.02, 1e-6, np.random.default_rng(0))
+    second = private_categories(column, 0.06, 1e-7, np.random.default_rng(1), prior=first)
+    both = (first.evidence.sigma**-2 + 0.12) ** -0.5  # sigma^-2 = 2 rho for each draw
+    assert second.evidence.sigma == pytest.approx(both)
+    assert second.threshold == pytest.approx(1.0 + both * float(norm.isf(1e-7)), rel=1e-9)
+    # the ledger entry is this draw's: its own rho, sigma and delta
+    assert second.measurement.rho == 0.06
+    assert second.measurement.sigma == pytest.approx(1.0 / math.sqrt(0.12))
+    assert second.measurement.delta == 1e-7
+    assert "added to a first estimate" in second.measurement.mechanism
+
+
+def test_a_second_category_estimate_releases_a_lone_record_with_probability_delta():
+    """The privacy of the second estimate: a value held by one record clears the combined
+    threshold with probability delta (over both draws), however the first one fell."""
+    delta, draws, seeds = 0.05, 2000, 10
+    column = pd.Series([f"one{i}" for i in range(draws)], name="c")
+    released = 0
+    for seed in range(seeds):
+        first = private_categories(column, 0.02, 1e-9, np.random.default_rng(seed))
+        second = private_categories(
+            column, 0.05, delta, np.random.default_rng(100 + seed), prior=first
+        )
+        released += len(second.categories)
+    n = draws * seeds
+    assert abs(released / n - delta) < 4 * math.sqrt(delta * (1 - delta) / n)
+
+
+def test_a_second_category_estimate_builds_on_the_first():
+    """Values of 60 records each, under the first estimate's threshold: a second estimate
+    that adds to the first releases them more often than one that starts over."""
+    column = pd.Series([f"v{i}" for i in range(8) for _ in range(60)], name="c")
+    rho_first, rho_second, delta = 0.001, 0.002, 1e-6
+    fresh = built = 0
+    for seed in range(40):
+        first = private_categories(column, rho_first, delta, np.random.default_rng(seed))
+        assert first.threshold > 60 * 1.05
+        rng = np.random.default_rng(1000 + seed)
+        fresh += len(private_categories(column, rho_second, delta, rng).categories)
+        rng = np.random.default_rng(1000 + seed)
+        again = private_categories(column, rho_second, delta, rng, prior=first)
+        built += len(again.categories)
+
+    # exact rates: P(60 + N(0, s^2) >= tau) for the second draw's sigma alone and for both
+    def rate(rho: float) -> float:
+        sigma = 1.0 / math.sqrt(2 * rho)
+        return float(norm.sf((1 + sigma * norm.isf(delta) - 60) / sigma))
+
+    n = 40 * 8
+    assert abs(fresh / n - rate(rho_second)) < 4 * math.sqrt(0.25 / n)
+    assert abs(built / n - rate(rho_first + rho_second)) < 4 * math.sqrt(0.25 / n)
+    assert built > fresh + 60, (built, fresh)
 
 
 def _wide_table(rng: np.random.Generator, rows: int = 6000) -> pd.DataFrame:

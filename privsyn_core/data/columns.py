@@ -35,7 +35,8 @@ from privsyn_core.measuring.counters import FrameTable, RawTable
 from privsyn_core.measuring.private_domain import (
     CATEGORY_WEIGHT,
     DomainSplit,
-    RangeEvidence,
+    NoisyEvidence,
+    PrivateCategories,
     categories_from_counts,
     range_from_histogram,
 )
@@ -191,13 +192,15 @@ def prepare_columns(
     then each open domain is estimated, from a budget of ``rho_per_estimate`` times the
     number of estimates, spread by :class:`~privsyn_core.measuring.private_domain.DomainSplit`
     (a category weighs ``category_weight`` against 1 for a range; ranges that find nothing
-    get a second estimate). The order is fixed: declared domains (which cost nothing, so a
-    declared column the data contradicts is refused before anything is spent on domains),
-    the ranges, their second estimates, then the categories, so that in debug mode the noise
-    a range draws does not depend on how many distinct values another column has.
-    ``delta_for_thresholds`` is split equally over the category estimates, whose number is
-    known only once the kinds are (a DP output), so the whole reservation is used and every
-    threshold is as low as it can be.
+    and category estimates that release nothing get a second estimate). The order is fixed:
+    declared domains (which cost nothing, so a declared column the data contradicts is
+    refused before anything is spent on domains), the ranges, their second estimates, the
+    categories, then their second estimates, so that in debug mode the noise a range draws
+    does not depend on how many distinct values another column has.
+    ``delta_for_thresholds`` is split over the category estimates, whose number is known only
+    once the kinds are (a DP output): part of it equally over the first estimates, the rest
+    equally over the second ones (left unspent when every column released a value; see
+    :class:`~privsyn_core.measuring.private_domain.DomainSplit`).
 
     ``table`` is read only through :class:`~privsyn_core.measuring.counters.RawTable` (a
     DataFrame is wrapped in :class:`~privsyn_core.measuring.counters.FrameTable`): aggregates,
@@ -230,10 +233,11 @@ def prepare_columns(
         len(categories),
         category_weight,
     )
-    delta = delta_for_thresholds / max(1, len(categories))
     done: dict[int, _Domain] = {}
 
-    def estimate(index: int, rho: float, prior: RangeEvidence | None = None) -> _Domain:
+    def estimate(
+        index: int, rho: float, delta: float = 0.0, prior: _Domain | None = None
+    ) -> _Domain:
         spec, choices = settled[index]
         try:
             found = _prepare_domain(spec, choices, table, rho, delta, rng, raw_domains, prior)
@@ -250,10 +254,17 @@ def prepare_columns(
         done[index] = estimate(index, split.range_first)
     failed = [i for i in ranges if done[i].item is None]
     for index in failed:
-        second = estimate(index, split.range_second(len(failed)), done[index].evidence)
+        second = estimate(index, split.range_second(len(failed)), prior=done[index])
         done[index] = replace(second, second=True)
+    first_delta = split.category_first_delta(delta_for_thresholds)
     for index in categories:
-        done[index] = estimate(index, split.category_each(len(failed)))
+        done[index] = estimate(index, split.category_first(len(failed)), first_delta)
+    lost = [i for i in categories if done[i].item is None]
+    second_rho = split.category_second(len(failed), len(lost))
+    second_delta = split.category_second_delta(delta_for_thresholds, len(lost))
+    for index in (lost or categories) if second_rho > 0 else []:
+        second = estimate(index, second_rho, second_delta, done[index])
+        done[index] = replace(second, second=True)
     excluded: list[tuple[str, str]] = [
         (c.name, c.reason or "excluded by the schema") for c in schema.columns if c.exclude
     ]
@@ -291,28 +302,30 @@ def _estimates_range(spec: ColumnSchema) -> bool:
 @dataclass(frozen=True)
 class _Domain:
     """One column's domain: its codec (None: left out), the estimate it paid for, the
-    threshold a category had to clear and, for a range that found nothing, what a second
-    estimate builds on."""
+    threshold a category had to clear and what a second estimate builds on: for a range
+    that found nothing its evidence, for categories the estimate."""
 
     item: PreparedColumn | None
     spend: Measurement | None = None
-    evidence: RangeEvidence | None = None
+    evidence: NoisyEvidence | None = None
     threshold: float | None = None
     second: bool = False
+    categories: PrivateCategories | None = None
 
 
 def _why_left_out(spec: ColumnSchema, found: _Domain) -> str:
     """Why a column whose domain estimate released nothing is left out, in words (the
     threshold and the noise are public: they follow from the budget alone)."""
+    second = ", even after a second estimate" if found.second else ""
     if spec.kind is Kind.CATEGORICAL:
         need = ""
         if found.threshold is not None:
             need = f" (a value needs about {found.threshold:,.0f} rows)"
         return (
-            f"no value was frequent enough to release privately at this budget{need}: free "
-            "text or an identifier? Declare its categories (Data page, or a schema) to keep it"
+            f"no value was frequent enough to release privately at this budget{need}"
+            f"{second}: free text or an identifier? Declare its categories (Data page, or a "
+            "schema) to keep it"
         )
-    second = ", even after a second estimate" if found.second else ""
     noise = ""
     if found.evidence is not None:
         noise = f" (noise sigma {found.evidence.sigma:,.0f} per doubling)"
@@ -331,10 +344,11 @@ def _prepare_domain(
     delta: float,
     rng: NoiseSource | np.random.Generator,
     raw: bool,
-    prior: RangeEvidence | None = None,
+    prior: _Domain | None = None,
 ) -> _Domain:
     """The codec of a column whose structure is settled, and the domain estimate it paid
-    (None when declared); no codec when the estimate released nothing (left out)."""
+    (None when declared); no codec when the estimate released nothing (left out). ``prior``
+    is the column's first estimate, which a second one adds to."""
     # missing values: declared, or a missing code whose rate the 1-way marginal measures
     may_be_missing = spec.missing is not False
     choices = [
@@ -347,9 +361,11 @@ def _prepare_domain(
     ]
     lenient = any(c.name == "kind" and c.provenance is not Provenance.DECLARED for c in choices)
     if spec.kind is Kind.CATEGORICAL:
-        found = _categorical(spec, table, may_be_missing, rho, delta, rng, raw)
+        first = None if prior is None else prior.categories
+        found = _categorical(spec, table, may_be_missing, rho, delta, rng, raw, first)
     else:
-        found = _binned(spec, table, may_be_missing, lenient, rho, rng, raw, prior)
+        evidence = None if prior is None else prior.evidence
+        found = _binned(spec, table, may_be_missing, lenient, rho, rng, raw, evidence)
     item = found.item
     if item is None:
         return found
@@ -453,6 +469,7 @@ def _categorical(
     delta: float,
     rng: NoiseSource | np.random.Generator,
     raw: bool,
+    prior: PrivateCategories | None = None,
 ) -> _Domain:
     if spec.categories is not None:
         codec = CategoryCodec(spec.name, spec.categories, False, may_be_missing)
@@ -461,13 +478,15 @@ def _categorical(
     if raw:
         codec = CategoryCodec(spec.name, tuple(values), False, may_be_missing)
         return _Domain(PreparedColumn(codec, Provenance.RAW, "categories read off the data"))
-    estimate = categories_from_counts(spec.name, values, counts, rho, delta, rng)
+    estimate = categories_from_counts(spec.name, values, counts, rho, delta, rng, prior)
+    found = _Domain(None, estimate.measurement, threshold=estimate.threshold, categories=estimate)
     if not estimate.categories:
-        return _Domain(None, estimate.measurement, threshold=estimate.threshold)
+        return found
     codec = CategoryCodec(spec.name, estimate.categories, True, may_be_missing)
     note = f"{len(estimate.categories)} categories released; rarer values become 'other'"
-    item = PreparedColumn(codec, Provenance.PRIVATE, note)
-    return _Domain(item, estimate.measurement, threshold=estimate.threshold)
+    if prior is not None and not prior.categories:
+        note += " (second estimate)"
+    return replace(found, item=PreparedColumn(codec, Provenance.PRIVATE, note))
 
 
 def _binned(
@@ -478,7 +497,7 @@ def _binned(
     rho: float,
     rng: NoiseSource | np.random.Generator,
     raw: bool,
-    prior: RangeEvidence | None = None,
+    prior: NoisyEvidence | None = None,
 ) -> _Domain:
     is_datetime = spec.kind is Kind.DATETIME
     integer = True if is_datetime else bool(spec.integer)

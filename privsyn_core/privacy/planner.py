@@ -35,11 +35,18 @@ from privsyn_core.measuring.indif import indif_sigma
 from privsyn_core.measuring.persons import bounded
 from privsyn_core.measuring.private_domain import (
     CATEGORY_WEIGHT,
+    FIRST_CATEGORY_SHARE,
     FIRST_RANGE_SHARE,
     DomainSplit,
     category_threshold,
 )
-from privsyn_core.privacy.ledger import ROW, PrivacyUnit, laplace_scale, rho_from_epsilon_delta
+from privsyn_core.privacy.ledger import (
+    ROW,
+    Measurement,
+    PrivacyUnit,
+    laplace_scale,
+    rho_from_epsilon_delta,
+)
 from privsyn_core.privacy.noise import SecureNoise, SeededNoise
 from privsyn_core.selection.methods import selection_method
 
@@ -62,11 +69,12 @@ class CategorySurvival:
     The estimate (:func:`privsyn_core.measuring.private_domain.categories_from_counts`) keeps
     a value whose count ``c`` plus noise N(0, sigma^2) reaches ``threshold``, so it survives
     with probability about ``P(c + N(0, sigma^2) >= threshold)``. Public inputs only: the
-    threshold assumes every column that may release categories is thresholded (each gets an
-    equal part of the reserved delta and of the domain budget,
-    :class:`~privsyn_core.measuring.private_domain.DomainSplit`); if the structure step settles
-    fewer as categorical, each gets more of both and the real threshold is lower (the owner's
-    :func:`forecast_columns` uses the kinds the table's values have).
+    threshold is the first estimate's and assumes every column that may release categories is
+    thresholded (each first estimate gets an equal part of the first estimates' delta and
+    budget, :class:`~privsyn_core.measuring.private_domain.DomainSplit`); if the structure
+    step settles fewer as categorical, each gets more of both and the real threshold is lower
+    (the owner's :func:`forecast_columns` uses the kinds the table's values have), and a
+    column that releases nothing gets a second, lower threshold.
     """
 
     sigma: float
@@ -97,7 +105,8 @@ class CategorySurvival:
             f"a category needs about {self.count_50} records to survive half the time and "
             f"{self.count_95} to survive 95% of the time (threshold {self.threshold:.1f}, "
             f"sigma {self.sigma:.1f}); rarer values become 'other', and a column with no "
-            "surviving value is dropped. Declare the categories in the schema to skip this."
+            "surviving value gets a second estimate, then is dropped if that releases none. "
+            "Declare the categories in the schema to skip this."
         )
 
 
@@ -178,10 +187,10 @@ def plan_budget(
     domain_split = DomainSplit(rho_domain, private_ranges, may_threshold)
     survival = None
     if may_threshold:
-        # without the ranges' reserve, which reaches the categories only when every range
-        # finds its bounds at first: the threshold shown is the one a category can count on
+        # a first estimate without the ranges' reserve, which reaches the categories only
+        # when every range finds its bounds at first: the threshold a category can count on
         sigma = unit.sigma(domain_split.category_least)
-        delta_each = reserved / may_threshold
+        delta_each = domain_split.category_first_delta(reserved)
         survival = CategorySurvival(
             sigma=sigma,
             threshold=category_threshold(sigma, delta_each, calibrated),
@@ -205,7 +214,9 @@ def plan_budget(
                     else "sigma of a range's first histograms; "
                 )
                 + f"categories kept when their noisy count clears a threshold (delta "
-                f"{reserved:.2g} reserved); bounds from noisy histograms of powers of two, "
+                f"{reserved:.2g} reserved), "
+                f"{1 - FIRST_CATEGORY_SHARE:.0%} of their share kept for a second estimate of "
+                "the columns that release none; bounds from noisy histograms of powers of two, "
                 f"{1 - FIRST_RANGE_SHARE:.0%} of the ranges' share kept for a second estimate "
                 "of those that find nothing; what is left unspent goes to the steps below",
             )
@@ -440,6 +451,8 @@ def forecast_columns(
     names = [c.name for c in schema.included()]
     runs: list[tuple[dict[str, ColumnCodec], dict[str, str]]] = []
     thresholds: list[float] = []
+    #: per column, the category threshold it had to clear in each run
+    column_thresholds: dict[str, list[float]] = {}
     for seed in range(draws):
         noise = ForecastNoise(np.random.default_rng(seed), unit=unit)
         try:
@@ -458,15 +471,23 @@ def forecast_columns(
             kept = {c.codec.name: c.codec for c in prepared.columns}
             runs.append((kept, dict(prepared.excluded)))
             spent = prepared.measurements
-        # the category estimates' thresholds, as categories_from_counts sets them
-        thresholds += [
-            category_threshold(m.sigma, m.delta, noise)
-            for m in spent
-            if m.step == "domain" and m.delta > 0
-        ]
+        # each column's last category threshold, as categories_from_counts sets it: a
+        # second estimate's is set for the noise of both
+        estimates: dict[str, list[Measurement]] = {}
+        for m in spent:
+            if m.step == "domain" and m.delta > 0:
+                estimates.setdefault(m.attributes[0], []).append(m)
+        for name, found in estimates.items():
+            sigma = math.fsum(m.sigma**-2 for m in found) ** -0.5
+            last = category_threshold(sigma, found[-1].delta, noise)
+            thresholds.append(last)
+            column_thresholds.setdefault(name, []).append(last)
     threshold = float(np.median(thresholds)) if thresholds else None
+    own = {name: float(np.median(found)) for name, found in column_thresholds.items()}
     return TableForecast(
-        tuple(_column_forecast(counted, n, runs, threshold) for n in names), draws, threshold
+        tuple(_column_forecast(counted, n, runs, own.get(n, threshold)) for n in names),
+        draws,
+        threshold,
     )
 
 
@@ -477,7 +498,9 @@ def _column_forecast(
     threshold: float | None,
 ) -> ColumnForecast:
     """One column's line: what the runs did to it, explained with its exact counts (the
-    forecast is the owner's: it may say how many rows its commonest value holds)."""
+    forecast is the owner's: it may say how many rows its commonest value holds).
+    ``threshold`` is the category threshold the column had to clear in the runs (after a
+    second estimate, where it got one)."""
     codecs = [kept[name] for kept, _ in runs if name in kept]
     reasons = [why[name] for _, why in runs if name in why]
     lost = len(reasons) / len(runs)

@@ -19,6 +19,7 @@ from privsyn_core.data.columns import open_parts
 from privsyn_core.data.schema import Schema
 from privsyn_core.errors import InputError
 from privsyn_core.measuring.counters import FrameTable
+from privsyn_core.measuring.private_domain import FIRST_CATEGORY_SHARE
 from privsyn_core.privacy.planner import (
     ColumnForecast,
     CountsOnce,
@@ -159,11 +160,14 @@ if survival is not None:
         f"Up to {survival.columns} column(s) may have their categories estimated privately "
         "(their kind is left open, or declared categorical without categories): each value's "
         f"count gets noise and only values whose noisy count reaches the threshold are kept. "
-        f"The numbers above assume all {survival.columns} are categorical (sigma "
-        f"{survival.sigma:.1f}, threshold {survival.threshold:.1f}); columns read as numbers "
-        "take less of the domain budget, so the real threshold is lower (your table's is "
-        "below). Rarer values become 'other'; a column in which no value survives is dropped, "
-        "after its share of the budget is spent."
+        f"The numbers above are for a first estimate and assume all {survival.columns} are "
+        f"categorical (sigma {survival.sigma:.1f}, threshold {survival.threshold:.1f}); "
+        "columns read as numbers take less of the domain budget, so the real threshold is "
+        f"lower (your table's is below). Rarer values become 'other'. "
+        f"{1 - FIRST_CATEGORY_SHARE:.0%} of the categories' budget is kept for a second "
+        "estimate, added to the first: of the "
+        "columns in which no value survived, or of every column when each kept some. A column "
+        "in which no value survives either estimate is dropped."
     )
 
 

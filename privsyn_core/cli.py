@@ -13,6 +13,7 @@ only when one runs.
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -79,6 +80,30 @@ _SYNTHESIS = (
     "the same marginals), gum+mrf (both, the table closer to the measurements kept; the "
     "faster gum on a wide table), mcf (the paper's min-cost-flow strawman)"
 )
+
+
+#: what --independence-threshold means, in one line
+_INDEPENDENCE = (
+    "draw a measured pair as independent when its interaction is within T times the size "
+    "its measurement noise alone would give it (Mallows' Cp; default 2), or 'off' to keep "
+    "every measured pair as measured"
+)
+
+
+def _independence(text: str) -> float | str:
+    """``--independence-threshold``: a finite number >= 0, or ``off``."""
+    if text.strip().lower() == "off":
+        return "off"
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0 or 'off', got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0 or 'off', got {text!r}")
+    return value
+
+
+_independence.__name__ = "threshold"
 
 
 def _iterations(text: str) -> int:
@@ -211,6 +236,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     syn.add_argument("--synthesis", choices=_SYNTHESES, default="auto", help=_SYNTHESIS)
     syn.add_argument(
+        "--independence-threshold", type=_independence, default=None, metavar="T",
+        help=_INDEPENDENCE,
+    )  # fmt: skip
+    syn.add_argument(
         "--rows", type=_count(1), default=None, help="rows to synthesise (default: the noisy total)"
     )
     _block_options(syn)
@@ -289,6 +318,10 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument(
         "--synthesis", choices=_SYNTHESES, default=None,
         help=_SYNTHESIS + " (default: the release's setting)",
+    )  # fmt: skip
+    gen.add_argument(
+        "--independence-threshold", type=_independence, default=None, metavar="T",
+        help=_INDEPENDENCE.replace("default 2", "default: the release's setting"),
     )  # fmt: skip
     gen.add_argument(
         "--strategy",

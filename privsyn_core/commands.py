@@ -225,6 +225,11 @@ class _ProgressBar:
         self.bar.close()
 
 
+def _threshold(option: float | str) -> float | None:
+    """``--independence-threshold`` as the engine's setting: ``off`` is None."""
+    return None if option == "off" else float(option)
+
+
 def _table_file(
     target: Path, escape_formulas: bool, rows: int | None
 ) -> tuple[TableFile, FormulaScan]:
@@ -292,6 +297,8 @@ def _synthesize(args: argparse.Namespace) -> int:
     dataset = file_fingerprint(args.input)
     gum = GumSettings(iterations=args.iterations)
     config = PrivSynConfig(gum=gum, target=args.target, synthesis=args.synthesis)
+    if args.independence_threshold is not None:
+        config = replace(config, independence_threshold=_threshold(args.independence_threshold))
     # no seed: release mode (secure, exact noise); a seed: debug mode, marked not for release
     rng = None if args.seed is None else np.random.default_rng(args.seed)
     settings = {
@@ -299,6 +306,7 @@ def _synthesize(args: argparse.Namespace) -> int:
         "delta": args.delta,
         "iterations": args.iterations,
         "synthesis": args.synthesis,
+        "independence_threshold": config.independence_threshold,
         "schema": args.schema,
         "domain": args.domain,
         "raw_domains": args.raw_domains,
@@ -436,6 +444,9 @@ def _generate(args: argparse.Namespace) -> int:
     sampling = replace(model.defaults, gum=gum)
     if args.synthesis is not None:
         sampling = replace(sampling, synthesis=args.synthesis)
+    if args.independence_threshold is not None:
+        threshold = _threshold(args.independence_threshold)
+        sampling = replace(sampling, independence_threshold=threshold)
     if args.block_rows is not None:
         sampling = replace(sampling, block_rows=args.block_rows)
     rows = model.default_rows if args.rows is None else args.rows

@@ -585,3 +585,40 @@ def test_synthesis_picks_the_method_and_auto_is_gum_on_a_narrow_table(
     capsys.readouterr()
     status = main(synthesize_argv(csv, domain, tmp_path / "x.csv", "--synthesis", "ipf"))
     assert "invalid choice: 'ipf'" in assert_clean_failure(status, capsys, tmp_path, before)
+
+
+def test_independence_threshold_reaches_the_release_and_generate_can_change_it(
+    inputs, tmp_path, capsys
+):
+    """``--independence-threshold`` sets the engine's rule (generation/independence.py): kept
+    in the release bundle, and changed for a new sample by ``generate``."""
+    from privsyn_core.generation.independence import DEFAULT_THRESHOLD
+    from privsyn_core.release.bundle import load_model
+
+    csv, domain = inputs
+    bundles = {}
+    for name, extra in {"default": (), "off": ("--independence-threshold", "off")}.items():
+        bundle = tmp_path / f"{name}.zip"
+        argv = synthesize_argv(csv, domain, tmp_path / f"{name}.csv", "--seed", "3", "-q")
+        assert main([*argv, "--bundle", str(bundle), *extra]) == 0
+        bundles[name] = bundle
+    assert load_model(bundles["default"]).defaults.independence_threshold == DEFAULT_THRESHOLD
+    assert load_model(bundles["off"]).defaults.independence_threshold is None
+    # a huge threshold draws every measured pair as independent: another table
+    drawn = {}
+    for value in ("off", "1e6"):
+        out = tmp_path / f"generated-{value}.csv"
+        argv = ["generate", str(bundles["off"]), "-o", str(out), "--rows", "2000", "--seed", "1"]
+        assert main([*argv, "-q", "--independence-threshold", value]) == 0
+        drawn[value] = pd.read_csv(out)
+    assert not drawn["off"].equals(drawn["1e6"])
+    # the parser spells the engine's default out (it imports no engine module)
+    from privsyn_core.cli import _INDEPENDENCE
+
+    assert f"default {DEFAULT_THRESHOLD:g}" in _INDEPENDENCE
+    capsys.readouterr()
+    before = files_under(tmp_path)
+    for bad in ("-1", "nan", "inf", "two"):
+        argv = synthesize_argv(csv, domain, tmp_path / "x.csv", "--independence-threshold", bad)
+        line = assert_clean_failure(main(argv), capsys, tmp_path, before)
+        assert "--independence-threshold" in line and "'off'" in line, line

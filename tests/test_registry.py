@@ -200,7 +200,9 @@ def test_a_run_that_fails_after_spending_is_recorded_with_its_spend(tmp_path, ca
     (run,) = Registry().runs()
     assert run.rho > 0 and not run.has_bundle
     assert run.config["outcome"].startswith("failed")
-    assert [e["step"] for e in run.ledger["measurements"]] == ["structure", "domain"]
+    # the structure, then the categories' first estimate and, as it released nothing, the
+    # second (DomainSplit): every spend before the failure is recorded
+    assert [e["step"] for e in run.ledger["measurements"]] == ["structure", "domain", "domain"]
 
 
 def test_a_cli_run_interrupted_during_gum_records_what_it_had_spent(tmp_path, capsys, monkeypatch):

@@ -257,6 +257,20 @@ def test_runs_without_a_seed_are_releases_and_seeded_runs_are_marked():
 # --- run registry: recording, lifetime budget, History --------------------------------------
 
 
+def test_a_finished_runs_caption_keeps_its_own_iteration_cap():
+    """GUM stops early on the sample (its plateau and noise-floor stops); the caption names
+    the cap the run had, not the one the sidebar shows after it."""
+    at = go(app(), "run")
+    at.number_input(key="iterations").set_value(300).run()
+    at.text_input(key="seed_text").set_value("3").run()
+    run_and_wait(at)
+    assert at.session_state["run_state"] == "done"
+    assert len(at.session_state["finished"].result.history) < 300
+    at.number_input(key="iterations").set_value(20).run()
+    captions = [c.value for c in at.caption if "of at most" in c.value]
+    assert len(captions) == 1 and "of at most 300 iterations" in captions[0], captions
+
+
 def run_once(at: AppTest, iterations: int = 5) -> AppTest:
     go(at, "run")
     at.number_input(key="iterations").set_value(iterations).run()

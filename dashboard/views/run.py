@@ -302,7 +302,11 @@ if finished is not None:
     result = finished.result
     st.progress(1.0, text=f"done in {finished.seconds:.1f} s")
     draw(list(result.history), key="final")
-    if note := stopped_early(result.history, config.gum.iterations):
+    # the run's own cap: the sidebar's may have changed since it started
+    planned = (
+        config.gum.iterations if result.model is None else result.model.defaults.gum.iterations
+    )
+    if note := stopped_early(result.history, planned):
         st.caption(note)
     state.dp_badge()
     st.success(

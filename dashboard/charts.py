@@ -308,7 +308,7 @@ def convergence_chart(
                 line={"width": 3, "color": "black"},
             )
         )
-        sweeps = np.array([getattr(h, "method", "gum") == "mrf" for h in history])
+        sweeps = np.array([_is_sweep(h) for h in history])
         traces.append(
             go.Scatter(
                 x=x,
@@ -348,9 +348,14 @@ def convergence_chart(
     return figure
 
 
+def _is_sweep(record: GumIterationRecord) -> bool:
+    """Whether a history record is an MRF sweep rather than a GUM iteration."""
+    return record.method == "mrf"
+
+
 def iterations_done(history: list | tuple) -> str:
     """ "6 GUM iterations", "1 GUM iteration and 40 MRF sweeps": what the chart shows."""
-    sweeps = sum(getattr(h, "method", "gum") == "mrf" for h in history)
+    sweeps = sum(_is_sweep(h) for h in history)
     gum = len(history) - sweeps
     text = f"{gum} GUM iteration{'s' if gum != 1 else ''}"
     return text + (f" and {sweeps} MRF sweep{'s' if sweeps != 1 else ''}" if sweeps else "")
@@ -358,7 +363,7 @@ def iterations_done(history: list | tuple) -> str:
 
 def stopped_early(history: list | tuple, planned: int) -> str:
     """Why the chart ends where it does, when GUM ran fewer iterations than it could."""
-    gum = sum(getattr(h, "method", "gum") != "mrf" for h in history)
+    gum = sum(not _is_sweep(h) for h in history)
     if not history or gum >= planned:
         return ""
     return (

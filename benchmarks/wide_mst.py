@@ -1,14 +1,25 @@
-"""The MST arm of ``benchmarks/wide.py``, run inside the peers' virtual environment.
+"""The MST arms of ``benchmarks/wide.py``, run inside a peer's virtual environment.
 
-MST (McKenna, Miklau and Sheldon 2021) from dpmm (``pip install dpmm==0.1.9``, Apache-2.0),
-which is not a dependency of PrivSyn Studio: ``benchmarks/wide.py --install-peers`` makes
-``benchmarks/.peers-venv`` with it, and runs this file there as a subprocess. It reads an
-integer-coded table (``.npy``, rows x columns) and its domain (JSON: column names and sizes,
-in column order), fits dpmm's ``MSTGM`` on the codes as they are (no discretisation, no
-domain compression: every arm of the benchmark sees the same coded table and domain), writes
-the synthetic codes (``.npy``) and prints one JSON line: seconds to fit and to sample, the
-number of cliques measured and the peak RSS. Imports only what the peers' environment has
-(numpy, pandas, dpmm).
+MST (McKenna, Miklau and Sheldon 2021) from one of two packages that are not dependencies of
+PrivSyn Studio; ``benchmarks/wide.py --install-peers`` makes their environments and runs this
+file there as a subprocess:
+
+* ``--implementation dpmm`` (arm ``mst``): dpmm 0.1.9 (Apache-2.0) in
+  ``benchmarks/.peers-venv``. Its ``MSTGM`` is fitted on the codes as they are (no
+  discretisation, no domain compression: every arm of the benchmark sees the same coded
+  table and domain).
+* ``--implementation snsynth`` (arm ``mst-sn``): smartnoise-synth 1.0.8 (MIT) in
+  ``benchmarks/.snsynth-venv``, the reference MST of Private-PGM (mbi 1.1, on JAX) wrapped:
+  its 1-way measurements, its own domain compression (values under 3 sigma merged), the
+  spanning tree chosen with a third of rho, and 5,000 iterations of mirror descent. Its
+  transformer reads each column's categories off the codes (``preprocessor_eps=0``: no
+  budget, as dpmm's declared domain). It runs where dpmm fails: on caravan (86 columns)
+  dpmm's final estimate builds a junction tree too wide for NumPy.
+
+It reads an integer-coded table (``.npy``, rows x columns) and its domain (JSON: column
+names and sizes, in column order), writes the synthetic codes (``.npy``) and prints one JSON
+line: seconds to fit and to sample, the number of cliques measured (dpmm) and the peak RSS.
+Imports only what the peer's environment has.
 """
 
 from __future__ import annotations
@@ -43,7 +54,11 @@ def main() -> None:
     parser.add_argument(
         "--select-iters", type=int, default=2500, help="iterations of the selection's estimate"
     )
+    parser.add_argument("--implementation", choices=["dpmm", "snsynth"], default="dpmm")
     args = parser.parse_args()
+    if args.implementation == "snsynth":
+        smartnoise(args)
+        return
 
     import dpmm.models.mst as mst
     import pandas as pd
@@ -91,6 +106,38 @@ def main() -> None:
                 "rows": int(out.shape[0]),
                 "select_iters": args.select_iters,
                 "iters": args.iters,
+                "rss_MB": peak_rss_mb(),
+            }
+        )
+    )
+
+
+def smartnoise(args: argparse.Namespace) -> None:
+    """MST as smartnoise-synth runs it (its own iteration counts: ``--iters`` is dpmm's)."""
+    import numpy as np
+    import pandas as pd
+    from snsynth.mst import MSTSynthesizer
+
+    codes = np.load(args.codes)
+    names = [name for name, _ in json.loads(Path(args.domain).read_text())]
+    table = pd.DataFrame(codes.astype(np.int64), columns=names)
+    # its Gaussian noise is OpenDP's, from secure randomness: a run cannot be repeated, and
+    # the seed reaches only what it draws with NumPy's global generator (the tree's choices)
+    np.random.seed(args.seed)
+    started = time.perf_counter()
+    model = MSTSynthesizer(epsilon=args.epsilon, delta=args.delta)
+    model.fit(table, categorical_columns=names, preprocessor_eps=0.0)
+    fitted = time.perf_counter()
+    synthetic = model.sample(args.rows or len(table))
+    sampled = time.perf_counter()
+    out = synthetic[names].to_numpy(dtype=np.int64)
+    np.save(args.output, out)
+    print(
+        json.dumps(
+            {
+                "fit_s": fitted - started,
+                "sample_s": sampled - fitted,
+                "rows": int(out.shape[0]),
                 "rss_MB": peak_rss_mb(),
             }
         )

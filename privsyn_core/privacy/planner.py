@@ -208,7 +208,7 @@ def plan_budget(
                 sigma_domain,
                 f"{estimates} columns",
                 (
-                    "sigma of each category's count (a category weighs "
+                    "sigma of each category's count in a first estimate (a category weighs "
                     f"{CATEGORY_WEIGHT:g} ranges); "
                     if may_threshold
                     else "sigma of a range's first histograms; "

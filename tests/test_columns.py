@@ -599,3 +599,30 @@ def test_declared_decimals_settle_whole_numbers_that_the_noisy_counts_would_deci
     assert not column.codec.integer
     whole = next(c for c in column.choices if c.name == "whole numbers")
     assert (whole.value, whole.provenance) == ("no", Provenance.DECLARED)
+
+
+def test_a_second_category_estimate_reads_the_exact_counts_once(penguins):
+    """Each category column gets a first and a second estimate here (all three release
+    values); the table is asked for each column's value counts once (on DuckDB or Spark
+    each ask is a scan)."""
+    from privsyn_core.measuring.counters import FrameTable
+
+    asked: list[str] = []
+
+    class Counting(FrameTable):
+        def value_counts(self, name: str):
+            asked.append(name)
+            return super().value_counts(name)
+
+    table = Counting(penguins)
+    prepared = prepare_columns(
+        table,
+        schema_from_dtypes(penguins),
+        rho_per_structure=0.01,
+        rho_per_estimate=0.05,
+        delta_for_thresholds=3e-7,
+        rng=np.random.default_rng(0),
+    )
+    domain = [m.attributes[0] for m in prepared.measurements if m.delta > 0]
+    assert sorted(domain) == sorted(["species", "island", "sex"] * 2)
+    assert sorted(asked) == ["island", "sex", "species"]

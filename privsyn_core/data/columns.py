@@ -22,6 +22,8 @@ says so.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -199,8 +201,8 @@ def prepare_columns(
     does not depend on how many distinct values another column has.
     ``delta_for_thresholds`` is split over the category estimates, whose number is known only
     once the kinds are (a DP output): part of it equally over the first estimates, the rest
-    equally over the second ones (left unspent when every column released a value; see
-    :class:`~privsyn_core.measuring.private_domain.DomainSplit`).
+    equally over the second ones: of the columns that released nothing, or of every column
+    when each released a value (:class:`~privsyn_core.measuring.private_domain.DomainSplit`).
 
     ``table`` is read only through :class:`~privsyn_core.measuring.counters.RawTable` (a
     DataFrame is wrapped in :class:`~privsyn_core.measuring.counters.FrameTable`): aggregates,
@@ -234,13 +236,18 @@ def prepare_columns(
         category_weight,
     )
     done: dict[int, _Domain] = {}
+    # a category's second estimate draws on the same exact counts as its first: read once
+    # (a SQL backend would scan the table again)
+    value_counts = functools.cache(table.value_counts)
 
     def estimate(
         index: int, rho: float, delta: float = 0.0, prior: _Domain | None = None
     ) -> _Domain:
         spec, choices = settled[index]
         try:
-            found = _prepare_domain(spec, choices, table, rho, delta, rng, raw_domains, prior)
+            found = _prepare_domain(
+                spec, choices, table, value_counts, rho, delta, rng, raw_domains, prior
+            )
         except InputError as error:  # the measurements made before this one were paid for
             raise InputError(str(error), spent=(*measurements, *error.spent)) from None
         if found.spend is not None:
@@ -340,6 +347,7 @@ def _prepare_domain(
     spec: ColumnSchema,
     choices: list[StructureChoice],
     table: RawTable,
+    value_counts: Callable[[str], tuple[tuple[str, ...], np.ndarray]],
     rho: float,
     delta: float,
     rng: NoiseSource | np.random.Generator,
@@ -362,7 +370,7 @@ def _prepare_domain(
     lenient = any(c.name == "kind" and c.provenance is not Provenance.DECLARED for c in choices)
     if spec.kind is Kind.CATEGORICAL:
         first = None if prior is None else prior.categories
-        found = _categorical(spec, table, may_be_missing, rho, delta, rng, raw, first)
+        found = _categorical(spec, value_counts, may_be_missing, rho, delta, rng, raw, first)
     else:
         evidence = None if prior is None else prior.evidence
         found = _binned(spec, table, may_be_missing, lenient, rho, rng, raw, evidence)
@@ -463,7 +471,7 @@ def _join(*parts: str) -> str:
 
 def _categorical(
     spec: ColumnSchema,
-    table: RawTable,
+    value_counts: Callable[[str], tuple[tuple[str, ...], np.ndarray]],
     may_be_missing: bool,
     rho: float,
     delta: float,
@@ -474,7 +482,7 @@ def _categorical(
     if spec.categories is not None:
         codec = CategoryCodec(spec.name, spec.categories, False, may_be_missing)
         return _Domain(PreparedColumn(codec, Provenance.DECLARED))
-    values, counts = table.value_counts(spec.name)
+    values, counts = value_counts(spec.name)
     if raw:
         codec = CategoryCodec(spec.name, tuple(values), False, may_be_missing)
         return _Domain(PreparedColumn(codec, Provenance.RAW, "categories read off the data"))

@@ -57,10 +57,15 @@ class NoisyEvidence:
 
     def combined(self, other: NoisyEvidence) -> NoisyEvidence:
         """Both estimates, weighted by their precision (the noise of the average is
-        ``1 / sqrt(1 / sigma_1^2 + 1 / sigma_2^2)``)."""
+        :func:`combined_sigma`)."""
         w1, w2 = self.sigma**-2, other.sigma**-2
         counts = (w1 * self.counts + w2 * other.counts) / (w1 + w2)
-        return NoisyEvidence(counts, (w1 + w2) ** -0.5)
+        return NoisyEvidence(counts, combined_sigma(self.sigma, other.sigma))
+
+
+def combined_sigma(*sigmas: float) -> float:
+    """The noise of estimates added by their precision: ``1 / sqrt(sum 1 / sigma_i^2)``."""
+    return math.fsum(s**-2 for s in sigmas) ** -0.5
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ from privsyn_core.measuring.private_domain import (
     FIRST_RANGE_SHARE,
     DomainSplit,
     category_threshold,
+    combined_sigma,
 )
 from privsyn_core.privacy.ledger import (
     ROW,
@@ -216,7 +217,8 @@ def plan_budget(
                 + f"categories kept when their noisy count clears a threshold (delta "
                 f"{reserved:.2g} reserved), "
                 f"{1 - FIRST_CATEGORY_SHARE:.0%} of their share kept for a second estimate of "
-                "the columns that release none; bounds from noisy histograms of powers of two, "
+                "the columns that release none (of all, when each releases some); bounds "
+                "from noisy histograms of powers of two, "
                 f"{1 - FIRST_RANGE_SHARE:.0%} of the ranges' share kept for a second estimate "
                 "of those that find nothing; what is left unspent goes to the steps below",
             )
@@ -478,7 +480,7 @@ def forecast_columns(
             if m.step == "domain" and m.delta > 0:
                 estimates.setdefault(m.attributes[0], []).append(m)
         for name, found in estimates.items():
-            sigma = math.fsum(m.sigma**-2 for m in found) ** -0.5
+            sigma = combined_sigma(*(m.sigma for m in found))
             last = category_threshold(sigma, found[-1].delta, noise)
             thresholds.append(last)
             column_thresholds.setdefault(name, []).append(last)

@@ -22,6 +22,7 @@ import pandas as pd
 
 from privsyn_core.generation.fitted import guard_message
 from privsyn_core.generation.independence import noise_pairs
+from privsyn_core.generation.quasi_independence import quasi_independent_marginals
 from privsyn_core.selection.greedy import measurable_pairs
 from privsyn_core.selection.methods import selection_account
 
@@ -73,6 +74,9 @@ class DependencyReport:
     #: ``measured_pairs`` 2-way marginals
     independent_pairs: int = 0
     measured_pairs: int = 0
+    #: the measured pairs drawn from their quasi-independent fit, independent but for a few
+    #: cells (:mod:`privsyn_core.generation.quasi_independence`)
+    quasi_pairs: int = 0
 
 
 def dependency_report(result: SynthesisResult) -> DependencyReport:
@@ -111,8 +115,8 @@ def _pairs_drawn_independent(result: SynthesisResult) -> dict[str, int]:
     model = result.model
     if model is None:
         return {}
-    pairs = noise_pairs(
-        model.marginals, model.noise_scales(), model.defaults.independence_threshold
-    )
+    threshold = model.defaults.independence_threshold
+    pairs = noise_pairs(model.marginals, model.noise_scales(), threshold)
+    _, quasi = quasi_independent_marginals(model.marginals, model.noise_scales(), threshold, pairs)
     measured = sum(len(t.attributes) == 2 for t in model.marginals)
-    return {"independent_pairs": len(pairs), "measured_pairs": measured}
+    return {"independent_pairs": len(pairs), "measured_pairs": measured, "quasi_pairs": quasi}

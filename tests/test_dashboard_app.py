@@ -21,6 +21,7 @@ from dashboard import charts, worker
 from dashboard.views import history_runs, learn_game
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.schema import ColumnSchema, Kind
+from privsyn_core.dependency_report import dependency_report
 from privsyn_core.privacy.ledger import ROW, PrivacyLedger, PrivacyUnit, rho_from_epsilon_delta
 from privsyn_core.release.registry import Registry, Reservation, file_fingerprint
 
@@ -1057,3 +1058,38 @@ def test_privacy_page_plans_and_forecasts_for_the_person_unit_the_data_page_set(
     forecast = at.session_state["forecast"][1]
     assert "who" not in {c.name for c in forecast.columns}
     assert at.session_state["forecast_counts"][0][1] == Unit("who", 4)
+
+
+def test_marginals_page_says_which_measured_pairs_are_drawn_from_their_quasi_fit():
+    """Columns that copy others (60,000 rows): the measured copy pairs are independent but for
+    their diagonal, and the Marginals page says how many are drawn from that fit, in a
+    sentence whose verbs agree with the count (generation/quasi_independence.py)."""
+    rng = np.random.default_rng(3)
+    n = 60_000
+    region = rng.integers(0, 20, n)
+    office = np.where(rng.random(n) < 0.6, region, rng.integers(0, 20, n))
+    grade = rng.integers(0, 12, n)
+    band = np.where(rng.random(n) < 0.7, grade % 6, rng.integers(0, 6, n))
+    frame = pd.DataFrame(
+        {
+            "region": [f"R{v:02d}" for v in region],
+            "office": [f"O{v:02d}" for v in office],
+            "grade": [f"G{v:02d}" for v in grade],
+            "band": [f"B{v}" for v in band],
+        }
+    )
+    at = app()
+    data = frame.to_csv(index=False).encode()
+    at.file_uploader(key="upload").set_value(("staff.csv", data, "text/csv")).run()
+    assert not at.exception
+    go(at, "run")
+    at.text_input(key="seed_text").set_value("3").run()
+    run_and_wait(at)
+    report = dependency_report(at.session_state["finished"].result)
+    assert report.quasi_pairs >= 1
+    go(at, "marginals")
+    (line,) = [i.value for i in at.info if "independent but for a few cells" in i.value]
+    verb = "is" if report.quasi_pairs == 1 else "are"
+    assert line.startswith(
+        f"{report.quasi_pairs} of the {report.measured_pairs} measured pairs {verb} independent"
+    ), line

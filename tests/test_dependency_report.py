@@ -94,3 +94,38 @@ def test_a_run_that_measured_no_scores_reports_none():
     report = dependency_report(result)
     assert report.sigma is None and report.scores is None
     assert report.candidates == 0 and report.selected == ()
+
+
+def test_it_counts_the_measured_pairs_drawn_as_quasi_independent():
+    """b copies a (20 values) with probability 0.6: independent but for the diagonal, and at
+    epsilon 0.5 the measured (a, b) marginal is drawn from that fit; the report counts it,
+    and none with the rule off."""
+    from dataclasses import replace
+
+    from privsyn_core.generation.independence import noise_pairs
+    from privsyn_core.generation.quasi_independence import quasi_independent_marginals
+
+    rng = np.random.default_rng(7)
+    n = 60_000
+    a = rng.integers(0, 20, n)
+    table = pd.DataFrame(
+        {
+            "a": a,
+            "b": np.where(rng.random(n) < 0.6, a, rng.integers(0, 20, n)),
+            "c": rng.integers(0, 5, n),
+        }
+    )
+    config = PrivSynConfig(gum=GumSettings(iterations=2))
+    domain = {"a": 20, "b": 20, "c": 5}
+    run = synthesize(table, 0.5, 1e-9, domain=domain, config=config, rng=np.random.default_rng(0))
+    model = run.model
+    scales = model.noise_scales()
+    independent = noise_pairs(model.marginals, scales, 2.0)
+    replaced, count = quasi_independent_marginals(model.marginals, scales, 2.0, independent)
+    (quasi,) = [t.attributes for t, r in zip(model.marginals, replaced, strict=True) if t is not r]
+    assert set(quasi) == {"a", "b"}
+    report = dependency_report(run)
+    assert report.quasi_pairs == count == 1
+    off = replace(config, independence_threshold=None)
+    run = synthesize(table, 0.5, 1e-9, domain=domain, config=off, rng=np.random.default_rng(0))
+    assert dependency_report(run).quasi_pairs == 0

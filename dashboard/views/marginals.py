@@ -36,10 +36,23 @@ else:
     st.markdown(selection_summary(report))
     if report.independent_pairs:
         st.info(
-            f"{report.independent_pairs} of the {report.measured_pairs} measured pairs show no "
-            "more dependence than their measurement noise would on its own, so they are drawn "
-            "as independent (each from its 1-way margins): fitting them would copy noise into "
-            "the synthetic table."
+            f"{report.independent_pairs} of the {report.measured_pairs} measured pairs "
+            f"{'shows' if report.independent_pairs == 1 else 'show'} no more dependence than "
+            f"{'its' if report.independent_pairs == 1 else 'their'} measurement noise would "
+            "on its own, so "
+            f"{'it is' if report.independent_pairs == 1 else 'they are'} drawn as independent "
+            "(each from its 1-way margins): fitting "
+            f"{'it' if report.independent_pairs == 1 else 'them'} would copy noise into the "
+            "synthetic table."
+        )
+    if report.quasi_pairs:
+        st.info(
+            f"{report.quasi_pairs} of the {report.measured_pairs} measured pairs "
+            f"{'is' if report.quasi_pairs == 1 else 'are'} independent but for a few cells (a "
+            "column that copies another, say), so "
+            f"{'it is' if report.quasi_pairs == 1 else 'they are'} drawn from that fit: "
+            "outside those cells it averages the measurement noise of whole rows and columns "
+            "instead of copying it cell by cell."
         )
     if report.guard:
         st.warning(f"The guard against independent columns fired: {report.guard}.")

@@ -75,6 +75,10 @@ from privsyn_core.generation.initial import Initial, Tree, dependency_tree, init
 from privsyn_core.generation.mcf import run_mcf
 from privsyn_core.generation.memory import check_blocks_fit, check_fits
 from privsyn_core.generation.mrf import MrfSettings, run_mrf
+from privsyn_core.generation.quasi_independence import (
+    quasi_independent_marginals,
+    quasi_pairs_message,
+)
 from privsyn_core.generation.sampling import conditional_column, shuffled_column
 from privsyn_core.marginals import MarginalTable, NoisyMarginal
 from privsyn_core.privacy.ledger import PrivacyLedger
@@ -722,7 +726,10 @@ def draw_block(
     independent_pairs = noise_pairs(
         model.marginals, model.noise_scales(), settings.independence_threshold
     )
-    multiway = [t for t in model.marginals if len(t.attributes) > 1]
+    marginals, quasi = quasi_independent_marginals(
+        model.marginals, model.noise_scales(), settings.independence_threshold, independent_pairs
+    )
+    multiway = [t for t in marginals if len(t.attributes) > 1]
     appended = (
         plan_appending(engine.attributes, [t.attributes for t in multiway])
         if settings.append_attributes
@@ -850,13 +857,14 @@ def draw_block(
     report.finish(
         done
         + (f"; {noise_pairs_message(len(independent_pairs))}" if independent_pairs else "")
+        + (f"; {quasi_pairs_message(quasi)}" if quasi else "")
         + (f"; {guard_message(independent)}" if independent else "")
     )
 
     report.start(Stage.APPEND)
     by_attributes = {
         t.attributes: independent_product(t) if t.attributes in independent_pairs else t
-        for t in model.marginals
+        for t in marginals
     }
     for plan in appended:
         synthetic[engine.index(plan.leaf)] = _append(

@@ -39,6 +39,8 @@ CHART_PX = 800.0
 ROW_PX = (16, 36)
 #: room above the plot (colour bar, legend) and below it (the x axis's title)
 TOP_PX, BOTTOM_PX = 84, 44
+#: the heatmap's legend title above its colour bar, in pixels from the top of the figure
+LEGEND_TITLE_PX = 26
 #: character widths in ems, the wider of Arial/Liberation Sans and DejaVu Sans (what
 #: "sans-serif" is on most machines) rounded up; any other character counts as ``_WIDE``
 _EMS = {
@@ -107,6 +109,7 @@ def indif_heatmap(report: DependencyReport, marginals: Sequence[SelectedMarginal
         cell = max(5.0, (CHART_PX - max(label_px, default=0.0) - right) / max(n, 1))
         overflow = max((w - (n - 1 - i) * cell for i, w in enumerate(label_px)), default=0.0)
         right = max(20.0, overflow + 10)
+    height = int(n * row + TOP_PX + BOTTOM_PX)
     figure = go.Figure(
         go.Heatmap(
             z=colour,
@@ -120,20 +123,17 @@ def indif_heatmap(report: DependencyReport, marginals: Sequence[SelectedMarginal
             xgap=1 if n <= 60 else 0,
             ygap=1 if n <= 60 else 0,
             hoverongaps=False,
+            # the bar's own title, on top, overlapped the bar on a short figure (a table of
+            # a few columns): the figure's title names it, and the bar sits under that
             colorbar={
-                "title": {
-                    "text": "noisy InDif in units of its noise "
-                    f"({SIGMA} = {report.sigma:,.0f} records)",
-                    "side": "top",
-                },
                 "orientation": "h",
                 "xref": "container",
                 "x": 0.0,
                 "xanchor": "left",
                 "yref": "container",
-                "y": 1.0,
+                "y": 1.0 - LEGEND_TITLE_PX / height,
                 "yanchor": "top",
-                "ypad": 8,
+                "ypad": 0,
                 "len": 0.62,
                 "thickness": 12,
                 "tickvals": tick_at,
@@ -189,7 +189,18 @@ def indif_heatmap(report: DependencyReport, marginals: Sequence[SelectedMarginal
         ],
         # the plot itself n rows tall: the margins hold the colour bar above and the x axis's
         # title below (plotly would take room for the title out of the plot otherwise)
-        height=int(n * row + TOP_PX + BOTTOM_PX),
+        height=height,
+        title={
+            "text": f"noisy InDif in units of its noise ({SIGMA} = {report.sigma:,.0f} records)",
+            "font": {"size": 13},
+            "x": 0.0,
+            "xref": "container",
+            "xanchor": "left",
+            "y": 1.0 - 4 / height,
+            "yref": "container",
+            "yanchor": "top",
+            "pad": {"l": 20},
+        },
         # fixed margins: a colour bar or legend that pushed them would squeeze the rows
         margin={
             "l": int(max(label_px, default=0.0) + 14),

@@ -65,7 +65,8 @@ def test_every_attribute_is_named_on_both_axes_at_sixty_columns():
 def test_colour_is_the_score_in_noise_units_grey_within_the_noise():
     names = [f"c{i}" for i in range(30)]
     report = report_of(names)
-    heat = indif_heatmap(report, marginals_of(report)).data[0]
+    figure = indif_heatmap(report, marginals_of(report))
+    heat = figure.data[0]
     z = report.scores.to_numpy()
     colour = np.array(heat.z, dtype=float)
     lower = np.tril(np.ones_like(z, dtype=bool), k=-1)
@@ -81,9 +82,9 @@ def test_colour_is_the_score_in_noise_units_grey_within_the_noise():
     scale = heat.colorscale
     assert scale[0][1] == scale[1][1] == WITHIN_NOISE_GREY and scale[1][0] == 0.5
     # the legend says what the unit is and where the noise ends
-    assert (
-        "noise" in heat.colorbar.title.text and f"{SIGMA:,.0f} records" in heat.colorbar.title.text
-    )
+    title = figure.layout.title.text
+    assert "noise" in title and f"{SIGMA:,.0f} records" in title
+    assert not heat.colorbar.title.text  # above the bar, not on it (see indif_heatmap)
     ticks = dict(zip(heat.colorbar.ticktext, heat.colorbar.tickvals, strict=True))
     assert ticks[f"under {WITHIN_NOISE_SIGMAS:g}\u03c3: noise"] == 0.25
     assert ticks["2\u03c3"] == pytest.approx(1.0)

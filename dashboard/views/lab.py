@@ -137,8 +137,9 @@ OPTION_HELP: dict[str, str] = {
     "its noise would on its own are drawn as independent, from their 1-way margins (not the "
     f"paper's). {DEFAULT_THRESHOLD:g} (our default): where the dependence is at most "
     f"{DEFAULT_THRESHOLD:g} times what the noise gives, fitting the pair would copy more "
-    "noise than dependence into the table. off: every pair drawn as measured, as the paper "
-    "does. Post-processing: no privacy cost.",
+    "noise than dependence into the table; a pair independent but for a few cells (a column "
+    "that copies another) is drawn from that fit, which averages the noise off those cells. "
+    "off: every pair drawn as measured, as the paper does. Post-processing: no privacy cost.",
     "strategy": "How GUM changes records to fix a marginal (section 5.2, compared in "
     "appendix I): replace records, duplicate others, or half of each, and mixes.",
     "decay_schedule": "How fast GUM's step size alpha shrinks over the iterations (section "

@@ -118,3 +118,17 @@ def test_what_is_never_replaced() -> None:
 def test_message() -> None:
     assert quasi_pairs_message(1).startswith("1 measured pair drawn as quasi-independent")
     assert quasi_pairs_message(7).startswith("7 measured pairs drawn as quasi-independent")
+
+
+def test_every_block_gets_the_same_read_only_fit():
+    """A sample's blocks each ask for the same tables: the second ask gets the first's fit,
+    which nobody can change in place (a block that wrote into it would change the next)."""
+    rng = np.random.default_rng(5)
+    counts = copy_pair(10, 10, 0.6) + rng.normal(0, 20, (10, 10))
+    pair = MarginalTable(("a", "b"), (10, 10), counts.ravel())
+    first, _ = quasi_independent_marginals([pair], {("a", "b"): 20.0}, 2.0, frozenset())
+    again, _ = quasi_independent_marginals([pair], {("a", "b"): 20.0}, 2.0, frozenset())
+    np.testing.assert_array_equal(first[0].values, again[0].values)
+    assert not again[0].values.flags.writeable
+    with pytest.raises(ValueError):
+        again[0].values[0] = 0.0

@@ -132,3 +132,20 @@ def test_every_block_gets_the_same_read_only_fit():
     assert not again[0].values.flags.writeable
     with pytest.raises(ValueError):
         again[0].values[0] = 0.0
+
+
+def test_the_remembered_fits_are_bounded_and_keyed_by_digest(monkeypatch):
+    """A long-running server samples many models: the cache keeps at most FITS_KEPT fits,
+    the oldest dropped first, and its keys are 16-byte digests, not the tables' counts."""
+    from privsyn_core.generation import quasi_independence as module
+
+    monkeypatch.setattr(module, "FITS_KEPT", 3)
+    monkeypatch.setattr(module, "_fits", module.OrderedDict())
+    rng = np.random.default_rng(6)
+    tables = [copy_pair(10, 10, 0.6) + rng.normal(0, 20, (10, 10)) for _ in range(5)]
+    for counts in tables:
+        module._remembered_fit(counts, 20.0, 2.0)
+    assert len(module._fits) == 3
+    assert all(len(key[0]) == 16 for key in module._fits)
+    first = module._remembered_fit(tables[-1], 20.0, 2.0)
+    assert first is module._remembered_fit(tables[-1], 20.0, 2.0)  # served from the cache

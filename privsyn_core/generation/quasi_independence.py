@@ -40,8 +40,10 @@ budget. Everything here is in counts.
 
 from __future__ import annotations
 
-import functools
+import hashlib
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -135,12 +137,7 @@ def quasi_independent_marginals(
         estimate = (
             None
             if len(table.shape) != 2 or sigma is None or table.attributes in independent
-            else _quasi_independent_of(
-                np.ascontiguousarray(table.values, dtype=float).tobytes(),
-                table.shape,
-                sigma,
-                threshold,
-            )
+            else _remembered_fit(table.values.reshape(table.shape), sigma, threshold)
         )
         if estimate is None:
             out.append(table)
@@ -150,17 +147,31 @@ def quasi_independent_marginals(
     return tuple(out), replaced
 
 
-@functools.lru_cache(maxsize=4096)
-def _quasi_independent_of(
-    counts: bytes, shape: tuple[int, ...], sigma: float, threshold: float
-) -> np.ndarray | None:
-    """:func:`quasi_independent` of a table given by its bytes, remembered: every block of a
-    sample (each a call of ``draw_block``, 2,000 of them for 100 million rows of adult-coded)
-    asks for the same tables, and the fits cost about 50 ms a model there. The estimate is
-    read-only, so no caller can change what the next one gets."""
-    estimate = quasi_independent(
-        np.frombuffer(counts, dtype=float).reshape(shape), sigma, threshold
-    )
+#: fits kept for later blocks: more than the 2-way marginals of the widest model (caravan
+#: measures about 400), and the keys are digests, so what stays is at most this many fits
+FITS_KEPT = 2048
+_fits: OrderedDict[tuple[bytes, tuple[int, ...], float, float], np.ndarray | None] = OrderedDict()
+_fits_lock = threading.Lock()
+
+
+def _remembered_fit(counts: np.ndarray, sigma: float, threshold: float) -> np.ndarray | None:
+    """:func:`quasi_independent` of ``counts``, remembered: every block of a sample (each a
+    call of ``draw_block``, 2,000 of them for 100 million rows of adult-coded) asks for the
+    same tables, and the fits cost about 50 ms a model there. Keyed by a digest of the
+    counts, so the cache of a long-running server holds no table; the estimate is read-only,
+    so no caller can change what the next one gets."""
+    counts = np.ascontiguousarray(counts, dtype=float)
+    digest = hashlib.blake2b(counts.tobytes(), digest_size=16).digest()
+    key = (digest, counts.shape, float(sigma), float(threshold))
+    with _fits_lock:
+        if key in _fits:
+            _fits.move_to_end(key)
+            return _fits[key]
+    estimate = quasi_independent(counts, sigma, threshold)
     if estimate is not None:
         estimate.setflags(write=False)
+    with _fits_lock:
+        _fits[key] = estimate
+        while len(_fits) > FITS_KEPT:
+            _fits.popitem(last=False)
     return estimate

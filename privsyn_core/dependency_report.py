@@ -117,6 +117,8 @@ def _pairs_drawn_independent(result: SynthesisResult) -> dict[str, int]:
         return {}
     threshold = model.defaults.independence_threshold
     pairs = noise_pairs(model.marginals, model.noise_scales(), threshold)
-    _, quasi = quasi_independent_marginals(model.marginals, model.noise_scales(), threshold, pairs)
+    _, quasi = quasi_independent_marginals(
+        model.marginals, model.noisy, threshold, pairs, len(model.engine)
+    )
     measured = sum(len(t.attributes) == 2 for t in model.marginals)
     return {"independent_pairs": len(pairs), "measured_pairs": measured, "quasi_pairs": quasi}

@@ -1061,23 +1061,27 @@ def test_privacy_page_plans_and_forecasts_for_the_person_unit_the_data_page_set(
 
 
 def test_marginals_page_says_which_measured_pairs_are_drawn_from_their_quasi_fit():
-    """Columns that copy others (60,000 rows): the measured copy pairs are independent but for
-    their diagonal, and the Marginals page says how many are drawn from that fit, in a
-    sentence whose verbs agree with the count (generation/quasi_independence.py)."""
+    """Columns that copy others (60,000 rows, 30 columns: the rule is for wide tables): the
+    measured copy pairs are independent but for their diagonal, and the Marginals page says
+    how many are drawn from that fit, in a sentence whose verbs agree with the count
+    (generation/quasi_independence.py)."""
     rng = np.random.default_rng(3)
     n = 60_000
     region = rng.integers(0, 20, n)
     office = np.where(rng.random(n) < 0.6, region, rng.integers(0, 20, n))
     grade = rng.integers(0, 12, n)
     band = np.where(rng.random(n) < 0.7, grade % 6, rng.integers(0, 6, n))
-    frame = pd.DataFrame(
-        {
-            "region": [f"R{v:02d}" for v in region],
-            "office": [f"O{v:02d}" for v in office],
-            "grade": [f"G{v:02d}" for v in grade],
-            "band": [f"B{v}" for v in band],
-        }
-    )
+    columns = {
+        "region": [f"R{v:02d}" for v in region],
+        "office": [f"O{v:02d}" for v in office],
+        "grade": [f"G{v:02d}" for v in grade],
+        "band": [f"B{v}" for v in band],
+    }
+    unit = band
+    for k in range(26):  # a chain of copies: each unit copies the one before it
+        unit = np.where(rng.random(n) < 0.6, unit % 8, rng.integers(0, 8, n))
+        columns[f"unit{k:02d}"] = [f"U{v}" for v in unit]
+    frame = pd.DataFrame(columns)
     at = app()
     data = frame.to_csv(index=False).encode()
     at.file_uploader(key="upload").set_value(("staff.csv", data, "text/csv")).run()

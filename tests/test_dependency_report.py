@@ -98,8 +98,9 @@ def test_a_run_that_measured_no_scores_reports_none():
 
 def test_it_counts_the_measured_pairs_drawn_as_quasi_independent():
     """b copies a (20 values) with probability 0.6: independent but for the diagonal, and at
-    epsilon 0.5 the measured (a, b) marginal is drawn from that fit; the report counts it,
-    and none with the rule off."""
+    epsilon 0.5 the measured (a, b) marginal is drawn from that fit on a wide table (27
+    independent fillers beside a, b and c); the report counts it, and none with the rule
+    off."""
     from dataclasses import replace
 
     from privsyn_core.generation.independence import noise_pairs
@@ -108,20 +109,21 @@ def test_it_counts_the_measured_pairs_drawn_as_quasi_independent():
     rng = np.random.default_rng(7)
     n = 60_000
     a = rng.integers(0, 20, n)
-    table = pd.DataFrame(
-        {
-            "a": a,
-            "b": np.where(rng.random(n) < 0.6, a, rng.integers(0, 20, n)),
-            "c": rng.integers(0, 5, n),
-        }
-    )
+    columns = {
+        "a": a,
+        "b": np.where(rng.random(n) < 0.6, a, rng.integers(0, 20, n)),
+        "c": rng.integers(0, 5, n),
+    }
+    table = pd.DataFrame(columns | {f"f{k:02d}": rng.integers(0, 3, n) for k in range(27)})
     config = PrivSynConfig(gum=GumSettings(iterations=2))
-    domain = {"a": 20, "b": 20, "c": 5}
+    domain = {"a": 20, "b": 20, "c": 5} | {f"f{k:02d}": 3 for k in range(27)}
     run = synthesize(table, 0.5, 1e-9, domain=domain, config=config, rng=np.random.default_rng(0))
     model = run.model
     scales = model.noise_scales()
     independent = noise_pairs(model.marginals, scales, 2.0)
-    replaced, count = quasi_independent_marginals(model.marginals, scales, 2.0, independent)
+    replaced, count = quasi_independent_marginals(
+        model.marginals, model.noisy, 2.0, independent, len(table.columns)
+    )
     (quasi,) = [t.attributes for t, r in zip(model.marginals, replaced, strict=True) if t is not r]
     assert set(quasi) == {"a", "b"}
     report = dependency_report(run)

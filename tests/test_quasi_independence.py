@@ -11,9 +11,11 @@ from privsyn_core.generation.quasi_independence import (
     quasi_independent_marginals,
     quasi_pairs_message,
 )
-from privsyn_core.marginals import MarginalTable
+from privsyn_core.marginals import MarginalTable, NoisyMarginal
+from privsyn_core.selection.methods import WIDE_TABLE_ATTRIBUTES
 
 ROWS = 200_000
+WIDE = WIDE_TABLE_ATTRIBUTES
 
 
 def copy_pair(a: int, b: int, keep: float, rows: int = ROWS) -> np.ndarray:
@@ -40,8 +42,10 @@ def l1(x: np.ndarray, truth: np.ndarray) -> float:
 def test_the_fit_keeps_margins_total_and_the_special_cells() -> None:
     rng = np.random.default_rng(0)
     counts = copy_pair(12, 9, 0.6) + rng.normal(0, 20, (12, 9))
-    estimate = quasi_independent(counts, 20.0, 2.0)
+    consistent = np.maximum(counts, 0.0)  # what the estimate keeps the margins of
+    estimate = quasi_independent(consistent, counts, 20.0, 2.0)
     assert estimate is not None
+    counts = consistent
     np.testing.assert_allclose(estimate.sum(axis=1), counts.sum(axis=1), rtol=1e-6)
     np.testing.assert_allclose(estimate.sum(axis=0), counts.sum(axis=0), rtol=1e-6)
     diagonal = (np.arange(12), np.arange(12) % 9)
@@ -67,7 +71,7 @@ def test_noise_off_the_special_cells_is_averaged_away() -> None:
         ratios = []
         for _ in range(60):
             noisy = truth + rng.normal(0, sigma, truth.shape)
-            estimate = quasi_independent(noisy, sigma, 2.0)
+            estimate = quasi_independent(noisy, noisy, sigma, 2.0)
             assert estimate is not None
             ratios.append(l1(estimate, truth) / l1(noisy, truth))
         assert np.mean(ratios) < bound, (a, b, np.mean(ratios))
@@ -79,21 +83,30 @@ def test_a_pair_dependent_over_every_cell_is_kept_as_measured() -> None:
     the association)."""
     rng = np.random.default_rng(2)
     truth = linear_by_linear(15, 15)
-    taken = [
-        quasi_independent(truth + rng.normal(0, 10, truth.shape), 10.0, 2.0) for _ in range(40)
-    ]
+    noisy = [truth + rng.normal(0, 10, truth.shape) for _ in range(40)]
+    taken = [quasi_independent(y, y, 10.0, 2.0) for y in noisy]
     assert all(t is None for t in taken)
 
 
-def test_cells_near_zero_are_left_alone() -> None:
-    """With the fitted cells off the diagonal under 3 sigma (noise that consistency's
-    non-negative projection would have clipped), nothing is replaced."""
+def test_a_consistent_table_already_closer_than_the_fit_is_kept() -> None:
+    """The fit is weighed against the consistent table, not the measurement: where
+    consistency has already taken most of the noise out (here a consistent table with a
+    tenth of the measurement's noise, so ``||Y - T||^2`` is about ``ab sigma^2``), nothing
+    is replaced, in every draw; the same measurement taken as its own consistent table is
+    replaced in every draw (a rule that judged against the measurement alone, as the first
+    version did, replaces both)."""
     rng = np.random.default_rng(3)
-    truth = copy_pair(20, 20, 0.9, rows=20_000)  # off-diagonal cells hold 5 rows each
-    noisy = np.maximum(truth + rng.normal(0, 5, truth.shape), 0)
-    assert quasi_independent(noisy, 5.0, 2.0) is None
-    # the same table with noise of 1 row per cell: 5 sigma clear, replaced
-    assert quasi_independent(truth + rng.normal(0, 1, truth.shape), 1.0, 2.0) is not None
+    truth = copy_pair(20, 20, 0.6)
+    for _ in range(20):
+        measured = truth + rng.normal(0, 20, truth.shape)
+        consistent = truth + rng.normal(0, 2, truth.shape)
+        assert quasi_independent(consistent, measured, 20.0, 2.0) is None
+        assert quasi_independent(measured, measured, 20.0, 2.0) is not None
+
+
+def test_a_measurement_of_another_shape_is_not_read() -> None:
+    counts = copy_pair(10, 10, 0.6)
+    assert quasi_independent(counts, counts[:, :5], 20.0, 2.0) is None
 
 
 def test_what_is_never_replaced() -> None:
@@ -101,18 +114,21 @@ def test_what_is_never_replaced() -> None:
     counts = copy_pair(10, 10, 0.6) + rng.normal(0, 20, (10, 10))
     pair = MarginalTable(("a", "b"), (10, 10), counts.ravel())
     three = MarginalTable(("a", "b", "c"), (2, 2, 2), np.full(8, 1000.0))
-    sigmas = {("a", "b"): 20.0, ("a", "b", "c"): 20.0}
-    out, replaced = quasi_independent_marginals([pair, three], sigmas, 2.0, frozenset())
+    made = [NoisyMarginal(pair, 0.01, 20.0), NoisyMarginal(three, 0.01, 20.0)]
+    out, replaced = quasi_independent_marginals([pair, three], made, 2.0, frozenset(), WIDE)
     assert replaced == 1 and out[1] is three
     assert out[0].attributes == ("a", "b") and not np.array_equal(out[0].values, pair.values)
     for args in (
-        (sigmas, None, frozenset()),  # the independence rule off
-        (sigmas, 2.0, frozenset({("a", "b")})),  # drawn as independent already
-        ({}, 2.0, frozenset()),  # no known noise
+        (made, None, frozenset()),  # the independence rule off
+        (made, 2.0, frozenset({("a", "b")})),  # drawn as independent already
+        ([], 2.0, frozenset()),  # not measured (a combined marginal, say)
     ):
-        out, replaced = quasi_independent_marginals([pair, three], *args)
+        out, replaced = quasi_independent_marginals([pair, three], *args, WIDE)
         assert replaced == 0 and out[0] is pair
-    assert quasi_independent(np.full((1, 5), 100.0), 1.0, 2.0) is None
+    # a narrow table (fewer attributes than selection "auto" calls wide): nothing either
+    out, replaced = quasi_independent_marginals([pair, three], made, 2.0, frozenset(), WIDE - 1)
+    assert replaced == 0 and out[0] is pair
+    assert quasi_independent(np.full((1, 5), 100.0), np.full((1, 5), 100.0), 1.0, 2.0) is None
 
 
 def test_message() -> None:
@@ -126,8 +142,9 @@ def test_every_block_gets_the_same_read_only_fit():
     rng = np.random.default_rng(5)
     counts = copy_pair(10, 10, 0.6) + rng.normal(0, 20, (10, 10))
     pair = MarginalTable(("a", "b"), (10, 10), counts.ravel())
-    first, _ = quasi_independent_marginals([pair], {("a", "b"): 20.0}, 2.0, frozenset())
-    again, _ = quasi_independent_marginals([pair], {("a", "b"): 20.0}, 2.0, frozenset())
+    made = [NoisyMarginal(pair, 0.01, 20.0)]
+    first, _ = quasi_independent_marginals([pair], made, 2.0, frozenset(), WIDE)
+    again, _ = quasi_independent_marginals([pair], made, 2.0, frozenset(), WIDE)
     np.testing.assert_array_equal(first[0].values, again[0].values)
     assert not again[0].values.flags.writeable
     with pytest.raises(ValueError):
@@ -144,8 +161,11 @@ def test_the_remembered_fits_are_bounded_and_keyed_by_digest(monkeypatch):
     rng = np.random.default_rng(6)
     tables = [copy_pair(10, 10, 0.6) + rng.normal(0, 20, (10, 10)) for _ in range(5)]
     for counts in tables:
-        module._remembered_fit(counts, 20.0, 2.0)
+        module._remembered_fit(counts, counts, 20.0, 2.0)
     assert len(module._fits) == 3
     assert all(len(key[0]) == 16 for key in module._fits)
-    first = module._remembered_fit(tables[-1], 20.0, 2.0)
-    assert first is module._remembered_fit(tables[-1], 20.0, 2.0)  # served from the cache
+    first = module._remembered_fit(tables[-1], tables[-1], 20.0, 2.0)
+    assert first is module._remembered_fit(tables[-1], tables[-1], 20.0, 2.0)  # cached
+    # the same consistent table with another measurement is another fit
+    other = tables[-1] + 1.0
+    assert module._remembered_fit(tables[-1], other, 20.0, 2.0) is not first

@@ -727,7 +727,7 @@ def draw_block(
         model.marginals, model.noise_scales(), settings.independence_threshold
     )
     marginals, quasi = quasi_independent_marginals(
-        model.marginals, model.noise_scales(), settings.independence_threshold, independent_pairs
+        model.marginals, model.noisy, settings.independence_threshold, independent_pairs, d
     )
     multiway = [t for t in marginals if len(t.attributes) > 1]
     appended = (

@@ -131,7 +131,7 @@ def sampled_indif(joint: np.ndarray, rows: float) -> float:
     ka, kb = joint.shape
     free = (ka - 1) * (kb - 1) / (ka * kb)
     d = rows * (joint - np.outer(joint.sum(axis=1), joint.sum(axis=0)))
-    s = np.sqrt(rows * joint * (1 - joint) * free)
+    s = np.sqrt(rows * joint * np.maximum(1 - joint, 0.0) * free)  # joint <= 1 but for rounding
     z = np.divide(d, s, out=np.zeros_like(d), where=s > 0)
     folded = s * math.sqrt(2 / math.pi) * np.exp(-(z**2) / 2) + d * erf(z / math.sqrt(2))
     return float(np.where(s > 0, folded, np.abs(d)).sum())

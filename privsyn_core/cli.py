@@ -85,8 +85,9 @@ _SYNTHESIS = (
 #: what --independence-threshold means, in one line
 _INDEPENDENCE = (
     "draw a measured pair as independent when its interaction is within T times the size "
-    "its measurement noise alone would give it, and from its quasi-independent fit when it is "
-    "independent but for a few cells (Mallows' Cp, T per parameter; default 2), or 'off' to "
+    "its measurement noise alone would give it, and, on a table of 30 or more columns, from its "
+    "quasi-independent fit when it is independent but for a few cells (Mallows' Cp, T per "
+    "parameter; default 2), or 'off' to "
     "keep every measured pair as measured"
 )
 

@@ -118,6 +118,12 @@ STUDIES: dict[str, list[tuple[str, dict[str, Any], dict[str, Any]]]] = {
         ("within noise: independent", {}, {}),
         ("every pair as measured (paper)", {"independence_threshold": None}, {}),
     ],
+    # cells within their noise of empty targeted as empty and kept empty in the rows (issue
+    # 39, generation/empty_cells.py); a generation setting: one measurement serves every arm
+    "empty": [
+        ("rows left as drawn", {"empty_sigmas": None}, {}),
+        *[(f"empty at <= {k:g} sigma", {"empty_sigmas": k}, {}) for k in (0.0, 1.0, 2.0, 3.0)],
+    ],
 }
 METRICS = ("2way_L1", "range", "svm")
 

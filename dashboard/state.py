@@ -345,7 +345,10 @@ def run_schema() -> Schema:
     """The session's schema as a run takes it: without the person column, which is never
     synthesised."""
     person = unit().person
-    return Schema(tuple(c for c in session.schema.columns if c.name != person))
+    schema = session.schema
+    columns = tuple(c for c in schema.columns if c.name != person)
+    rules = tuple(r for r in schema.rules if person not in r.columns)
+    return Schema(columns, schema.version, rules)
 
 
 def dataset_fingerprint() -> str:

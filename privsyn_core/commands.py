@@ -53,6 +53,7 @@ from privsyn_core.progress import (
     StageStarted,
 )
 from privsyn_core.release.bundle import bundle_bytes, load_model, load_release
+from privsyn_core.release.changes import Change, change_lines, changes, released_exclusions
 from privsyn_core.release.csv_cells import FormulaScan
 from privsyn_core.release.marginal_files import marginal_files
 from privsyn_core.release.registry import (
@@ -356,8 +357,8 @@ def _synthesize(args: argparse.Namespace) -> int:
         decided = _decided_structure(result)
         if decided:
             print(f"decided privately: {printable(decided)}", file=sys.stderr)
-        for name, why in result.excluded:
-            print(printable(f"left out column {name!r}: {why}"), file=sys.stderr)
+        if result.model is not None:
+            _print_changes(changes(result.model, result.excluded, result.dropped_rules))
     if not result.end_to_end_dp:
         print(
             "privsyn: warning: NOT end-to-end DP: the structure or domains of "
@@ -433,14 +434,14 @@ def _generate(args: argparse.Namespace) -> int:
     else:
         target = _check_output(args.output, {"the bundle": args.bundle})
     model = load_model(args.bundle)
-    changes: dict[str, Any] = {}
+    gum_changes: dict[str, Any] = {}
     if args.iterations is not None:
-        changes["iterations"] = args.iterations
+        gum_changes["iterations"] = args.iterations
     if args.strategy is not None:
-        changes["strategy"] = args.strategy
+        gum_changes["strategy"] = args.strategy
     if args.decay is not None:
-        changes["decay"] = args.decay
-    gum = replace(model.defaults.gum, **changes)
+        gum_changes["decay"] = args.decay
+    gum = replace(model.defaults.gum, **gum_changes)
     sampling = replace(model.defaults, gum=gum)
     if args.synthesis is not None:
         sampling = replace(sampling, synthesis=args.synthesis)
@@ -496,7 +497,17 @@ def _generate(args: argparse.Namespace) -> int:
                 "NOT for release",
                 file=sys.stderr,
             )
+        _print_changes(changes(replace(model, defaults=sampling), released_exclusions(model)))
     return 0
+
+
+def _print_changes(found: tuple[Change, ...]) -> None:
+    """What the release changed of the table (DP content only), a few lines a kind."""
+    if not found:
+        return
+    print("what the synthetic table changes (from the release's DP content):", file=sys.stderr)
+    for line in change_lines(found, most=5):
+        print(printable(line), file=sys.stderr)
 
 
 def _check_new_folder(path: str) -> Path:

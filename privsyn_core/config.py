@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from privsyn_core.errors import InputError
+from privsyn_core.generation.empty_cells import EMPTY_SIGMAS
 from privsyn_core.generation.gum import GumSettings
 from privsyn_core.generation.independence import DEFAULT_THRESHOLD, check_threshold
 from privsyn_core.privacy.ledger import Conversion
@@ -171,6 +172,10 @@ class PrivSynConfig:
     #: gives is drawn as independent (:mod:`privsyn_core.generation.independence`, Mallows'
     #: Cp: 2); None draws every pair as measured. A generation setting
     independence_threshold: float | None = DEFAULT_THRESHOLD
+    #: a measured marginal's cells at most this many noise sigmas are targeted as empty and
+    #: kept empty in the rows (:mod:`privsyn_core.generation.empty_cells`); None: neither.
+    #: A generation setting
+    empty_sigmas: float | None = EMPTY_SIGMAS
     #: the column people will predict, a public choice (None: no target). Marginals that
     #: hold it weigh ``target_weight`` in selection and in the budget split
     #: (:mod:`privsyn_core.selection.target`); a measurement setting. The weight 8 is from

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from privsyn_core.config import PrivSynConfig
-from privsyn_core.data.codecs import CodesCodec
+from privsyn_core.data.codecs import BinnedCodec, CodesCodec
 from privsyn_core.data.columns import (
     Preparation,
     check_schema_matches,
@@ -46,6 +46,7 @@ from privsyn_core.generation.fitted import (
 )
 from privsyn_core.generation.grouping import ValueGrouping
 from privsyn_core.generation.memory import check_blocks_fit, check_fits, check_width
+from privsyn_core.generation.rules import rule_pairs
 from privsyn_core.generation.synthesis import (
     BlockWriter,
     Measurements,
@@ -348,6 +349,8 @@ def _prepared(
     )
     ledger = report.ledger = _ledger(epsilon, delta, config, noise, split.reserved_delta)
     rho_structure, rho_domains = split.rho(ledger.budget_rho)
+    columns = max(1, len(schema.included()))
+    left = config.split(ledger.budget_rho - rho_structure - rho_domains, columns)
     report.start(Stage.ENCODE)
     try:
         preparation = prepare_columns(
@@ -358,6 +361,7 @@ def _prepared(
             delta_for_thresholds=split.reserved_delta,
             rng=noise,
             raw_domains=raw_domains,
+            one_way_sigma=noise.unit.sigma(left.one_way / columns),
         )
     except InputError as error:
         if not error.spent:
@@ -490,12 +494,24 @@ def _measure_counts(
     covered |= {a for m, _ in first for a in m.attributes}
     alone = tuple((a,) for a in engine_counter.domain if a not in covered)
     chosen, origins = (*choice.marginals, *alone), (*choice.origins, *("one_way",) * len(alone))
+    # a declared rule's pair is measured whatever the selection chose: its target gives the
+    # rule's mapping (generation/rules.py); an attribute it covers is not measured alone
+    held = [frozenset(m) for m in chosen] + [frozenset(m.attributes) for m, _ in first]
+    rules = preparation.rules if preparation is not None else ()
+    ruled = [p for p in rule_pairs(rules) if not any(frozenset(p) <= m for m in held)]
+    budgets = list(choice.budgets)
+    if ruled:
+        in_rules = {a for p in ruled for a in p}
+        kept = [i for i, m in enumerate(chosen) if not (len(m) == 1 and m[0] in in_rules)]
+        chosen = (*(chosen[i] for i in kept), *ruled)
+        origins = (*(origins[i] for i in kept), *("rule",) * len(ruled))
+        if budgets:  # the method's own split (every attribute covered), the pairs at its mean
+            total, count = sum(budgets), len(budgets) + len(ruled)
+            budgets = [b * len(budgets) / count for b in budgets] + [total / count] * len(ruled)
     report.finish(f"{len(chosen)} marginals to measure")
     # line 5: publish the chosen marginals
     assert not (first and alone), "a second round covers every attribute itself"
-    budgets = list(choice.budgets) or _marginal_budgets(
-        chosen, engine_counter.domain, split.marginals, config
-    )
+    budgets = budgets or _marginal_budgets(chosen, engine_counter.domain, split.marginals, config)
     measured, summary = _published(
         engine_counter, chosen, origins, budgets, config, noise, report, first
     )
@@ -539,17 +555,18 @@ def _one_way(
     report.start(Stage.ONE_WAY)
     one_way, spends = measure_one_way(counter, rho, noise)
     report.charge(spends)
-    missing_codes = (
-        [c.codec.missing_code for c in preparation.columns]
-        if preparation is not None
-        else [None] * len(one_way)
-    )
+    codecs = [c.codec for c in preparation.columns] if preparation is not None else []
+    missing_codes = [c.missing_code for c in codecs] or [None] * len(one_way)
+    # a numeric column's tails beyond its DP bounds combine among themselves only
+    tails = [c.tail_codes() if isinstance(c, BinnedCodec) else () for c in codecs]
     rows = row_counts_without_each(one_way)
     groupings = tuple(
-        group_low_counts(m, config.threshold_sigmas * m.sigma, solitary=code, rows=r)
+        group_low_counts(m, config.threshold_sigmas * m.sigma, solitary=code, rows=r, apart=t)
         if config.filter_low_counts
         else ValueGrouping.identity(m.attributes[0], m.cells)
-        for m, code, r in zip(one_way, missing_codes, rows, strict=True)
+        for m, code, r, t in zip(
+            one_way, missing_codes, rows, tails or [()] * len(one_way), strict=True
+        )
     )
     grouped = tuple(
         grouped_one_way(m, g, r) for m, g, r in zip(one_way, groupings, rows, strict=True)

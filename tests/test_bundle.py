@@ -112,15 +112,18 @@ def test_debug_runs_are_marked_and_raw_domain_runs_cannot_be_bundled(planted):
 def test_excluded_columns_are_named_without_their_reasons(planted):
     from privsyn_core.data.schema import ColumnSchema, Kind, infer_schema
 
-    table = planted.assign(id=[f"row-{i}" for i in range(len(planted))])
+    table = planted.assign(id=[f"row-{i}" for i in range(len(planted))], note="same")
     schema = infer_schema(table.drop(index=[17, 42]))  # a draft: its reasons quote counts
     # keep the planted city value private: estimate city's categories instead of declaring them
     private_city = schema.with_column(ColumnSchema("city", Kind.CATEGORICAL))
     result = synthesize(table, 4.0, 1e-9, schema=private_city)
     released = json.loads(files_of(bundle_bytes(result))["schema.json"])
     excluded = [c for c in released if "excluded" in c]
-    assert excluded == [{"name": "id", "excluded": True}]
-    assert "distinct" not in json.dumps(released)
+    assert excluded == [{"name": "note", "excluded": True}]  # constant: "one value" in the draft
+    # the draft's identifier is released as one, by name alone
+    ids = [c for c in released if c.get("kind") == "identifier"]
+    assert [c["name"] for c in ids] == ["id"]
+    assert "distinct" not in json.dumps(released) and "one value" not in json.dumps(released)
 
 
 # --- a bundle's price is recomputed from its noise, and a price that disagrees is refused ---

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from privsyn_core.data.codecs import OTHER_LABEL, BinnedCodec, CategoryCodec, equal_width_edges
-from privsyn_core.errors import InputError
+from privsyn_core.errors import InputError, TableError
 
 # ---------------------------------------------------------------- categories
 
@@ -276,9 +276,13 @@ def test_integer_codec_round_trip_property(lower, width, bins, seed):
 
 
 def test_other_label_never_collides_with_a_real_category():
-    codec = CategoryCodec("c", ("other", "x"), other=True)
-    out = codec.decode(np.array([0, 1, 2]), np.random.default_rng(0))
-    assert out.tolist() == ["other", "x", "other_"]
+    codec = CategoryCodec("c", ("other", "Other", "x"), other=True)
+    out = codec.decode(np.array([0, 1, 2, 3]), np.random.default_rng(0))
+    # "other" and "Other" are real values; the merged one is bracketed, unlike any of them
+    assert out.tolist() == ["other", "Other", "x", "(other)"]
+    for taken in ("(other)", " (Other) ", "(OTHER)"):
+        codec = CategoryCodec("c", (taken, "x"), other=True)
+        assert codec.labels()[-1] == "(other)_"
 
 
 def test_text_categories_match_a_column_read_as_floats():
@@ -315,3 +319,38 @@ def test_datetime_decode_of_a_range_past_pandas_limits_clips_instead_of_failing(
     assert stamps.notna().all()
     assert (stamps[decoded.index[codes == 1]] >= pd.Timestamp("2020-09-13")).all()
     assert stamps.max() <= pd.Timestamp.max
+
+
+def test_a_single_value_bin_decodes_to_its_value_exactly():
+    codec = BinnedCodec("gain", (0.0, 0.01, 10.0, 500.0), points=(0,), decimals=2)
+    out = codec.decode(np.array([0] * 50 + [1] * 50), np.random.default_rng(0))
+    assert (out[:50] == 0.0).all() and (out[50:] >= 0.01).all()
+    # the precision comes from the bins that hold a range, not the single value's width
+    assert BinnedCodec("g", (0.0, 1e-6, 10.0, 20.0), points=(0,)).precision == 1
+    assert codec.labels()[0] == "0"
+    with pytest.raises(TableError, match="not one of its bins"):
+        BinnedCodec("g", (0.0, 1.0), points=(1,))
+
+
+def test_log_bins_decode_evenly_over_doublings():
+    codec = BinnedCodec("amount", (1000.0, 64000.0), integer=True, log=True)
+    values = codec.decode(np.zeros(60_000, dtype=np.int64), np.random.default_rng(0))
+    doublings = np.floor(np.log2(values.to_numpy() / 1000.0))
+    shares = np.bincount(doublings.astype(int), minlength=6) / values.size
+    # six doublings, a sixth of the values each (a linear draw puts half in the last one)
+    assert np.allclose(shares, 1 / 6, atol=0.01)
+    negative = BinnedCodec("loss", (-64.0, -1.0), log=True, decimals=3)
+    drawn = negative.decode(np.zeros(60_000, dtype=np.int64), np.random.default_rng(1))
+    assert drawn.between(-64.0, -1.0).all()
+    assert np.mean(drawn > -8.0) == pytest.approx(0.5, abs=0.01)  # 3 of 6 doublings
+
+
+def test_tail_bins_thin_outward():
+    codec = BinnedCodec("age", (16.0, 76.0, 106.0), integer=True, fall=(1,), rise=(0,))
+    upper = codec.decode(np.ones(60_000, dtype=np.int64), np.random.default_rng(0)).to_numpy()
+    lower = codec.decode(np.zeros(60_000, dtype=np.int64), np.random.default_rng(1)).to_numpy()
+    assert upper.min() >= 76 and upper.max() <= 105 and lower.max() <= 75
+    # the density halves every quarter of the bin: 5/6 of the mass in its inner half
+    # (a uniform draw would put half there)
+    assert np.mean(upper < 91) == pytest.approx(0.8, abs=0.02)
+    assert np.mean(lower >= 46) == pytest.approx(0.8, abs=0.02)

@@ -207,18 +207,22 @@ def test_private_preparation_charges_structure_and_domain_entries_per_column(pen
     assert prepared.end_to_end_dp
     domain = [m for m in prepared.measurements if m.step == "domain"]
     structure = [m for m in prepared.measurements if m.step == "structure"]
+    checks = [m for m in prepared.measurements if m.step == "identifier"]
     # ranges first, in column order, then the categories (a category weighs 3 ranges); at
     # this budget every range finds its bounds, so the ranges' reserve goes to the categories
     categorical = ["species", "island", "sex"]
     numeric = [n for n in penguins.columns if n not in categorical]
     assert [m.attributes[0] for m in domain] == numeric + categorical + categorical
-    split = DomainSplit(0.05 * 8, ranges=5, categories=3)
+    # a fiftieth of the budget is kept for identifier checks; no column looks like an id
+    # (every category column released values, no range holds about as many numbers as rows)
+    assert not checks and not prepared.identifiers
+    split = DomainSplit(0.98 * 0.05 * 8, ranges=5, categories=3)
     assert all(m.rho == pytest.approx(split.range_first) for m in domain[:5])
     assert all(m.rho == pytest.approx(split.category_first(0)) for m in domain[5:8])
     # every category column released values: each gets a second estimate
     assert [m.attributes[0] for m in domain[8:]] == categorical
     assert all(m.rho == pytest.approx(split.category_second(0, 0)) for m in domain[8:])
-    assert math.fsum(m.rho for m in domain) == pytest.approx(0.05 * 8)
+    assert math.fsum(m.rho for m in domain) == pytest.approx(0.98 * 0.05 * 8)
     assert split.category_first(0) > 3 * split.range_first  # weight 3, and the reserve
     assert [m.attributes[0] for m in structure] == [
         c.name for c in schema.columns if c.kind is Kind.NUMERIC
@@ -273,7 +277,7 @@ def test_planted_unique_category_is_never_a_private_candidate(planted):
 
 def test_schema_exclusion_is_reported_with_its_reason(penguins):
     table = penguins.assign(pid=[f"P{i:04d}" for i in range(len(penguins))])
-    schema = infer_schema(table)
+    schema = infer_schema(table).with_column(ColumnSchema("year", exclude=True, reason="why"))
     prepared = prepare_columns(
         table,
         schema,
@@ -281,9 +285,11 @@ def test_schema_exclusion_is_reported_with_its_reason(penguins):
         delta_for_thresholds=1e-6,
         rng=np.random.default_rng(0),
     )
-    assert [name for name, _ in prepared.excluded] == ["pid"]
-    assert "identifier" in prepared.excluded[0][1]
+    assert prepared.excluded == (("year", "why"),)
+    # the draft declares pid an identifier: not modelled, written as fresh ids in its place
+    assert [(i.name, i.position) for i in prepared.identifiers] == [("pid", 7)]  # year left out
     assert "pid" not in [p.codec.name for p in prepared.columns]
+    assert not [m for m in prepared.measurements if "pid" in m.attributes]
 
 
 # ---------------------------------------------------------------- end to end
@@ -301,7 +307,7 @@ def test_penguins_round_trip_with_private_domains(penguins, penguins_private):
         "bill_depth_mm": "float", "flipper_length_mm": "integer", "body_mass_g": "integer",
         "sex": "text", "year": "integer",
     }  # fmt: skip
-    assert set(out["species"].dropna()) <= {"Adelie", "Chinstrap", "Gentoo", "other"}
+    assert set(out["species"].dropna()) <= {"Adelie", "Chinstrap", "Gentoo", "(other)"}
     # 344 rows and 60-200-cell marginals: GUM's integer fit is coarse, so a loose tolerance
     # here; the adult test below checks missing rates tightly on 3,000 rows
     assert abs(out["sex"].isna().mean() - penguins["sex"].isna().mean()) < 0.06
@@ -318,7 +324,7 @@ def test_adult_round_trip_with_private_domains(adult_raw):
     assert list(out.columns) == ADULT_NAMES
     for name in ADULT_NAMES:
         assert family(out[name].dtype) == family(adult_raw[name].dtype), name
-    assert set(out["income"].dropna()) <= {"<=50K", ">50K", "other"}
+    assert set(out["income"].dropna()) <= {"<=50K", ">50K", "(other)"}
     assert out["age"].dropna().between(0, 120).all()
     assert abs(out["age"].mean() - adult_raw["age"].mean()) < 3
     rich = (out["income"] == ">50K").mean()
@@ -349,16 +355,24 @@ def test_ledger_pays_for_private_structure_and_domains(penguins, penguins_privat
     ledger = penguins_private.ledger
     steps = ledger.spent_by_step()
     assert ledger.spent_rho == pytest.approx(ledger.budget_rho, rel=1e-9)
-    assert steps["domain"] == pytest.approx(FAST.domain_share * ledger.budget_rho, rel=1e-9)
+    # the domain share pays for the estimates; the fiftieth kept for identifier checks is
+    # unspent (no column looks like an id) and goes to PrivSyn's own steps
+    domains = steps["domain"]
+    assert "identifier" not in steps
+    assert domains == pytest.approx(0.98 * FAST.domain_share * ledger.budget_rho, rel=1e-9)
     assert steps["structure"] == pytest.approx(FAST.structure_share * ledger.budget_rho, rel=1e-9)
-    rest = ledger.budget_rho - steps["domain"] - steps["structure"]
+    rest = ledger.budget_rho - domains - steps["structure"]
     assert steps["one_way"] == pytest.approx(FAST.one_way_share * rest, rel=1e-9)
     structure = [e.attributes[0] for e in ledger.entries if e.step == "structure"]
     assert sorted(structure) == sorted(penguins.columns)
     # a domain entry per column, and a second one per category column (each released values)
+    # and per column of numbers with decimals (the release of its frequent values)
     domain = [e.attributes[0] for e in ledger.entries if e.step == "domain"]
     assert sorted(set(domain)) == sorted(penguins.columns)
-    assert sorted(n for n in set(domain) if domain.count(n) == 2) == ["island", "sex", "species"]
+    twice = ["bill_depth_mm", "bill_length_mm", "island", "sex", "species"]
+    assert sorted(n for n in set(domain) if domain.count(n) == 2) == twice
+    values = [e.attributes[0] for e in ledger.entries if "values of a number" in e.mechanism]
+    assert sorted(values) == ["bill_depth_mm", "bill_length_mm"]
     assert ledger.reserved_delta == pytest.approx(FAST.threshold_delta_share * 1e-5)
     assert ledger.spent_delta == pytest.approx(ledger.reserved_delta, rel=1e-9)
     assert ledger.spent_delta > 0
@@ -371,9 +385,15 @@ def test_domain_budget_the_ranges_leave_unspent_goes_to_privsyns_steps(penguins)
     ledger = run(table).ledger
     steps = ledger.spent_by_step()
     domain = [e for e in ledger.entries if e.step == "domain"]
-    assert len(domain) == 4  # one estimate a column: no second estimates
+    # one range estimate a column (no second estimates), and the release of the values of the
+    # two with decimals, from their ranges' own share
+    values = [e for e in domain if "values of a number column" in e.mechanism]
+    assert len(domain) == 6 and len(values) == 2
+    # of the 98% not kept for identifier checks (none looks like an id), the ranges leave
+    # a quarter
+    assert "identifier" not in steps
     assert steps["domain"] == pytest.approx(
-        FIRST_RANGE_SHARE * FAST.domain_share * ledger.budget_rho, rel=1e-9
+        FIRST_RANGE_SHARE * 0.98 * FAST.domain_share * ledger.budget_rho, rel=1e-9
     )
     assert ledger.spent_rho == pytest.approx(ledger.budget_rho, rel=1e-9)
     rest = ledger.budget_rho - steps["domain"] - steps["structure"]
@@ -423,12 +443,16 @@ def test_raw_domains_are_flagged_as_not_private(penguins):
     assert partly.ledger.not_private == ("body_mass_g",)
 
 
-def test_identifier_column_is_excluded_when_nothing_clears_the_threshold(penguins):
-    table = penguins.assign(pid=[f"P{i:04d}" for i in range(len(penguins))])
+def test_an_identifier_column_releases_nothing_and_comes_back_as_fresh_ids(penguins):
+    thrice = pd.concat([penguins] * 3, ignore_index=True)  # enough rows to tell an id
+    table = thrice.assign(pid=[f"P{i:04d}" for i in range(len(thrice))])
     result = run(table)
-    assert [name for name, _ in result.excluded] == ["pid"]
-    assert "frequent enough" in result.excluded[0][1]
-    assert "pid" not in result.synthetic.columns
+    assert result.excluded == () and result.identifiers == ("pid",)
+    assert result.synthetic["pid"].tolist() == list(range(1, len(result.synthetic) + 1))
+    # at a budget too small to tell an id from free text, it is left out instead
+    small = run(table, epsilon=1.0)
+    assert [name for name, _ in small.excluded] == ["pid"] and not small.identifiers
+    assert "frequent enough" in small.excluded[0][1]
 
 
 def test_datetime_column_comes_back_in_its_own_range():
@@ -626,3 +650,21 @@ def test_a_second_category_estimate_reads_the_exact_counts_once(penguins):
     domain = [m.attributes[0] for m in prepared.measurements if m.delta > 0]
     assert sorted(domain) == sorted(["species", "island", "sex"] * 2)
     assert sorted(asked) == ["island", "sex", "species"]
+
+
+def test_a_column_of_few_decimal_values_draws_only_released_values():
+    """log(family size): 6 values written with full floats, a kind left to the structure
+    step: its frequent values are released as categories are, and they are the column."""
+    rng = np.random.default_rng(0)
+    n = 6000
+    sizes = rng.choice([1, 2, 3, 4, 5, 6], n, p=[0.1, 0.15, 0.25, 0.25, 0.15, 0.1])
+    table = pd.DataFrame({"lfam": np.log(sizes), "group": rng.choice(["a", "b"], n)})
+    result = synthesize(table, 2.0, 1e-7, rng=np.random.default_rng(1), config=FAST)
+    column = next(c for c in result.columns if c.codec.name == "lfam")
+    assert "frequent values released" in column.note
+    values = [m for m in result.ledger.entries if m.attributes == ("lfam",) and m.delta > 0]
+    assert values and all("values of a number column" in m.mechanism for m in values)
+    drawn = result.synthetic["lfam"].dropna().to_numpy(dtype=float)
+    assert np.isin(np.round(drawn, 9), np.round(np.log(np.arange(1, 7)), 9)).mean() >= 0.99
+    real_share = np.mean(table["lfam"] == np.log(3))
+    assert np.mean(np.isclose(drawn, np.log(3))) == pytest.approx(real_share, abs=0.03)

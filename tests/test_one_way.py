@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from privsyn_core.domain import Domain
-from privsyn_core.generation.grouping import decode
+from privsyn_core.generation.grouping import decode, member_shares
 from privsyn_core.marginals import MarginalTable, NoisyMarginal
 from privsyn_core.measuring.counters import ArrayCounter
 from privsyn_core.measuring.one_way import (
@@ -167,3 +167,16 @@ def test_the_grouped_marginal_holds_the_better_total_and_its_smaller_variance():
     average = (2 + merged.variance) / 3
     assert grouped.sigma == pytest.approx(np.sqrt(average))
     assert grouped.rho == pytest.approx(0.5 / average)
+
+
+def test_a_merged_value_larger_than_its_positive_counts_scales_them_up():
+    """The group's estimated total (here 600 records) exceeds what its members' positive
+    noisy counts hold (400): the L2 projection would lift every member by 100, the empty
+    one too (a value beyond a column's bounds, widened to keep its tails); the positive
+    counts are scaled instead and the member the noise made negative gets nothing."""
+    grouping = group_low_counts(noisy([1000, 300, 100, -50]), threshold=350)
+    column = np.full(60_000, grouping.merged_code)
+    out = decode(column, grouping, np.random.default_rng(0), records_per_row=0.01)
+    counts = np.bincount(out, minlength=4)
+    assert list(counts) == [0, 45_000, 15_000, 0]
+    assert list(member_shares(np.array([300.0, 100.0, -50.0]), 350.0)) == [275.0, 75.0, 0.0]

@@ -297,7 +297,7 @@ def test_no_configuration_spends_more_than_the_budget(case, seed):
         assert "no column is left" in str(refusal)
         ledger = refusal.ledger
         assert ledger.spent_rho > 0
-        assert all(e.step in ("structure", "domain") for e in ledger.entries)
+        assert all(e.step in ("structure", "identifier", "domain") for e in ledger.entries)
     assert ledger.spent_rho <= ledger.budget_rho * (1 + 1e-9)
     assert sum(e.rho for e in ledger.entries) == pytest.approx(ledger.spent_rho)
     assert sum(e.delta for e in ledger.entries) <= ledger.reserved_delta * (1 + 1e-9)

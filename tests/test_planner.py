@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from privsyn_core import GumSettings, PrivSynConfig, synthesize
 from privsyn_core.data.schema import ColumnSchema, Kind, Schema
 from privsyn_core.measuring.counters import FrameTable
+from privsyn_core.measuring.identifiers import IDENTIFIER_RESERVE
 from privsyn_core.measuring.indif import indif_sigma
 from privsyn_core.measuring.private_domain import FIRST_CATEGORY_SHARE, category_threshold
 from privsyn_core.pipeline import measure
@@ -42,11 +43,15 @@ def test_plan_with_private_domains_reserves_delta_and_a_tenth_of_rho():
     rho = rho_from_epsilon_delta(1.0, 0.5e-9)  # half of delta reserved for thresholding
     assert plan.rho == pytest.approx(rho)
     steps = {s.step: s for s in plan.steps}
-    assert steps["domains"].rho == pytest.approx(0.1 * rho)
-    # a category weighs three ranges: 0.1 rho / (6 + 3 * 9) * 3 each, without the ranges'
+    # a fiftieth of the tenth is kept for the identifier checks of the columns the
+    # estimates point to; the plan is a run's with none, where it goes to PrivSyn's steps
+    assert "identifier checks" not in steps
+    assert steps["domains"].rho == pytest.approx(0.098 * rho)
+    assert "2% kept for the identifier checks" in steps["domains"].note
+    # a category weighs three ranges: 0.098 rho / (6 + 3 * 9) * 3 each, without the ranges'
     # reserve (it reaches the categories only when every range finds its bounds at first),
     # of which the first estimate spends FIRST_CATEGORY_SHARE
-    first = FIRST_CATEGORY_SHARE * 0.1 * rho * 3 / 33
+    first = FIRST_CATEGORY_SHARE * 0.098 * rho * 3 / 33
     assert steps["domains"].sigma == pytest.approx(gaussian_sigma(first))
     assert plan.categories is not None and plan.categories.sigma == steps["domains"].sigma
     assert math.fsum(s.rho for s in plan.steps) == pytest.approx(rho)
@@ -57,8 +62,9 @@ def test_plan_of_ranges_only_shows_the_sigma_of_a_first_range_histogram():
     plan = plan_budget(1.0, 1e-9, 15, private_ranges=15)
     rho = rho_from_epsilon_delta(1.0, 1e-9)  # no category: no delta reserved
     domains = {s.step: s for s in plan.steps}["domains"]
-    # three quarters of each range's share first, in two histograms
-    assert domains.sigma == pytest.approx(gaussian_sigma(0.1 * rho / 15 * 0.75 / 2))
+    # three quarters of each range's share first, in two histograms (of the 98% not kept
+    # for identifier checks)
+    assert domains.sigma == pytest.approx(gaussian_sigma(0.098 * rho / 15 * 0.75 / 2))
     assert plan.categories is None
 
 
@@ -84,7 +90,7 @@ def test_undeclared_columns_plan_a_structure_step_and_an_estimate_each():
     rows = {row["step"]: row for row in plan.as_rows()}
     config = PrivSynConfig()
     assert rows["column kinds"]["share"] == pytest.approx(config.structure_share)
-    assert rows["domains"]["share"] == pytest.approx(config.domain_share)
+    assert rows["domains"]["share"] == pytest.approx(0.98 * config.domain_share)
     assert rows["column kinds"]["sigma"] == pytest.approx(
         gaussian_sigma(config.structure_share * plan.rho / 15)
     )
@@ -348,9 +354,20 @@ def test_for_any_configuration_the_plan_is_the_runs_own_arithmetic(setting, seed
     plan = plan_budget(1.0, 1e-6, 4, config=config, unit=unit, **counts)
     assert plan.rho == pytest.approx(measured.ledger.budget_rho)
     planned = {_STEP_OF_PLAN[s.step]: s for s in plan.steps}
+    # the plan is a run's without identifier checks (their reserve goes to PrivSyn's steps);
+    # a run that checks a column that looks like an id takes them from those steps
+    checked = spent.pop("identifier", 0.0)
+    if "domain" in planned:
+        reserve = IDENTIFIER_RESERVE / (1 - IDENTIFIER_RESERVE) * planned["domain"].rho
+        assert checked <= reserve * (1 + 1e-9)
+    else:
+        assert checked == 0.0
+    own = ("one_way", "indif", "privbayes", "marginal")
+    rest = math.fsum(s.rho for step, s in planned.items() if step in own)
     assert planned.keys() == spent.keys()
     for step, planned_step in planned.items():
-        assert spent[step] == pytest.approx(planned_step.rho, rel=1e-9), step
+        scale = (rest - checked) / rest if step in own else 1.0
+        assert spent[step] == pytest.approx(planned_step.rho * scale, rel=1e-9), step
     # the noise each query drew where the plan knows it before the run: every column's
     # structure and 1-way count, the InDif scores, every category estimate (all four columns
     # are categorical) and equal marginals of a count known in advance

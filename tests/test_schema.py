@@ -291,28 +291,33 @@ def test_inferred_penguins_schema_survives_json(penguins, tmp_path):
     assert all_fields(loaded) == all_fields(schema)
 
 
-def test_infer_schema_excludes_identifier_and_constant_columns(penguins):
+def test_infer_schema_marks_identifiers_and_excludes_constant_columns(penguins):
     table = penguins.copy()
     table["pid"] = [f"P{i:04d}" for i in range(len(table))]
     table["colony"] = "Palmer"
     schema = infer_schema(table)
     pid, colony = schema["pid"], schema["colony"]
-    assert pid.exclude and "identifier" in pid.reason
+    assert pid.identifier and not pid.exclude and "identifier" in pid.reason
     assert "344 distinct values" in pid.reason
     assert colony.exclude and "constant" in colony.reason
-    # nothing read off an excluded column
+    # nothing read off an identifier or an excluded column
     assert pid.categories is None and colony.categories is None
-    assert [c.name for c in schema.included()] == list(penguins.columns)
-    # the reasons survive the JSON form
+    assert [c.name for c in schema.included()] == [*penguins.columns, "pid"]
+    # the reasons and the flag survive the JSON form
     again = Schema.from_json(json.loads(schema.dumps()))
-    assert again["pid"].reason == pid.reason and again["pid"].exclude
+    assert again["pid"].reason == pid.reason and again["pid"].identifier
 
 
 def test_id_share_governs_the_identifier_rule():
     values = [f"v{i}" for i in range(90)] + ["v0"] * 10  # 90 distinct in 100 rows
     table = pd.DataFrame({"code": values})
-    assert not infer_schema(table)["code"].exclude
-    assert infer_schema(table, id_share=0.9)["code"].exclude
+    assert not infer_schema(table)["code"].identifier
+    assert infer_schema(table, id_share=0.9)["code"].identifier
+
+
+def test_identifier_must_be_true_false_or_absent():
+    with pytest.raises(InputError, match="'identifier' must be true, false or absent"):
+        ColumnSchema("uid", identifier="yes")
 
 
 def test_integer_bins_follow_the_range():

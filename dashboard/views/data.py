@@ -266,6 +266,7 @@ def _rows(schema: Schema) -> pd.DataFrame:
                 "upper": column.upper,
                 "bins": column.bins,
                 "decimals": column.decimals,
+                "row id": _flag(column.identifier),
             }
         )
     return pd.DataFrame(rows)
@@ -275,7 +276,7 @@ def _declared_flag(text: object) -> bool | None:
     return None if text in (None, PRIVATE) or pd.isna(text) else text == "yes"
 
 
-def _schema_from(rows: pd.DataFrame) -> Schema:
+def _schema_from(rows: pd.DataFrame, rules: tuple = ()) -> Schema:
     columns = []
     for row in rows.to_dict("records"):
         text = str(row["categories"] or "").strip()
@@ -299,9 +300,10 @@ def _schema_from(rows: pd.DataFrame) -> Schema:
                 missing=_declared_flag(row["may be missing"]),
                 exclude=not bool(row["include"]),
                 decimals=decimals if kind in (None, Kind.NUMERIC) else None,
+                identifier=_declared_flag(row.get("row id", PRIVATE)),
             )
         )
-    return Schema(tuple(columns))
+    return Schema(tuple(columns), rules=rules)
 
 
 st.subheader("Whose privacy")
@@ -364,6 +366,13 @@ edited = st.data_editor(
             help="datetime columns only, e.g. %Y-%m-%d; empty: decided privately"
         ),
         "include": st.column_config.CheckboxColumn(),
+        "row id": st.column_config.SelectboxColumn(
+            options=FLAG_OPTIONS,
+            required=True,
+            help="a row id is not modelled: the synthetic table gets fresh ids 1 to n; left "
+            "open, text and whole-number columns whose values are almost all distinct are "
+            "found privately",
+        ),
         "bins": st.column_config.NumberColumn(min_value=1, step=1),
         "decimals": st.column_config.NumberColumn(
             min_value=0,
@@ -376,7 +385,7 @@ edited = st.data_editor(
     },
 )
 try:
-    updated = _schema_from(edited)
+    updated = _schema_from(edited, session.schema.rules)
 except (InputError, ValueError) as exc:
     st.error(f"That schema edit cannot be used: {exc}")
 else:

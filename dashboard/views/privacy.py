@@ -163,7 +163,7 @@ if survival is not None:
         f"The numbers above are for a first estimate and assume all {survival.columns} are "
         f"categorical (sigma {survival.sigma:.1f}, threshold {survival.threshold:.1f}); "
         "columns read as numbers take less of the domain budget, so the real threshold is "
-        f"lower (your table's is below). Rarer values become 'other'. "
+        f"lower (your table's is below). Rarer values become '(other)'. "
         f"{1 - FIRST_CATEGORY_SHARE:.0%} of the categories' budget is kept for a second "
         "estimate, added to the first: of the "
         "columns in which no value survived, or of every column when each kept some. A column "
@@ -266,7 +266,7 @@ else:
             if unsure:
                 lines.append(f"Left out in some simulated runs: {_names(unsure)}.")
             if thin:
-                lines.append(f"Kept, but most of their rows become 'other': {_names(thin)}.")
+                lines.append(f"Kept, but most of their rows become '(other)': {_names(thin)}.")
             st.warning(" ".join(lines))
             # st.table renders its cells as markdown: every cell is escaped (names come from
             # the file)

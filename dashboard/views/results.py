@@ -10,6 +10,7 @@ import streamlit as st
 
 from privsyn_core.data.columns import coded_frame
 from privsyn_core.evaluation import encode_tables, fidelity_report, pairwise_l1
+from privsyn_core.release.changes import KINDS, changes
 
 # Streamlit runs a page as a script, without a package: it is named after its folders
 # ("dashboard" in a checkout, "privsyn_dashboard" installed) for the imports below.
@@ -30,6 +31,44 @@ if not result.end_to_end_dp:
     st.warning("NOT end-to-end DP: some domains were read off the raw data.")
 st.dataframe(synthetic.head(200), key="synthetic_preview", width="stretch")
 downloads.offer_csv("Download the synthetic CSV", synthetic, "synthetic.csv", key="download")
+
+st.subheader("What the synthetic table changes")
+state.dp_badge()
+found = (
+    changes(result.model, result.excluded, result.dropped_rules) if result.model is not None else ()
+)
+if not found:
+    st.caption("Nothing beyond the noise: every column keeps its declared or estimated values.")
+else:
+    st.caption(
+        "Read off the release's DP content (its bins, categories and consistent marginals): "
+        "each share is an estimate, as every number of a release is."
+    )
+for kind, heading in KINDS.items():
+    group = [c for c in found if c.kind == kind]
+    if not group:
+        continue
+    with st.expander(f"{heading.capitalize()} ({len(group)})", expanded=len(group) <= 6):
+        st.caption(f"To avoid: {group[0].fix}.")
+        st.dataframe(
+            pd.DataFrame({"what": [c.text for c in group]}),
+            hide_index=True,
+            width="stretch",
+            key=f"changes_{kind}",
+        )
+declarable = [c.declare for c in found if c.declare is not None]
+if declarable and st.button(
+    "Put these estimates in the Data page's column editor",
+    key="declare_changes",
+    help="Copies the estimated bounds, the released categories and the row ids into the "
+    "schema on the Data page, to correct or complete there before the next run (declared "
+    "values cost nothing and are used as they are).",
+):
+    schema = session.schema
+    for entry in declarable:
+        schema = schema.with_declared(entry)
+    session.schema = schema
+    st.success("The Data page's column editor now holds them: check and complete them there.")
 
 st.subheader("Release bundle")
 state.dp_badge()

@@ -35,7 +35,10 @@ from privsyn_core.data.values import (
 )
 from privsyn_core.errors import TableError
 
-OTHER_LABEL = "other"
+#: what the values merged into one code are written as: a label in parentheses, because a
+#: value that was not released may itself read "Other" or "other" (private: it cannot be
+#: checked), and the merged label must not pass for it
+OTHER_LABEL = "(other)"
 
 
 @dataclass(frozen=True)
@@ -60,9 +63,11 @@ class CategoryCodec:
 
     @property
     def other_label(self) -> str:
-        """ "other", or "other_" (and so on) when "other" is itself a category."""
+        """:data:`OTHER_LABEL`, or "(other)_" (and so on) when a category reads the same,
+        whatever its case and surrounding spaces."""
+        taken = {text.strip().casefold() for text in categories_as_text(self.categories)}
         label = OTHER_LABEL
-        while label in self.categories:
+        while label.casefold() in taken:
             label += "_"
         return label
 
@@ -135,6 +140,16 @@ class BinnedCodec:
     counted by the structure step (DP); None uses :func:`default_decimals` of the edges,
     which are public or DP: the precision reads nothing private. A column decoded with 0
     decimals comes back as whole numbers.
+
+    ``points`` are the bins that hold one value, their lower edge (zero in a column of
+    amounts: :mod:`privsyn_core.data.number_bins`), decoded as that value exactly. With
+    ``log``, a bin that does not hold zero is decoded uniformly on the log scale (its bins
+    were cut there: amounts spread evenly over doublings, not over dollars). The bins of
+    ``fall`` (an upper tail) are decoded with a density that halves every quarter of the bin
+    outward from its lower edge, those of ``rise`` (a lower tail) toward its lower edge:
+    beyond the estimated bounds values thin out. ``bounds`` are those DP bounds (the last
+    whole number, for whole numbers), when the bins were widened past them: the bins
+    beyond are the tails (:meth:`tail_codes`).
     """
 
     name: str
@@ -145,21 +160,43 @@ class BinnedCodec:
     datetime_format: str | None = None
     unparsed: Literal["error", "missing"] = "error"
     decimals: int | None = None
+    points: tuple[int, ...] = ()
+    log: bool = False
+    fall: tuple[int, ...] = ()
+    rise: tuple[int, ...] = ()
+    bounds: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         if len(self.edges) < 2:
             raise TableError(f"column {self.name!r} needs at least one bin")
+        for bins in (self.points, self.fall, self.rise):
+            if any(not 0 <= b < len(self.edges) - 1 for b in bins):
+                raise TableError(f"column {self.name!r}: a bin it names is not one of its bins")
 
     @property
     def precision(self) -> int:
-        """Decimals of decoded values: 0 for whole numbers, else declared or the default."""
+        """Decimals of decoded values: 0 for whole numbers, else declared or the default
+        (of the bins that are not single values)."""
         if self.integer:
             return 0
-        return default_decimals(self.edges) if self.decimals is None else self.decimals
+        if self.decimals is not None:
+            return self.decimals
+        return default_decimals(self.edges, self.points)
 
     @property
     def bins(self) -> int:
         return len(self.edges) - 1
+
+    def tail_codes(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The bins wholly below the DP lower bound, and wholly above the upper one (none
+        without :attr:`bounds`)."""
+        if self.bounds is None:
+            return (), ()
+        lower, upper = self.bounds
+        top = upper + 1.0 if self.integer else upper
+        below = tuple(k for k in range(self.bins) if self.edges[k + 1] <= lower)
+        above = tuple(k for k in range(self.bins) if self.edges[k] >= top)
+        return below, above
 
     @property
     def size(self) -> int:
@@ -223,6 +260,8 @@ class BinnedCodec:
         dates, in the column's date format), ``low to high`` for whole numbers (both
         included, as decoding draws them), or the one whole number a bin holds."""
         low, high = self.edges[first], self.edges[last + 1]
+        if first == last and first in self.points:
+            return f"{low:.{self.precision}f}".rstrip("0").rstrip(".") or "0"
         if self.datetime:
             ends = [pd.Timestamp(int(np.clip(e, *DATETIME_SECONDS)), unit="s") for e in (low, high)]
             spelling = self.datetime_format
@@ -252,10 +291,20 @@ class BinnedCodec:
         present = codes < self.bins
         bins = np.where(present, codes, 0)
         low, high = edges[bins], edges[bins + 1]
+        u = rng.random(codes.size)
+        if self.log:
+            u = _log_share(low, high, u)
+        if self.fall:
+            u = np.where(np.isin(bins, self.fall), _thinning(u), u)
+        if self.rise:
+            u = np.where(np.isin(bins, self.rise), 1.0 - _thinning(1.0 - u), u)
         if self.integer:  # whole-number edges: bin k holds low .. high - 1
-            values = low + np.floor(rng.random(codes.size) * (high - low))
+            values = np.minimum(low + np.floor(u * (high - low)), high - 1)
         else:
-            values = _on_grid(low, high, self.precision, rng.random(codes.size))
+            values = _on_grid(low, high, self.precision, u)
+        if self.points:
+            single = np.isin(bins, self.points)
+            values = np.where(single, low, values)
         values = np.where(present, values, np.nan)
         if self.datetime:
             # a DP range can reach past what pandas represents (a noisy cell of the coarse
@@ -328,17 +377,18 @@ def equal_width_edges(lower: float, upper: float, bins: int, *, integer: bool) -
 MAX_DEFAULT_DECIMALS = 12
 
 
-def default_decimals(edges: tuple[float, ...]) -> int:
+def default_decimals(edges: tuple[float, ...], points: tuple[int, ...] = ()) -> int:
     """The default precision of a binned column: the fewest decimals whose step is at most a
     tenth of the narrowest bin, ``ceil(-log10(w / 10))`` clipped to 0 ..
     :data:`MAX_DEFAULT_DECIMALS` (width 1 -> 1 decimal, 0.5 -> 2, 10 or more -> 0).
 
-    It is read off the bin edges alone, which are declared or DP estimates, so it costs no
-    budget and reveals nothing about the table; every bin then holds at least about ten
+    The bins in ``points`` hold one value each and do not count. It is read off the bin
+    edges alone, which are declared or DP estimates, so it costs no budget and reveals
+    nothing about the table; every bin then holds at least about ten
     distinct printable values, so rounding barely coarsens the uniform draw inside a bin.
     """
-    widths = np.diff(np.asarray(edges, dtype=float))
-    narrowest = float(widths.min())
+    widths = np.delete(np.diff(np.asarray(edges, dtype=float)), list(points))
+    narrowest = float(widths.min()) if widths.size else math.inf
     if not math.isfinite(narrowest) or narrowest <= 0:
         return MAX_DEFAULT_DECIMALS
     decimals = math.ceil(-math.log10(narrowest / 10) - 1e-9)
@@ -357,6 +407,32 @@ def _on_grid(low: np.ndarray, high: np.ndarray, decimals: int, u: np.ndarray) ->
     steps = np.where(count >= 1, first + np.floor(u * np.maximum(count, 1)),
                      np.round((low + high) / 2 * scale))  # fmt: skip
     return steps / scale  # a correctly rounded quotient: prints as the short decimal
+
+
+#: a tail bin's density halves this many times from its inner edge to its outer one
+TAIL_HALVINGS = 4
+
+
+def _thinning(u: np.ndarray) -> np.ndarray:
+    """Uniform draws ``u`` as shares of a bin whose density halves every
+    ``1 / TAIL_HALVINGS`` of it (a truncated exponential, by its inverse distribution)."""
+    kept = 1.0 - 2.0**-TAIL_HALVINGS
+    share = -np.log2(1.0 - u * kept) / TAIL_HALVINGS
+    return np.clip(share, 0.0, np.nextafter(1.0, 0))
+
+
+def _log_share(low: np.ndarray, high: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Uniform draws ``u`` moved so that a value ``low + share (high - low)`` is uniform on
+    the log scale inside a bin that does not hold zero (on its magnitude, for negative
+    bins); bins that hold zero keep ``u``."""
+    same_sign = low * high > 0
+    near = np.where(low > 0, low, np.abs(high))
+    far = np.where(low > 0, high, np.abs(low))
+    near = np.where(same_sign, near, 1.0)
+    magnitude = near * (np.where(same_sign, far, 1.0) / near) ** u
+    value = np.where(low > 0, magnitude, -magnitude)
+    width = np.where(high > low, high - low, 1.0)
+    return np.where(same_sign, np.clip((value - low) / width, 0.0, np.nextafter(1.0, 0)), u)
 
 
 def _typed(series: pd.Series, categories: tuple[Any, ...], missing: bool) -> pd.Series:

@@ -30,25 +30,35 @@ import numpy as np
 import pandas as pd
 
 from privsyn_core.data.codecs import BinnedCodec, CategoryCodec, ColumnCodec, equal_width_edges
-from privsyn_core.data.schema import ColumnSchema, Kind, Provenance, Schema, kind_from_type
+from privsyn_core.data.number_bins import MAX_INTEGER_BINS, estimated_bins
+from privsyn_core.data.rules import Rule
+from privsyn_core.data.schema import (
+    DEFAULT_BINS,
+    ID_SHARE,
+    ColumnSchema,
+    Kind,
+    Provenance,
+    Schema,
+    kind_from_type,
+)
+from privsyn_core.data.values import parse_numbers
 from privsyn_core.domain import code_dtype
 from privsyn_core.errors import InputError
+from privsyn_core.generation.identifiers import Identifier
 from privsyn_core.measuring.counters import FrameTable, RawTable
+from privsyn_core.measuring.identifiers import IDENTIFIER_RESERVE, laid_out_as_ids, noisy_distinct
 from privsyn_core.measuring.private_domain import (
     CATEGORY_WEIGHT,
     DomainSplit,
     NoisyEvidence,
     PrivateCategories,
+    PrivateRange,
     categories_from_counts,
     range_from_histogram,
 )
 from privsyn_core.measuring.structure import StructureDecision, decide_structure, noisy_structure
 from privsyn_core.privacy.ledger import Measurement
 from privsyn_core.privacy.noise import NoiseSource
-
-#: numeric columns of whole numbers get one bin per value up to this many values
-MAX_INTEGER_BINS = 100
-DEFAULT_BINS = 32
 
 
 @dataclass(frozen=True)
@@ -78,6 +88,13 @@ class Preparation:
     measurements: tuple[Measurement, ...]
     excluded: tuple[tuple[str, str], ...]
     end_to_end_dp: bool
+    #: row ids: not modelled, written as fresh ids (declared, or found privately), at their
+    #: places among the output's columns
+    identifiers: tuple[Identifier, ...] = ()
+    #: the schema's rules whose columns are all synthesised, and those that are not (with
+    #: why: a column left out or found to be a row id cannot keep a rule)
+    rules: tuple[Rule, ...] = ()
+    dropped_rules: tuple[tuple[Rule, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -104,8 +121,9 @@ class OpenParts:
 
 
 def open_parts(schema: Schema) -> OpenParts:
-    """The open parts of ``schema``'s included columns (see :class:`OpenParts`)."""
-    included = schema.included()
+    """The open parts of ``schema``'s included columns (see :class:`OpenParts`); a column
+    declared an identifier has none."""
+    included = tuple(c for c in schema.included() if not c.identifier)
     return OpenParts(
         structure=tuple(c.name for c in included if needs_structure(c)),
         categories=tuple(
@@ -187,6 +205,7 @@ def prepare_columns(
     rng: NoiseSource | np.random.Generator,
     raw_domains: bool = False,
     category_weight: float = CATEGORY_WEIGHT,
+    one_way_sigma: float | None = None,
 ) -> Preparation:
     """Codecs for every included column, with the measurements that paid for them.
 
@@ -204,6 +223,10 @@ def prepare_columns(
     equally over the second ones: of the columns that released nothing, or of every column
     when each released a value (:class:`~privsyn_core.measuring.private_domain.DomainSplit`).
 
+    ``one_way_sigma``, the noise PrivSyn's 1-way marginals will have (public: it follows from
+    the budget), sets how many bins a numeric column with many values gets
+    (:mod:`privsyn_core.data.number_bins`); None gives every one the default number.
+
     ``table`` is read only through :class:`~privsyn_core.measuring.counters.RawTable` (a
     DataFrame is wrapped in :class:`~privsyn_core.measuring.counters.FrameTable`): aggregates,
     so a SQL backend can answer them where the table lies.
@@ -214,6 +237,8 @@ def prepare_columns(
     measurements: list[Measurement] = []
     settled: list[tuple[ColumnSchema, list[StructureChoice]]] = []
     for spec in schema.included():
+        if spec.identifier:
+            continue
         if not needs_structure(spec):
             settled.append((spec, _declared_choices(spec)))
         elif raw_domains:
@@ -229,11 +254,17 @@ def prepare_columns(
     categories = [
         i for i, (spec, _) in enumerate(settled) if private and _estimates_categories(spec)
     ]
+    # numbers with decimals, of a kind decided privately, get their frequent values released
+    # too, as categories are (they share the categories' budget and delta)
+    values = [i for i in ranges if _releases_values(*settled[i])]
+    domain_rho = rho_per_estimate * (len(ranges) + len(categories))
+    # a share of the domain budget is kept for the identifier checks, after the estimates
     split = DomainSplit(
-        rho_per_estimate * (len(ranges) + len(categories)),
+        (1.0 - IDENTIFIER_RESERVE) * domain_rho,
         len(ranges),
         len(categories),
         category_weight,
+        values=len(values),
     )
     done: dict[int, _Domain] = {}
     # a category's second estimate draws on the same exact counts as its first: read once
@@ -246,7 +277,16 @@ def prepare_columns(
         spec, choices = settled[index]
         try:
             found = _prepare_domain(
-                spec, choices, table, value_counts, rho, delta, rng, raw_domains, prior
+                spec,
+                choices,
+                table,
+                value_counts,
+                rho,
+                delta,
+                rng,
+                raw_domains,
+                prior,
+                one_way_sigma,
             )
         except InputError as error:  # the measurements made before this one were paid for
             raise InputError(str(error), spent=(*measurements, *error.spent)) from None
@@ -258,7 +298,9 @@ def prepare_columns(
         if index not in ranges and index not in categories:
             done[index] = estimate(index, 0.0)
     for index in ranges:
-        done[index] = estimate(index, split.range_first)
+        done[index] = estimate(
+            index, split.valued_range_first if index in values else split.range_first
+        )
     failed = [i for i in ranges if done[i].item is None]
     for index in failed:
         second = estimate(index, split.range_second(len(failed)), prior=done[index])
@@ -272,24 +314,177 @@ def prepare_columns(
     for index in (lost or categories) if second_rho > 0 else []:
         second = estimate(index, second_rho, second_delta, done[index])
         done[index] = replace(second, second=True)
+    for index in values:  # each numeric column's frequent values, laid out with its range
+        spec = settled[index][0]
+        texts, counts = value_counts(spec.name)
+        try:
+            released = released_values(
+                spec.name, texts, counts, split.value_rho, first_delta, rng
+            )
+        except InputError as error:
+            raise InputError(str(error), spent=(*measurements, *error.spent)) from None
+        measurements.append(released.measurement)
+        done[index] = _with_released(spec, done[index], released, one_way_sigma)
+    found_ids = _identifiers(
+        settled, done, table, IDENTIFIER_RESERVE * domain_rho, rng, raw_domains, measurements
+    )
     excluded: list[tuple[str, str]] = [
         (c.name, c.reason or "excluded by the schema") for c in schema.columns if c.exclude
     ]
+    identified = {settled[i][0].name for i in found_ids} | {
+        c.name for c in schema.included() if c.identifier
+    }
     prepared: list[PreparedColumn] = []
     for index, (spec, _) in enumerate(settled):
-        found = done[index]
+        found = done.get(index, _Domain(None))
+        if spec.name in identified:
+            continue
         if found.item is None:
             excluded.append((spec.name, _why_left_out(spec, found)))
         else:
             prepared.append(found.item)
     if not prepared:
+        ids = ", ".join(sorted(identified))
+        ids = f" (the row ids {ids} are not modelled)" if ids else ""
         raise InputError(
             "no column is left to synthesise: every column was excluded or had no value "
-            "frequent enough to release privately at this budget; use a larger epsilon, or "
-            "declare categories and bounds in a schema",
+            f"frequent enough to release privately at this budget{ids}; use a larger "
+            "epsilon, or declare categories and bounds in a schema",
             spent=tuple(measurements),
         )
-    return Preparation(tuple(prepared), tuple(measurements), tuple(excluded), not raw_domains)
+    kept = [
+        c.name for c in schema.included() if c.name in identified or c.name not in dict(excluded)
+    ]
+    identifiers = tuple(Identifier(name, kept.index(name)) for name in kept if name in identified)
+    synthesised = {p.codec.name for p in prepared}
+    rules = tuple(r for r in schema.rules if set(r.columns) <= synthesised)
+    dropped_rules = tuple(
+        (r, f"{next(c for c in r.columns if c not in synthesised)} is not synthesised")
+        for r in schema.rules
+        if r not in rules
+    )
+    return Preparation(
+        tuple(prepared),
+        tuple(measurements),
+        tuple(excluded),
+        not raw_domains,
+        identifiers,
+        rules,
+        dropped_rules,
+    )
+
+
+def _identifiers(
+    settled: list[tuple[ColumnSchema, list[StructureChoice]]],
+    done: dict[int, _Domain],
+    table: RawTable,
+    rho: float,
+    rng: NoiseSource | np.random.Generator,
+    raw: bool,
+    measurements: list[Measurement],
+) -> set[int]:
+    """The settled columns that are row ids (:mod:`privsyn_core.measuring.identifiers`),
+    checked only where the domain estimates point to one, sharing ``rho``: text whose
+    category estimates released no value (every id's values are too rare to release), and
+    whole numbers whose DP range holds few more numbers than its noisy histogram holds rows
+    (the layout of ids, not of amounts or dates). A column the schema declares either way is
+    not checked. With ``raw`` (the demo shortcut, not DP) every text and whole-number column
+    is checked on its exact counts."""
+    candidates = []
+    for index, (spec, _) in enumerate(settled):
+        if spec.identifier is not None or index not in done:
+            continue
+        found = done[index]
+        if raw:
+            looks = spec.kind is Kind.CATEGORICAL or (spec.kind is Kind.NUMERIC and spec.integer)
+        elif _estimates_categories(spec):
+            looks = found.item is None and found.categories is not None
+        else:
+            looks = (
+                spec.kind is Kind.NUMERIC
+                and bool(spec.integer)
+                and found.bounds is not None
+                and found.mass is not None
+                and laid_out_as_ids(*found.bounds, found.mass)
+            )
+        if looks:
+            candidates.append(index)
+    ids: set[int] = set()
+    for index in candidates:
+        name = settled[index][0].name
+        distinct, present = table.distinct_counts(name)
+        if raw:
+            if present and distinct >= ID_SHARE * present:
+                ids.add(index)
+            continue
+        count = noisy_distinct(name, distinct, present, rho / len(candidates), rng)
+        measurements.append(count.measurement)
+        if count.unique:
+            ids.add(index)
+    return ids
+
+
+def _releases_values(spec: ColumnSchema, choices: list[StructureChoice]) -> bool:
+    """Whether a numeric column gets its frequent values released: numbers with decimals
+    (whole numbers over a short range get a bin per value anyway), of a kind decided
+    privately (a threshold needs delta, reserved for the columns that may be categorical)."""
+    kind = next((c for c in choices if c.name == "kind"), None)
+    return (
+        spec.kind is Kind.NUMERIC
+        and spec.integer is False
+        and kind is not None
+        and kind.provenance is Provenance.PRIVATE
+    )
+
+
+def released_values(
+    name: str,
+    texts: tuple[str, ...],
+    counts: np.ndarray,
+    rho: float,
+    delta: float,
+    rng: NoiseSource | np.random.Generator,
+) -> PrivateCategories:
+    """A numeric column's frequent values released as categories are
+    (:func:`~privsyn_core.measuring.private_domain.categories_from_counts`: thresholded noisy
+    counts of each distinct number, however it is written, in increasing order): the values
+    the output may draw exactly. Values that do not read as numbers are left out."""
+    numbers = parse_numbers(pd.Series(texts, dtype=object))
+    finite = np.isfinite(numbers)
+    values, where = np.unique(numbers[finite], return_inverse=True)
+    by_value = np.bincount(
+        where, weights=np.asarray(counts, dtype=float)[finite], minlength=values.size
+    )
+    found = categories_from_counts(name, [float(v) for v in values], by_value, rho, delta, rng)
+    mechanism = f"{found.measurement.mechanism}; values of a number column"
+    return replace(found, measurement=replace(found.measurement, mechanism=mechanism))
+
+
+def _with_released(
+    spec: ColumnSchema,
+    found: _Domain,
+    values: PrivateCategories,
+    one_way_sigma: float | None,
+) -> _Domain:
+    """A numeric column's domain with its released values laid out among its bins."""
+    if found.item is None or found.range is None or not values.categories:
+        return found
+    by_number = {
+        float(v): c  # type: ignore[arg-type]  # numbers: released_values gives floats
+        for v, c in zip(values.categories, values.counts, strict=True)
+    }
+    codec = found.item.codec
+    assert isinstance(codec, BinnedCodec)
+    laid = _laid_codec(
+        spec,
+        found.range,
+        codec.missing,
+        codec.unparsed == "missing",
+        one_way_sigma,
+        tuple(by_number.items()),
+    )
+    note = f"{found.item.note}; {len(by_number)} frequent values released"
+    return replace(found, item=replace(found.item, codec=laid, note=note))
 
 
 def _estimates_categories(spec: ColumnSchema) -> bool:
@@ -318,6 +513,12 @@ class _Domain:
     threshold: float | None = None
     second: bool = False
     categories: PrivateCategories | None = None
+    #: a numeric column's bounds (DP, declared, or the demo's raw ones)
+    bounds: tuple[float, float] | None = None
+    #: the noisy count of a numeric column's values inside its DP bounds
+    mass: float | None = None
+    #: a numeric column's range estimate, which its released values are laid out with
+    range: PrivateRange | None = None
 
 
 def _why_left_out(spec: ColumnSchema, found: _Domain) -> str:
@@ -353,6 +554,7 @@ def _prepare_domain(
     rng: NoiseSource | np.random.Generator,
     raw: bool,
     prior: _Domain | None = None,
+    one_way_sigma: float | None = None,
 ) -> _Domain:
     """The codec of a column whose structure is settled, and the domain estimate it paid
     (None when declared); no codec when the estimate released nothing (left out). ``prior``
@@ -373,7 +575,9 @@ def _prepare_domain(
         found = _categorical(spec, value_counts, may_be_missing, rho, delta, rng, raw, first)
     else:
         evidence = None if prior is None else prior.evidence
-        found = _binned(spec, table, may_be_missing, lenient, rho, rng, raw, evidence)
+        found = _binned(
+            spec, table, may_be_missing, lenient, rho, rng, raw, evidence, one_way_sigma
+        )
     item = found.item
     if item is None:
         return found
@@ -491,7 +695,7 @@ def _categorical(
     if not estimate.categories:
         return found
     codec = CategoryCodec(spec.name, estimate.categories, True, may_be_missing)
-    note = f"{len(estimate.categories)} categories released; rarer values become 'other'"
+    note = f"{len(estimate.categories)} categories released; rarer values become '(other)'"
     if prior is not None and not prior.categories:
         note += " (second estimate)"
     return replace(found, item=PreparedColumn(codec, Provenance.PRIVATE, note))
@@ -506,14 +710,12 @@ def _binned(
     rng: NoiseSource | np.random.Generator,
     raw: bool,
     prior: NoisyEvidence | None = None,
+    one_way_sigma: float | None = None,
 ) -> _Domain:
     is_datetime = spec.kind is Kind.DATETIME
     integer = True if is_datetime else bool(spec.integer)
     probe = _binned_codec(spec, (0.0, 1.0), integer, may_be_missing, lenient)
     numbers = table.numbers(probe)  # refuses values that do not read, if declared so
-    spend = None
-    provenance = Provenance.DECLARED
-    note = ""
     if spec.edges is not None:
         edges = spec.edges
         if integer:  # whole-number columns need whole-number edges
@@ -522,48 +724,108 @@ def _binned(
                 raise InputError(
                     f"column {spec.name!r}: its bin edges hold no whole number; widen them"
                 )
-    else:
-        lower, upper = spec.lower, spec.upper
-        if lower is None or upper is None:
-            if raw:
-                bounds = numbers.bounds()
-                if bounds is None:
-                    return _Domain(None)
-                lower = bounds[0] if lower is None else lower
-                upper = bounds[1] if upper is None else upper
-                provenance, note = Provenance.RAW, "bounds read off the data"
-            else:
-                estimate = range_from_histogram(
-                    numbers.histogram, rho, rng, integer=integer, prior=prior
-                )
-                spend = replace(estimate.measurement, attributes=(spec.name,))
-                if estimate.lower is None or estimate.upper is None:
-                    return _Domain(None, spend, estimate.evidence)
-                lower = estimate.lower if lower is None else lower
-                upper = estimate.upper if upper is None else upper
-                provenance = Provenance.PRIVATE
-                note = f"bounds [{lower:g}, {upper:g}] estimated privately"
-                if prior is not None:
-                    note += " (second estimate)"
-                elif estimate.evidence is not None:
-                    note += " (coarse: whole doublings)"
-                short = integer and upper - lower + 1 <= (spec.bins or MAX_INTEGER_BINS)
-                if spec.bins is None and not short and spec.lower is None and spec.upper is None:
-                    quantiles = estimate.quantile_edges(DEFAULT_BINS, integer=integer)
-                    if quantiles is not None:
-                        note += "; bin edges at DP quantiles"
-                        codec = _binned_codec(spec, quantiles, integer, may_be_missing, lenient)
-                        return _Domain(PreparedColumn(codec, provenance, note), spend)
+        codec = _binned_codec(spec, edges, integer, may_be_missing, lenient)
+        return _Domain(PreparedColumn(codec, Provenance.DECLARED))
+    lower, upper = spec.lower, spec.upper
+    if lower is not None and upper is not None:
+        return _declared_bins(spec, lower, upper, integer, may_be_missing, lenient)
+    if raw:
+        bounds = numbers.bounds()
+        if bounds is None:
+            return _Domain(None)
+        lower = bounds[0] if lower is None else lower
+        upper = bounds[1] if upper is None else upper
+        found = _declared_bins(spec, lower, upper, integer, may_be_missing, lenient)
+        assert found.item is not None
+        item = replace(found.item, provenance=Provenance.RAW, note="bounds read off the data")
+        return replace(found, item=item, bounds=(lower, upper))
+    estimate = range_from_histogram(
+        numbers.histogram, rho, rng, integer=integer, prior=prior, zero_spike=not is_datetime
+    )
+    spend = replace(estimate.measurement, attributes=(spec.name,))
+    if estimate.lower is None or estimate.upper is None:
+        return _Domain(None, spend, estimate.evidence)
+    if spec.lower is not None or spec.upper is not None:
+        # one bound declared: it holds as declared, the other is estimated
+        lower = estimate.lower if spec.lower is None else spec.lower
+        upper = estimate.upper if spec.upper is None else spec.upper
         if lower > upper:
             raise InputError(
                 f"column {spec.name!r}: the lower bound {lower:g} is above the upper bound "
                 f"{upper:g}; fix the bounds in the schema",
-                spent=() if spend is None else (spend,),
+                spent=(spend,),
             )
-        bins = spec.bins or (MAX_INTEGER_BINS if integer else DEFAULT_BINS)
-        edges = equal_width_edges(lower, upper, bins, integer=integer)
+        found = _declared_bins(spec, lower, upper, integer, may_be_missing, lenient)
+        assert found.item is not None
+        note = f"bounds [{lower:g}, {upper:g}], one estimated privately"
+        item = replace(found.item, provenance=Provenance.PRIVATE, note=note)
+        return _Domain(item, spend)
+    note = f"bounds [{estimate.lower:g}, {estimate.upper:g}] estimated privately"
+    if prior is not None:
+        note += " (second estimate)"
+    elif estimate.evidence is not None:
+        note += " (coarse: whole doublings)"
+    if estimate.zeros is not None:
+        note += "; zero kept as a value of its own"
+    codec = _laid_codec(spec, estimate, may_be_missing, lenient, one_way_sigma)
+    bounds = (estimate.lower, estimate.upper)
+    mass = float(sum(estimate.cell_counts)) + (estimate.zeros or 0.0)
+    item = PreparedColumn(codec, Provenance.PRIVATE, note)
+    return _Domain(
+        item, spend, bounds=bounds, mass=mass if estimate.cell_counts else None, range=estimate
+    )
+
+
+def _laid_codec(
+    spec: ColumnSchema,
+    estimate: PrivateRange,
+    may_be_missing: bool,
+    lenient: bool,
+    one_way_sigma: float | None,
+    values: tuple[tuple[float, float], ...] = (),
+) -> BinnedCodec:
+    """The codec of a column whose range (and frequent values) were estimated privately,
+    its bins laid out by :func:`~privsyn_core.data.number_bins.estimated_bins`."""
+    is_datetime = spec.kind is Kind.DATETIME
+    integer = True if is_datetime else bool(spec.integer)
+    step = 1.0 if integer else (10.0**-spec.decimals if spec.decimals else None)
+    laid = estimated_bins(
+        estimate,
+        integer=integer,
+        step=step,
+        bins=spec.bins,
+        one_way_sigma=one_way_sigma,
+        tails=not is_datetime,
+        values=values,
+    )
+    return replace(
+        _binned_codec(spec, laid.edges, integer, may_be_missing, lenient),
+        points=laid.points,
+        log=laid.log,
+        fall=laid.fall,
+        rise=laid.rise,
+        bounds=laid.bounds,
+    )
+
+
+def _declared_bins(
+    spec: ColumnSchema,
+    lower: float,
+    upper: float,
+    integer: bool,
+    may_be_missing: bool,
+    lenient: bool,
+) -> _Domain:
+    """Equal-width bins over bounds that cost nothing (declared, or the demo's raw ones)."""
+    if lower > upper:
+        raise InputError(
+            f"column {spec.name!r}: the lower bound {lower:g} is above the upper bound "
+            f"{upper:g}; fix the bounds in the schema"
+        )
+    bins = spec.bins or (MAX_INTEGER_BINS if integer else DEFAULT_BINS)
+    edges = equal_width_edges(lower, upper, bins, integer=integer)
     codec = _binned_codec(spec, edges, integer, may_be_missing, lenient)
-    return _Domain(PreparedColumn(codec, provenance, note), spend)
+    return _Domain(PreparedColumn(codec, Provenance.DECLARED))
 
 
 def _binned_codec(

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from itertools import pairwise
@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 
 from privsyn_core.data.inputs import read_declaration
+from privsyn_core.data.rules import Rule, check_rules, rules_from_json
 from privsyn_core.data.values import (
     canonical_text,
     fewest_decimals,
@@ -107,6 +108,10 @@ class ColumnSchema:
     reason: str = field(default="", compare=False)
     #: decimals of the output's numbers (numeric columns); None: from the bin width
     decimals: int | None = None
+    #: a row id: not modelled, written as fresh ids 1..n (True); never one (False); None:
+    #: decided privately for text and whole-number columns
+    #: (:mod:`privsyn_core.measuring.identifiers`)
+    identifier: bool | None = None
 
     def __post_init__(self) -> None:
         self._check_types()
@@ -207,7 +212,7 @@ class ColumnSchema:
             check_codes(self.name, len(self.edges), "bin edges")
             if not all(number(e) for e in self.edges):
                 fail("edges", "a list of finite numbers")
-        for key in ("integer", "missing"):
+        for key in ("integer", "missing", "identifier"):
             if getattr(self, key) is not None and not isinstance(getattr(self, key), bool):
                 fail(key, "true, false or absent")
         if not isinstance(self.exclude, bool):
@@ -260,10 +265,12 @@ class ColumnSchema:
 
 @dataclass(frozen=True)
 class Schema:
-    """All columns of a table, in order."""
+    """All columns of a table, in order, and the rules the synthetic rows keep
+    (:mod:`privsyn_core.data.rules`)."""
 
     columns: tuple[ColumnSchema, ...]
     version: int = SCHEMA_VERSION
+    rules: tuple[Rule, ...] = ()
 
     def __post_init__(self) -> None:
         seen: set[str] = set()
@@ -271,6 +278,8 @@ class Schema:
             if column.name in seen:
                 raise InputError(f"the schema lists column {column.name!r} more than once")
             seen.add(column.name)
+        synthesised = [c.name for c in self.columns if not c.exclude and not c.identifier]
+        check_rules(self.rules, synthesised)
         check_pairs(
             (c.name, c.declared_codes) for c in self.columns if c.declared_codes is not None
         )
@@ -297,8 +306,23 @@ class Schema:
             self, columns=tuple(column if c.name == column.name else c for c in self.columns)
         )
 
+    def with_declared(self, entry: Mapping[str, Any]) -> Schema:
+        """This schema with the fields of ``entry`` (a schema column's JSON, with its name)
+        declared on that column, its other declarations kept; unknown names change nothing."""
+        name = entry.get("name")
+        if name not in self.names():
+            return self
+        current = {k: v for k, v in asdict(self[str(name)]).items() if v is not None}
+        return self.with_column(ColumnSchema(**{**current, **entry}))
+
     def to_json(self) -> dict[str, Any]:
-        return {"version": self.version, "columns": [c.to_json() for c in self.columns]}
+        out: dict[str, Any] = {
+            "version": self.version,
+            "columns": [c.to_json() for c in self.columns],
+        }
+        if self.rules:
+            out["rules"] = [rule.to_json() for rule in self.rules]
+        return out
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=2, default=_json_scalar)
@@ -307,6 +331,12 @@ class Schema:
     def from_json(cls, data: Any) -> Schema:
         if not isinstance(data, dict) or not isinstance(data.get("columns"), list):
             raise InputError('a schema must be a JSON object with a "columns" list')
+        unknown_keys = sorted(set(data) - {"version", "columns", "rules"})
+        if unknown_keys:
+            raise InputError(
+                f"the schema has an unknown key {unknown_keys[0]!r}; known keys are columns, "
+                "rules and version"
+            )
         version = data.get("version", SCHEMA_VERSION)
         if version != SCHEMA_VERSION:
             raise InputError(
@@ -325,7 +355,8 @@ class Schema:
                     f"are {', '.join(sorted(known))}"
                 )
             columns.append(ColumnSchema(**entry))
-        return cls(tuple(columns), version)
+        names = [c.name for c in columns]
+        return cls(tuple(columns), version, rules_from_json(data.get("rules"), names))
 
     @classmethod
     def load(cls, path: str | Path) -> Schema:
@@ -453,10 +484,10 @@ def _infer_column(
         return ColumnSchema(
             name,
             kind,
-            exclude=True,
             missing=missing,
-            reason=f"{reason}; excluded: {distinct} distinct values in {len(values)} rows "
-            f"looks like an identifier",
+            identifier=True,
+            reason=f"{reason}; {distinct} distinct values in {len(values)} rows looks like "
+            "an identifier: written as fresh ids 1..n, not modelled",
         )
     if kind is Kind.CATEGORICAL:
         categories = tuple(_plain(v) for v in sorted(values.unique(), key=_sort_key))

@@ -92,6 +92,11 @@ class BlockSizes(Sequence[int]):
     def largest(self) -> int:
         return -(-self.rows // self.blocks)
 
+    def start(self, index: int) -> int:
+        """The first row of block ``index``, counted from 0 (the rows of the blocks before)."""
+        base, extra = divmod(self.rows, self.blocks)
+        return index * base + min(index, extra)
+
 
 def block_sizes(n: int, block_rows: int) -> BlockSizes:
     """``n`` rows as the fewest blocks of at most ``block_rows``, as even as possible: a

@@ -56,6 +56,7 @@ import pandas as pd
 from privsyn_core.data.codecs import BinnedCodec, CategoryCodec, CodesCodec
 from privsyn_core.data.values import canonical_text, categories_as_text
 from privsyn_core.errors import InputError
+from privsyn_core.generation.grouping import member_shares
 
 if TYPE_CHECKING:
     from privsyn_core.generation.fitted import BlockPlan, FittedModel, Sample, SamplingSettings
@@ -162,9 +163,14 @@ def resolve(model: FittedModel, where: Mapping[str, Any] | Sequence[str]) -> tup
         pairs = parse_where(where)
     else:
         raise InputError("where must map column names to values, e.g. {'sex': 'Female'}")
-    columns = model.columns
+    columns = model.modelled
     by_column: dict[str, Condition] = {}
     for column, value in pairs:
+        if column in {i.name for i in model.identifiers}:
+            raise InputError(
+                f"condition on {column!r}: a row id, written as fresh ids 1..n, not modelled; "
+                "condition on another column"
+            )
         if column not in columns:
             shown = ", ".join(columns[:20]) + (", ..." if len(columns) > 20 else "")
             raise InputError(f"condition on {column!r}: no such column; the columns: {shown}")
@@ -177,7 +183,7 @@ def resolve(model: FittedModel, where: Mapping[str, Any] | Sequence[str]) -> tup
 def _weighted(model: FittedModel, condition: Condition) -> Condition:
     """``condition`` with its weight per engine code; refused when it selects nothing the
     model makes."""
-    index = model.columns.index(condition.column)
+    index = model.modelled.index(condition.column)
     decoder = model.decoders[index]
     declared = _declared_weights(condition, decoder)
     grouping = model.groupings[index]
@@ -185,7 +191,7 @@ def _weighted(model: FittedModel, condition: Condition) -> Condition:
     for k, (members, shares) in enumerate(
         zip(grouping.members, grouping.member_weights, strict=True)
     ):
-        share = np.clip(np.asarray(shares, dtype=float), 0, None)
+        share = member_shares(np.asarray(shares, dtype=float), 1.0)
         total = share.sum()
         share = share / total if total > 0 else np.full(len(members), 1 / len(members))
         weights[k] = float(np.dot(share, declared[list(members)]))
@@ -339,7 +345,7 @@ def probability(model: FittedModel, conditions: Sequence[Condition]) -> float:
     first, 1-way marginals for the rest, independent between those factors."""
     weights = {c.column: np.asarray(c.weights) for c in conditions}
     attribute = {
-        c.column: model.groupings[model.columns.index(c.column)].attribute for c in conditions
+        c.column: model.groupings[model.modelled.index(c.column)].attribute for c in conditions
     }
     by_attribute = {attribute[c]: weights[c] for c in weights}
     left = set(by_attribute)
@@ -373,7 +379,7 @@ def matching(
     """Which rows of a decoded ``table`` satisfy every condition."""
     keep = np.ones(len(table), dtype=bool)
     for condition in conditions:
-        decoder = model.decoders[model.columns.index(condition.column)]
+        decoder = model.decoders[model.modelled.index(condition.column)]
         keep &= condition.matches(table[condition.column], decoder)
     return keep
 

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from privsyn_core.config import SYNTHESIS_METHODS
+from privsyn_core.data.rules import Rule
 from privsyn_core.domain import Domain, code_dtype
 from privsyn_core.errors import InputError
 from privsyn_core.generation.blocks import (
@@ -51,6 +52,12 @@ from privsyn_core.generation.consistency import (
     without_consistency,
 )
 from privsyn_core.generation.dependence import NoisyDependence, UnmeasuredPairs, unmeasured_pairs
+from privsyn_core.generation.empty_cells import (
+    EMPTY_SIGMAS,
+    emptied_targets,
+    empty_cell_rows,
+    fill_empty_cells,
+)
 from privsyn_core.generation.grouping import ValueGrouping, decode
 from privsyn_core.generation.gum import (
     GumIterationRecord,
@@ -64,6 +71,7 @@ from privsyn_core.generation.gum import (
     table_score,
     within_noise_floor,
 )
+from privsyn_core.generation.identifiers import Identifier, numbered
 from privsyn_core.generation.independence import (
     DEFAULT_THRESHOLD,
     check_threshold,
@@ -79,6 +87,7 @@ from privsyn_core.generation.quasi_independence import (
     quasi_independent_marginals,
     quasi_pairs_message,
 )
+from privsyn_core.generation.rules import kept_rules
 from privsyn_core.generation.sampling import conditional_column, shuffled_column
 from privsyn_core.marginals import MarginalTable, NoisyMarginal
 from privsyn_core.privacy.ledger import PrivacyLedger
@@ -145,6 +154,10 @@ class SamplingSettings:
     #: is drawn as independent (:mod:`privsyn_core.generation.independence`); None: every
     #: pair as measured
     independence_threshold: float | None = DEFAULT_THRESHOLD
+    #: a measured marginal's cells at most this many noise sigmas are targeted as empty, and
+    #: the rows synthesis leaves in an empty cell are moved out
+    #: (:mod:`privsyn_core.generation.empty_cells`); None: neither
+    empty_sigmas: float | None = EMPTY_SIGMAS
 
     def __post_init__(self) -> None:
         if self.synthesis not in SYNTHESIS_METHODS:
@@ -209,6 +222,11 @@ class FittedModel:
     #: GUM judges the pairs no marginal covers by them
     #: (:mod:`privsyn_core.generation.dependence`)
     dependence: NoisyDependence | None = None
+    #: columns written as fresh ids 1..n, not modelled
+    #: (:mod:`privsyn_core.generation.identifiers`)
+    identifiers: tuple[Identifier, ...] = ()
+    #: the schema's rules, kept by every row (:mod:`privsyn_core.generation.rules`)
+    rules: tuple[Rule, ...] = ()
 
     def __post_init__(self) -> None:
         d = len(self.engine)
@@ -219,9 +237,17 @@ class FittedModel:
             )
 
     @property
-    def columns(self) -> tuple[str, ...]:
-        """The synthetic table's columns, in order."""
+    def modelled(self) -> tuple[str, ...]:
+        """The columns the model makes, in the order of its decoders (no identifier)."""
         return tuple(decoder.name for decoder in self.decoders)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The synthetic table's columns, in order (identifiers at their places)."""
+        names = [decoder.name for decoder in self.decoders]
+        for identifier in sorted(self.identifiers, key=lambda i: i.position):
+            names.insert(min(identifier.position, len(names)), identifier.name)
+        return tuple(names)
 
     def noise_scales(self) -> dict[tuple[str, ...], float]:
         """Each measurement's noise standard deviation per cell, in counts, by attributes
@@ -383,7 +409,7 @@ class FittedModel:
         sizes = block_sizes(int(n), settings.block_rows)
         plan = BlockPlan(self, sizes, settings, block_seeds(rng, len(sizes)), where=conditions)
         blocks = (sample for i in range(len(sizes)) for sample in block_where(plan, i, workers))
-        return PlannedBlocks(blocks, plan)
+        return PlannedBlocks(numbered(self.identifiers, blocks), plan)
 
     def generate_blocks(
         self,
@@ -416,13 +442,14 @@ class FittedModel:
         seeds = block_seeds(rng, len(sizes))
         plan = BlockPlan(self, sizes, settings, seeds, on_progress)
         if len(sizes) == 1:
-            return PlannedBlocks(_single(self, int(n), settings, rng, on_progress), plan)
+            single = _single(self, int(n), settings, rng, on_progress)
+            return PlannedBlocks(numbered(self.identifiers, single), plan)
         work = _BlockDraw(self, settings)
         generators = (seeds.generator(index) for index in range(len(sizes)))
-        return PlannedBlocks(
-            _reported(self, run_blocks(work, sizes, generators, count), sizes, count, on_progress),
-            plan,
+        blocks = _reported(
+            self, run_blocks(work, sizes, generators, count), sizes, count, on_progress
         )
+        return PlannedBlocks(numbered(self.identifiers, blocks), plan)
 
     def sample_spark(
         self,
@@ -518,6 +545,8 @@ def fit_model(
     schema: Sequence[Mapping[str, Any]] = (),
     config: Mapping[str, Any] | None = None,
     dependence: NoisyDependence | None = None,
+    identifiers: Sequence[Identifier] = (),
+    rules: Sequence[Rule] = (),
 ) -> FittedModel:
     """The model from a run's measurements: ``grouped`` are the noisy 1-way marginals on
     engine codes, ``measured`` the selected ones. Makes them consistent (paper 4.3), once;
@@ -541,6 +570,8 @@ def fit_model(
         schema=tuple(schema),
         config=dict(config or {}),
         dependence=dependence,
+        identifiers=tuple(identifiers),
+        rules=tuple(rules),
     )
 
 
@@ -729,6 +760,12 @@ def draw_block(
     marginals, quasi = quasi_independent_marginals(
         model.marginals, model.noisy, settings.independence_threshold, independent_pairs, d
     )
+    masks: dict[tuple[str, ...], np.ndarray] = {}
+    if settings.empty_sigmas is not None:
+        emptied, masks = emptied_targets(
+            marginals, model.noise_scales(), settings.empty_sigmas, independent_pairs
+        )
+        marginals = tuple(emptied)
     multiway = [t for t in marginals if len(t.attributes) > 1]
     appended = (
         plan_appending(engine.attributes, [t.attributes for t in multiway])
@@ -870,7 +907,14 @@ def draw_block(
         synthetic[engine.index(plan.leaf)] = _append(
             plan, by_attributes[plan.marginal], synthetic, engine, rng
         )
-    report.finish(f"{len(appended)} attributes appended")
+    appended_note = f"{len(appended)} attributes appended"
+    if masks:
+        found = sum(empty_cell_rows(synthetic, engine, a, m).size for a, m in masks.items())
+        left = fill_empty_cells(
+            synthetic, engine, list(by_attributes.values()), masks, rng, model.one_way
+        )
+        appended_note += f"; {found - left} rows moved out of combinations measured as empty"
+    report.finish(appended_note)
 
     report.start(Stage.DECODE)
     declared = np.empty((d, n), dtype=dtype)  # declared codes never exceed the decoders' sizes
@@ -884,7 +928,10 @@ def draw_block(
         ],
         axis=1,
     )
-    report.finish(f"{n} rows")
+    kept = kept_rules(frame, model, rng) if model.rules else 0
+    report.finish(
+        f"{n} rows" + (f"; {kept} values changed to keep the schema's rules" if kept else "")
+    )
     return Sample(
         frame,
         n,

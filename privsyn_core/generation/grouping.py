@@ -22,7 +22,8 @@ class ValueGrouping:
     ``code_of[v]`` is the engine code of declared code ``v``. ``members[k]`` lists the declared
     codes engine code ``k`` stands for, and ``member_weights[k]`` their noisy counts, used to
     split a combined value when decoding. ``merged_code`` is the engine code of
-    the combined low-count value, if there is one.
+    the combined low-count values, if there is one; a numeric column's tails may make
+    combined values of their own (:func:`~privsyn_core.measuring.one_way.group_low_counts`).
     """
 
     attribute: str
@@ -62,7 +63,8 @@ def decode(
     rng: np.random.Generator,
     records_per_row: float = 1.0,
 ) -> np.ndarray:
-    """Engine codes back to declared codes; combined values split by projected noisy counts.
+    """Engine codes back to declared codes; combined values split by projected noisy counts
+    (:func:`member_shares`).
 
     ``records_per_row`` converts synthetic rows to the scale of the noisy counts (the noisy
     total over the number of synthetic rows), so the projection sees a total on the scale
@@ -70,12 +72,26 @@ def decode(
     """
     declared = np.array([group[0] for group in grouping.members], dtype=column.dtype)
     out = declared[column]
-    if grouping.merged_code is not None:
-        rows = np.flatnonzero(column == grouping.merged_code)
-        members = np.array(grouping.members[grouping.merged_code])
-        shares = project_nonnegative(
-            np.array(grouping.member_weights[grouping.merged_code]), rows.size * records_per_row
-        )
+    for code, group in enumerate(grouping.members):
+        if len(group) == 1:
+            continue
+        rows = np.flatnonzero(column == code)
+        members = np.array(group)
+        shares = member_shares(np.array(grouping.member_weights[code]), rows.size * records_per_row)
         picks = conditional_column(np.zeros(rows.size, dtype=np.int64), shares[None, :], rng)
         out[rows] = members[picks]
     return out
+
+
+def member_shares(counts: np.ndarray, total: float) -> np.ndarray:
+    """How a combined value's ``total`` rows split over its members, from their noisy
+    ``counts``: the closest non-negative counts with that total (the L2 projection, which
+    sends the members the noise alone made positive to zero), except where the total exceeds
+    what the members' positive counts hold. There the projection would lift every member by
+    the same amount, the empty ones included (values beyond a column's bounds, widened to
+    keep its tails: :mod:`privsyn_core.data.number_bins`), so the positive counts are scaled
+    up instead and a member whose count is not positive gets nothing."""
+    positive = np.maximum(counts, 0.0)
+    if total > positive.sum() > 0:
+        return positive * (total / positive.sum())
+    return project_nonnegative(counts, total)

@@ -62,6 +62,7 @@ from privsyn_core.generation.fitted import (
     SamplingSettings,
     draw_block,
 )
+from privsyn_core.generation.identifiers import numbered, with_identifiers
 from privsyn_core.progress import Stage, StageReporter
 
 #: partitions per core of the session: several blocks a task amortise its start, and more
@@ -87,6 +88,7 @@ def output_schema(model: FittedModel) -> Any:
         ],
         axis=1,
     )
+    frame = with_identifiers(frame, model.identifiers)
     return without_null_types(pa.Schema.from_pandas(frame, preserve_index=False)).remove_metadata()
 
 
@@ -206,11 +208,15 @@ class _BlockTask:
     def _block(self, model: FittedModel, sizes: BlockSizes, index: int) -> Iterator[Sample]:
         """Block ``index``'s rows: one draw, or with conditions the draws of the rounds
         that kept its rows."""
+        first_row = sizes.start(index)  # fresh ids count on from the rows before
         if not self.where:
-            yield draw_block(model, sizes[index], self.settings, self.seeds.generator(index), None)
+            drawn = draw_block(
+                model, sizes[index], self.settings, self.seeds.generator(index), None
+            )
+            yield from numbered(model.identifiers, iter([drawn]), first_row)
             return
         plan = BlockPlan(model, sizes, self.settings, self.seeds, where=self.where)
-        yield from block_where(plan, index)
+        yield from numbered(model.identifiers, block_where(plan, index), first_row)
 
 
 #: the model this Python worker decoded last, by its bundle's SHA-256

@@ -88,6 +88,10 @@ class SynthesisResult:
     columns: tuple[PreparedColumn, ...] = ()
     #: columns left out, with the reason
     excluded: tuple[tuple[str, str], ...] = ()
+    #: columns written as fresh ids 1..n, not modelled
+    identifiers: tuple[str, ...] = ()
+    #: the schema's rules that no synthesised pair of columns could keep: (words, why)
+    dropped_rules: tuple[tuple[str, str], ...] = ()
     #: the DP measurements themselves: noisy 1-way marginals (declared codes) and the noisy
     #: selected marginals (engine codes, see ``groupings``), before consistency
     noisy_marginals: tuple[NoisyMarginal, ...] = ()
@@ -218,6 +222,7 @@ def _fitted(measurements: Measurements, config: PrivSynConfig, report: _Reporter
             config.separate_and_join,
             config.synthesis,
             independence_threshold=config.independence_threshold,
+            empty_sigmas=config.empty_sigmas,
         ),
         consistent=config.consistency,
         noisy=(*measurements.one_way, *measurements.measured),
@@ -226,9 +231,12 @@ def _fitted(measurements: Measurements, config: PrivSynConfig, report: _Reporter
             measurements.groupings,
             preparation.excluded if preparation is not None else (),
             decoders,
+            preparation.identifiers if preparation is not None else (),
         ),
         config=asdict(config),
         dependence=_dependence(measurements),
+        identifiers=preparation.identifiers if preparation is not None else (),
+        rules=preparation.rules if preparation is not None else (),
     )
     consistency = model.consistency
     report.finish(f"{consistency.rounds} rounds, total {consistency.total:.0f}")
@@ -322,6 +330,10 @@ def generate(
         stage_seconds=seconds,
         columns=preparation.columns if preparation else (),
         excluded=preparation.excluded if preparation else (),
+        identifiers=tuple(i.name for i in model.identifiers),
+        dropped_rules=tuple((r.words(), why) for r, why in preparation.dropped_rules)
+        if preparation
+        else (),
         noisy_marginals=model.noisy,
         model=model,
         independent=drawn.independent,

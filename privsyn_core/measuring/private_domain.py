@@ -71,12 +71,15 @@ def combined_sigma(*sigmas: float) -> float:
 @dataclass(frozen=True)
 class PrivateCategories:
     """Categories that passed the threshold, in a stable order, and the noisy counts of
-    every value, which a second estimate adds to."""
+    every value, which a second estimate adds to (private: only the released values' own
+    noisy counts, :attr:`counts`, are a release)."""
 
     categories: tuple[object, ...]
     threshold: float
     measurement: Measurement
     evidence: NoisyEvidence
+    #: the noisy count of each released category, in the order of :attr:`categories`
+    counts: tuple[float, ...] = ()
 
 
 def private_categories(
@@ -139,10 +142,12 @@ def categories_from_counts(
         evidence = prior.evidence.combined(evidence)
         released = set(prior.categories)
     threshold = category_threshold(evidence.sigma, delta, noise)
-    kept = [
-        v for v, n in zip(values, evidence.counts, strict=True) if n >= threshold or v in released
-    ]
-    kept.sort(key=_order_key)
+    noisy_of = {
+        v: float(n)
+        for v, n in zip(values, evidence.counts, strict=True)
+        if n >= threshold or v in released
+    }
+    kept = sorted(noisy_of, key=_order_key)
     measurement = Measurement(
         step="domain",
         attributes=(name,),
@@ -155,7 +160,8 @@ def categories_from_counts(
         f"(delta {delta:.2g}){'' if prior is None else ', added to a first estimate'}",
         delta=delta,
     )
-    return PrivateCategories(tuple(kept), threshold, measurement, evidence)
+    released_counts = tuple(noisy_of[v] for v in kept)
+    return PrivateCategories(tuple(kept), threshold, measurement, evidence, released_counts)
 
 
 def category_threshold(sigma: float, delta: float, noise: NoiseSource) -> float:
@@ -179,21 +185,37 @@ def _grid_edges(steps_per_doubling: int = _STEPS_PER_DOUBLING) -> np.ndarray:
 
 @dataclass(frozen=True)
 class PrivateRange:
-    """DP lower and upper bounds of a numeric column (None when nothing cleared the bar)."""
+    """DP lower and upper bounds of a numeric column (None when nothing cleared the bar),
+    with the noisy histogram they were read from, for the bins to be laid out on
+    (:mod:`privsyn_core.data.number_bins`).
+
+    When the column is a spike at zero plus a spread (amounts: zero for most rows), ``zeros``
+    is the zero cell's noisy count, ``spread`` the bounds of the other values and the cells
+    theirs alone, so that the spike cannot hide them: zero becomes a value of its own and the
+    spread gets bins on a scale that fits it. ``lower`` and ``upper`` hold both."""
 
     lower: float | None
     upper: float | None
     measurement: Measurement
-    #: the refining histogram (DP): its cell edges and noisy counts clipped at zero
+    #: the histogram inside the bounds (DP): its cell edges and noisy counts clipped at zero,
+    #: equal-width cells, cells of the log grid or doublings
     cell_edges: tuple[float, ...] = ()
     cell_counts: tuple[float, ...] = ()
     #: the noisy counts over doublings, when the bounds were read there (a coarse estimate,
     #: or none): what a second estimate of the column builds on
     evidence: NoisyEvidence | None = None
+    #: the noisy count of zeros, when zero is a spike of its own (None: not split off)
+    zeros: float | None = None
+    #: the bounds of the values other than zero, when zero is split off and they were found
+    spread: tuple[float, float] | None = None
+    #: the cells grow geometrically (the log grid or doublings): the scale the spread's bins
+    #: follow, and the one on which a bin is decoded
+    log_cells: bool = False
 
     def quantile_edges(self, bins: int, *, integer: bool) -> tuple[float, ...] | None:
         """Edges of about ``bins`` equal-mass bins, read off the noisy refining histogram
-        (a DP quantile estimate at no extra cost); None when that histogram is too coarse."""
+        (a DP quantile estimate at no extra cost; inside a cell of the log grid, on the log
+        scale); None when that histogram is too coarse."""
         if self.lower is None or self.upper is None or len(self.cell_counts) <= bins:
             return None
         counts = np.asarray(self.cell_counts)
@@ -202,13 +224,33 @@ class PrivateRange:
         edges = np.asarray(self.cell_edges)
         cumulative = np.concatenate([[0.0], np.cumsum(counts)]) / counts.sum()
         targets = np.linspace(0, 1, bins + 1)[1:-1]
-        inner = np.interp(targets, cumulative, edges)
+        inner = interpolated_quantiles(edges, cumulative, targets, log=self.log_cells)
         cuts = np.concatenate([[self.lower], inner, [self.upper]])
         if integer:
             cuts = np.ceil(cuts)
             cuts[-1] = self.upper + 1
         cuts = np.unique(np.clip(cuts, self.lower, cuts[-1]))
         return tuple(float(c) for c in cuts) if cuts.size >= 2 else None
+
+
+def interpolated_quantiles(
+    edges: np.ndarray, cumulative: np.ndarray, targets: np.ndarray, *, log: bool
+) -> np.ndarray:
+    """Where the cumulative share ``cumulative`` (at ``edges``) reaches each of ``targets``:
+    linearly inside a cell, or on the log scale inside a cell that does not hold zero when
+    ``log`` (mass spread evenly over a doubling, as amounts are)."""
+    if not log:
+        return np.interp(targets, cumulative, edges)
+    magnitude = np.where(np.abs(edges) > 0, np.log(np.abs(edges) + 1e-300), 0.0)
+    cell = np.clip(np.searchsorted(cumulative, targets, side="right") - 1, 0, edges.size - 2)
+    low, high = cumulative[cell], cumulative[cell + 1]
+    share = np.where(high > low, (targets - low) / np.where(high > low, high - low, 1.0), 0.0)
+    left, right = edges[cell], edges[cell + 1]
+    same_sign = (left * right) > 0
+    geometric = np.sign(left) * np.exp(
+        magnitude[cell] + share * (magnitude[cell + 1] - magnitude[cell])
+    )
+    return np.where(same_sign, geometric, left + share * (right - left))
 
 
 #: cells of the second, equal-width histogram that refines the coarse bounds
@@ -412,9 +454,16 @@ def range_from_histogram(
     *,
     integer: bool,
     prior: NoisyEvidence | None = None,
+    zero_spike: bool = True,
 ) -> PrivateRange:
     """:func:`private_range` over the exact cell counts ``histogram`` gives (in memory, or
-    counted in SQL over a public grid): the same measurement on every backend."""
+    counted in SQL over a public grid): the same measurement on every backend.
+
+    ``zero_spike``: when the first look's cell at zero clears one test at
+    :data:`FALSE_CELL_RATE` (a public cell, so one test), zero is split off as a spike
+    (:attr:`PrivateRange.zeros`) and the bounds are read from the other cells: a column that
+    is zero for 92% of its rows keeps the spread of the rest (post-processing of the same
+    look; the refining looks leave zeros out by the same noisy count). False for dates."""
     noise = as_noise(rng)
     sigma = noise.unit.sigma(rho / 2)
     measurement = Measurement(
@@ -433,8 +482,14 @@ def range_from_histogram(
         evidence = prior.combined(NoisyEvidence((looks[0] + looks[1]) / 2, sigma / math.sqrt(2)))
         return _whole(_doubling_bounds(evidence, measurement), integer)
     coarse = _grid_edges()
+    centre = (coarse.size - 1) // 2
     first_look = _noisy(histogram, coarse, sigma, noise, clip=True)
-    found = _outer_blocks(first_look, sigma, (coarse.size - 1) // 2)
+    zeros: float | None = None
+    if zero_spike and first_look[centre] > 1.0 + sigma * float(upper_quantile(FALSE_CELL_RATE)):
+        zeros = float(first_look[centre])
+        first_look = first_look.copy()
+        first_look[centre] = 0.0
+    found = _outer_blocks(first_look, sigma, centre)
     # as many fine cells as keep the average cell well above the threshold (from the noisy
     # mass the coarse bounds hold, a DP quantity), so refining tightens the ends instead of
     # keeping only the mode
@@ -443,32 +498,45 @@ def range_from_histogram(
     if found is None or cells < MIN_REFINE:
         # the first look's doublings (sums of four cells: noise 2 sigma) and a look at the
         # doublings themselves (noise sigma), weighted by precision
-        sums = _block_sums(
-            first_look, _blocks(first_look.size, 4, (coarse.size - 1) // 2, shifted=False)
-        )
-        evidence = NoisyEvidence(sums, 2 * sigma).combined(
-            NoisyEvidence(_noisy(histogram, doublings, sigma, noise, clip=True), sigma)
-        )
-        return _whole(_doubling_bounds(evidence, measurement), integer)
+        sums = _block_sums(first_look, _blocks(first_look.size, 4, centre, shifted=False))
+        second = _noisy(histogram, doublings, sigma, noise, clip=True)
+        if zeros is not None:
+            second[(doublings.size - 1) // 2] = 0.0
+        evidence = NoisyEvidence(sums, 2 * sigma).combined(NoisyEvidence(second, sigma))
+        return _with_zeros(_whole(_doubling_bounds(evidence, measurement), integer), zeros)
     if found.last - found.first + 1 > REFINE_SPAN * _STEPS_PER_DOUBLING:
         # a wide range: a second look at the log grid, averaged with the first
-        average = (first_look + _noisy(histogram, coarse, sigma, noise, clip=True)) / 2
-        found = _outer_blocks(average, sigma / math.sqrt(2), (coarse.size - 1) // 2) or found
+        second = _noisy(histogram, coarse, sigma, noise, clip=True)
+        if zeros is not None:
+            second[centre] = zeros  # the first look's count: zero is left out of both
+        average = (first_look + second) / 2
+        if zeros is not None:
+            average[centre] = 0.0
+        found = _outer_blocks(average, sigma / math.sqrt(2), centre) or found
         counts = np.clip(average, 0.0, None)[found.first : found.last + 1]
         edges = coarse[found.first : found.last + 2]
-        return _whole(
-            PrivateRange(
-                float(edges[0]),
-                float(edges[-1]),
-                measurement,
-                tuple(float(e) for e in edges),
-                tuple(float(c) for c in counts),
+        return _with_zeros(
+            _whole(
+                PrivateRange(
+                    float(edges[0]),
+                    float(edges[-1]),
+                    measurement,
+                    tuple(float(e) for e in edges),
+                    tuple(float(c) for c in counts),
+                    log_cells=True,
+                ),
+                integer,
             ),
-            integer,
+            zeros,
         )
     lower, upper = float(coarse[found.first]), float(coarse[found.last + 1])
     fine = np.linspace(lower, upper, cells + 1)
-    refined = _outer_blocks(_noisy(histogram, fine, sigma, noise, clip=False), sigma)
+    fine_look = _noisy(histogram, fine, sigma, noise, clip=False)
+    if zeros is not None and lower <= 0.0 < upper:
+        # the spread straddles zero: its cell holds the spike too, taken out by its count
+        at_zero = int(np.searchsorted(fine, 0.0, side="right") - 1)
+        fine_look[at_zero] = fine_look[at_zero] - zeros
+    refined = _outer_blocks(fine_look, sigma)
     cell_edges: tuple[float, ...] = ()
     cell_counts: tuple[float, ...] = ()
     if refined is not None:
@@ -482,11 +550,13 @@ def range_from_histogram(
         inside = (fine[:-1] >= lower) & (fine[1:] <= upper)
         cell_edges = tuple(float(e) for e in fine[np.flatnonzero(inside)[0] :][: inside.sum() + 1])
         cell_counts = tuple(float(c) for c in refined.noisy[inside])
-    return _whole(PrivateRange(lower, upper, measurement, cell_edges, cell_counts), integer)
+    found_range = PrivateRange(lower, upper, measurement, cell_edges, cell_counts)
+    return _with_zeros(_whole(found_range, integer), zeros)
 
 
 def _doubling_bounds(evidence: NoisyEvidence, measurement: Measurement) -> PrivateRange:
-    """Bounds read off noisy counts of doublings (None where no doublings cleared)."""
+    """Bounds read off noisy counts of doublings (None where no doublings cleared), with
+    the doublings inside them as the histogram."""
     edges = _grid_edges(1)
     found = _outer_blocks(
         evidence.counts, evidence.sigma, (edges.size - 1) // 2, scales=DOUBLING_SCALES
@@ -494,20 +564,59 @@ def _doubling_bounds(evidence: NoisyEvidence, measurement: Measurement) -> Priva
     if found is None:
         return PrivateRange(None, None, measurement, evidence=evidence)
     lower, upper = float(edges[found.first]), float(edges[found.last + 1])
-    return PrivateRange(lower, upper, measurement, evidence=evidence)
+    counts = np.clip(evidence.counts[found.first : found.last + 1], 0.0, None)
+    return PrivateRange(
+        lower,
+        upper,
+        measurement,
+        tuple(float(e) for e in edges[found.first : found.last + 2]),
+        tuple(float(c) for c in counts),
+        evidence=evidence,
+        log_cells=True,
+    )
+
+
+def _with_zeros(found: PrivateRange, zeros: float | None) -> PrivateRange:
+    """``found`` with the zero spike split off before it was read (see
+    :func:`range_from_histogram`); with no spread found, the column is its zeros."""
+    if zeros is None:
+        return found
+    if found.lower is None or found.upper is None:
+        return replace(found, lower=0.0, upper=0.0, zeros=zeros)
+    return replace(
+        found,
+        lower=min(found.lower, 0.0),
+        upper=max(found.upper, 0.0),
+        zeros=zeros,
+        spread=(found.lower, found.upper),
+    )
+
+
+#: a bound this close to zero lies in the log grid's cell at zero: it is zero
+ZERO_CELL = 2.0**_MIN_EXPONENT
 
 
 def _whole(found: PrivateRange, integer: bool) -> PrivateRange:
-    """Whole-number bounds inside ``[lower edge, upper edge)`` for a column of whole numbers."""
-    if not integer or found.lower is None or found.upper is None:
+    """Bounds inside the zero cell read as zero (no -3e-8 in a column of amounts), and
+    whole-number bounds inside ``[lower edge, upper edge)`` for a column of whole numbers."""
+    if found.lower is None or found.upper is None:
         return found
-    lower = float(math.ceil(found.lower))
-    upper = max(lower, float(math.ceil(found.upper) - 1))
+    lower = 0.0 if abs(found.lower) <= ZERO_CELL else found.lower
+    upper = 0.0 if abs(found.upper) <= ZERO_CELL and found.upper < 0 else found.upper
+    if not integer:
+        return replace(found, lower=lower, upper=upper)
+    lower = float(math.ceil(lower))
+    upper = max(lower, float(math.ceil(upper) - 1))
     return replace(found, lower=lower, upper=upper)
 
 
 #: how much more a category estimate gets than a range estimate (see :class:`DomainSplit`)
 CATEGORY_WEIGHT = 3.0
+#: share of a range's first estimate that releases its column's frequent values, when they
+#: are (numbers with decimals: :func:`~privsyn_core.data.columns.prepare_columns`). From
+#: the range's own share: given weight of their own, the releases of a table of many numbers
+#: took its categories' budget (a wide raw table then lost its 12 grades)
+VALUE_SHARE = 0.5
 #: share of the ranges' budget every range estimate spends at first; the rest is kept for
 #: the ranges whose first estimate found nothing. 0.75 against 0.5 (domain share 0.1,
 #: category weight 3, 8 seeds): the bounds of caravan's 85 numeric columns hold 94% of
@@ -560,11 +669,24 @@ class DomainSplit:
     ranges: int
     categories: int
     category_weight: float = CATEGORY_WEIGHT
+    #: ranges whose column's frequent values are also released, as categories are, once,
+    #: from the range's own share (:data:`VALUE_SHARE` of its first estimate's)
+    values: int = 0
 
     @property
     def _unit(self) -> float:
         weights = self.ranges + self.category_weight * self.categories
         return self.total / weights if weights else 0.0
+
+    @property
+    def value_rho(self) -> float:
+        """rho of each numeric column's release of its frequent values (one estimate)."""
+        return VALUE_SHARE * self.range_first
+
+    @property
+    def valued_range_first(self) -> float:
+        """rho of the first range estimate of a column whose values are also released."""
+        return (1.0 - VALUE_SHARE) * self.range_first
 
     @property
     def range_first(self) -> float:
@@ -613,14 +735,15 @@ class DomainSplit:
         return (1.0 - FIRST_CATEGORY_SHARE) * self.category_budget(failed_ranges) / seconds
 
     def category_first_delta(self, delta: float) -> float:
-        """delta of every category's first estimate, from the thresholds' ``delta``."""
+        """delta of every category's first estimate (and of every release of a numeric
+        column's values), from the thresholds' ``delta``."""
         share = 1.0 if FIRST_CATEGORY_SHARE >= 1.0 else FIRST_CATEGORY_DELTA_SHARE
-        return share * delta / max(1, self.categories)
+        return share * delta / max(1, self.categories + self.values)
 
     def category_second_delta(self, delta: float, failed: int) -> float:
         """delta of each second estimate when ``failed`` category estimates released
         nothing."""
-        rest = delta - self.category_first_delta(delta) * self.categories
+        rest = delta - self.category_first_delta(delta) * (self.categories + self.values)
         return rest / max(1, self.category_seconds(failed))
 
     def spent(self, failed_ranges: int) -> float:

@@ -249,9 +249,17 @@ ROW = PrivacyUnit()
 INDIF_SENSITIVITY = 4.0
 
 
+#: one row's effect on the pair (distinct values, present values) of a column, each moved by
+#: at most one (:mod:`privsyn_core.measuring.identifiers`): sqrt(2) in L2
+IDENTIFIER_SENSITIVITY = math.sqrt(2.0)
+
+
 def per_row_sensitivity(step: str) -> float:
     """The sensitivity of a step's queries to one row: 4 for the scores (InDif,
-    PrivBayes), 1 for every step that counts rows (a count moves by one)."""
+    PrivBayes), sqrt(2) for a column's counts of distinct and of present values, 1 for every
+    other step that counts rows (a count moves by one)."""
+    if step == "identifier":
+        return IDENTIFIER_SENSITIVITY
     return INDIF_SENSITIVITY if step in ("indif", "privbayes") else 1.0
 
 

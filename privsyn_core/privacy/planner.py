@@ -31,6 +31,7 @@ from privsyn_core.data.codecs import BinnedCodec, CategoryCodec, ColumnCodec
 from privsyn_core.data.schema import Schema
 from privsyn_core.data.values import NUMBER_CLASSES
 from privsyn_core.measuring.counters import Counter, Numbers, RawTable
+from privsyn_core.measuring.identifiers import IDENTIFIER_RESERVE
 from privsyn_core.measuring.indif import indif_sigma
 from privsyn_core.measuring.persons import bounded
 from privsyn_core.measuring.private_domain import (
@@ -42,6 +43,7 @@ from privsyn_core.measuring.private_domain import (
     combined_sigma,
 )
 from privsyn_core.privacy.ledger import (
+    IDENTIFIER_SENSITIVITY,
     ROW,
     Measurement,
     PrivacyUnit,
@@ -105,7 +107,7 @@ class CategorySurvival:
         return (
             f"a category needs about {self.count_50} records to survive half the time and "
             f"{self.count_95} to survive 95% of the time (threshold {self.threshold:.1f}, "
-            f"sigma {self.sigma:.1f}); rarer values become 'other', and a column with no "
+            f"sigma {self.sigma:.1f}); rarer values become '(other)', and a column with no "
             "surviving value gets a second estimate, then is dropped if that releases none. "
             "Declare the categories in the schema to skip this."
         )
@@ -185,7 +187,11 @@ def plan_budget(
                 "their noisy shares",
             )
         )
-    domain_split = DomainSplit(rho_domain, private_ranges, may_threshold)
+    # a share of the domain budget is kept for the identifier checks of the columns the
+    # estimates point to: none is known before the run, so the plan is a run's without one
+    # (the reserve goes to the steps below); a check takes it from them
+    rho_checks = IDENTIFIER_RESERVE * rho_domain
+    domain_split = DomainSplit(rho_domain - rho_checks, private_ranges, may_threshold)
     survival = None
     if may_threshold:
         # a first estimate without the ranges' reserve, which reaches the categories only
@@ -205,7 +211,7 @@ def plan_budget(
         steps.append(
             StepPlan(
                 "domains",
-                rho_domain,
+                rho_domain - rho_checks,
                 sigma_domain,
                 f"{estimates} columns",
                 (
@@ -220,10 +226,14 @@ def plan_budget(
                 "the columns that release none (of all, when each releases some); bounds "
                 "from noisy histograms of powers of two, "
                 f"{1 - FIRST_RANGE_SHARE:.0%} of the ranges' share kept for a second estimate "
-                "of those that find nothing; what is left unspent goes to the steps below",
+                f"of those that find nothing; {IDENTIFIER_RESERVE:.0%} kept for the identifier "
+                "checks of columns that look like row ids (text releasing no category, whole "
+                "numbers about as many as the rows; sigma "
+                f"{unit.sigma(rho_checks, IDENTIFIER_SENSITIVITY):.3g} for one); what is left "
+                "unspent goes to the steps below",
             )
         )
-    rest = rho - rho_structure - rho_domain
+    rest = rho - rho_structure - rho_domain + rho_checks
     split = config.split(rest, n_columns)
     steps.append(
         StepPlan(
@@ -388,6 +398,9 @@ class CountsOnce:
     def value_counts(self, name: str) -> tuple[tuple[str, ...], np.ndarray]:
         return self._once(("values", name), lambda: self.table.value_counts(name))
 
+    def distinct_counts(self, name: str) -> tuple[int, int]:
+        return self._once(("distinct", name), lambda: self.table.distinct_counts(name))
+
     def numbers(self, codec: BinnedCodec) -> _NumbersOnce:
         return self._once(("numbers", codec), lambda: _NumbersOnce(self.table.numbers(codec)))
 
@@ -451,6 +464,10 @@ def forecast_columns(
     reserved = config.threshold_delta_share * delta if parts.possible_category_estimates else 0.0
     rho = rho_from_epsilon_delta(epsilon, delta - reserved, config.conversion)
     names = [c.name for c in schema.included()]
+    rho_open = (config.structure_share if parts.structure else 0.0) + (
+        config.domain_share if parts.domain_estimates else 0.0
+    )
+    one_way = config.split((1.0 - rho_open) * rho, max(1, len(names))).one_way
     runs: list[tuple[dict[str, ColumnCodec], dict[str, str]]] = []
     thresholds: list[float] = []
     #: per column, the category threshold it had to clear in each run
@@ -465,6 +482,7 @@ def forecast_columns(
                 rho_per_estimate=config.domain_share * rho / max(1, parts.domain_estimates),
                 delta_for_thresholds=reserved,
                 rng=noise,
+                one_way_sigma=unit.sigma(one_way / max(1, len(names))),
             )
         except InputError as error:  # every column left out
             runs.append(({}, dict.fromkeys(names, str(error))))
@@ -563,15 +581,15 @@ def _categorical_forecast(
     if lost:
         kept = "when kept: " + kept
     if not why and cover < 1.0:
-        why = "rarer values become 'other'"
+        why = "rarer values become '(other)'"
         if threshold is not None:
             common = int(np.sum(counts >= threshold))
             need = f"a value needs about {threshold:,.0f} rows to be released half the time"
             why = (
                 f"{need}; {common} of its {len(values):,} values hold that many or more, the "
-                "rest become 'other'"
+                "rest become '(other)'"
                 if common
-                else f"{need}; its commonest value holds {_rows(top)}, and most become 'other'"
+                else f"{need}; its commonest value holds {_rows(top)}, and most become '(other)'"
             )
     return ColumnForecast(name, "categorical", lost, kept, why, cover)
 

@@ -56,6 +56,7 @@ import pandas as pd
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.atomic import write_atomically
 from privsyn_core.data.codecs import BinnedCodec, CategoryCodec, CodesCodec
+from privsyn_core.data.rules import rules_from_json
 from privsyn_core.data.streamed import csv_text
 from privsyn_core.domain import Domain
 from privsyn_core.errors import InputError
@@ -64,6 +65,8 @@ from privsyn_core.generation.dependence import NoisyDependence
 from privsyn_core.generation.fitted import FittedModel, SamplingSettings
 from privsyn_core.generation.grouping import ValueGrouping
 from privsyn_core.generation.gum import GumIterationRecord, GumSettings
+from privsyn_core.generation.identifiers import Identifier
+from privsyn_core.generation.rules import rule_pairs
 from privsyn_core.marginals import MarginalTable, NoisyMarginal
 from privsyn_core.privacy.ledger import (
     LedgerMismatchError,
@@ -124,10 +127,12 @@ def released_schema(
     groupings: Sequence[ValueGrouping],
     excluded: Sequence[tuple[str, str]],
     decoders: Sequence[Any] = (),
+    identifiers: Sequence[Identifier] = (),
 ) -> list[dict[str, Any]]:
     """The released schema, JSON-ready: per column its codec and every structural choice
     with its provenance (``columns`` are a raw table's prepared columns; empty for a
-    pre-coded table, whose declared codes, and categories if any, come from ``decoders``)."""
+    pre-coded table, whose declared codes, and categories if any, come from ``decoders``);
+    identifiers by name, written as fresh ids."""
     out = []
     for item in columns:
         codec = item.codec
@@ -171,6 +176,10 @@ def released_schema(
             if declared is not None:
                 entry["categories"] = [str(c) for c in declared]
             out.append(entry)
+    out.extend(
+        {"name": i.name, "kind": "identifier", "provenance": "fresh ids 1..n, not modelled"}
+        for i in identifiers
+    )
     # names only: a reason may quote counts read off the data (a draft schema's reasons do)
     out.extend({"name": name, "excluded": True} for name, _ in excluded)
     return out
@@ -352,6 +361,11 @@ def _decoder_json(decoder: Any) -> dict[str, Any]:
             "datetime_format": decoder.datetime_format,
             "unparsed": decoder.unparsed,
             "decimals": decoder.decimals,
+            "points": list(decoder.points),
+            "log": decoder.log,
+            "fall": list(decoder.fall),
+            "rise": list(decoder.rise),
+            "bounds": None if decoder.bounds is None else [float(b) for b in decoder.bounds],
         }
     if isinstance(decoder, CodesCodec):
         dtype = decoder.dtype
@@ -393,9 +407,12 @@ def _model_json(model: FittedModel) -> dict[str, Any]:
             "separate_and_join": settings.separate_and_join,
             "synthesis": settings.synthesis,
             "independence_threshold": settings.independence_threshold,
+            "empty_sigmas": settings.empty_sigmas,
         },
         # the noisy InDif scores above the diagonal; their sigma is the ledger's
         "indif": None if model.dependence is None else model.dependence.upper(),
+        "identifiers": [{"name": i.name, "position": i.position} for i in model.identifiers],
+        "rules": [rule.to_json() for rule in model.rules],
     }
 
 
@@ -633,6 +650,12 @@ def _decoder(data: Mapping[str, Any]) -> Any:
             datetime_format=data["datetime_format"],
             unparsed=data["unparsed"],
             decimals=data["decimals"],
+            # bundles from before single-value bins and tails have none
+            points=_bins(data.get("points", [])),
+            log=bool(data.get("log", False)),
+            fall=_bins(data.get("fall", [])),
+            rise=_bins(data.get("rise", [])),
+            bounds=_bounds(data.get("bounds")),
         )
     if kind == "codes":
         categories = None if data["categories"] is None else tuple(data["categories"])
@@ -646,6 +669,29 @@ def _decoder(data: Mapping[str, Any]) -> Any:
                 dtype = np.dtype(object)
         return CodesCodec(data["name"], int(data["size"]), categories, dtype)
     raise ValueError(f"unknown column codec {kind!r}")
+
+
+def _bounds(entry: Any) -> tuple[float, float] | None:
+    """A binned column's DP bounds before its tails (None: not widened, or an older bundle)."""
+    if entry is None:
+        return None
+    if (
+        not isinstance(entry, list)
+        or len(entry) != 2
+        or not all(isinstance(b, int | float) and not isinstance(b, bool) for b in entry)
+        or not all(math.isfinite(b) for b in entry)
+    ):
+        raise ValueError("a binned column's bounds are not two finite numbers")
+    return float(entry[0]), float(entry[1])
+
+
+def _bins(entries: Any) -> tuple[int, ...]:
+    """A list of bin numbers (the codec checks they are its bins)."""
+    if not isinstance(entries, list) or not all(
+        isinstance(b, int) and not isinstance(b, bool) for b in entries
+    ):
+        raise ValueError("a binned column's bin list is not a list of whole numbers")
+    return tuple(entries)
 
 
 def _known(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
@@ -692,6 +738,8 @@ def _model_from_json(
         str(sampling.get("synthesis", "gum")),
         # bundles from before the test drew every pair as measured, and still do
         independence_threshold=sampling.get("independence_threshold"),
+        # bundles from before the rule left rows in empty cells, and still do
+        empty_sigmas=sampling.get("empty_sigmas"),
     )
     noisy = tuple(
         NoisyMarginal(_table(m, "noisy_counts"), float(m["rho"]), float(m["sigma"]))
@@ -711,7 +759,44 @@ def _model_from_json(
         schema=tuple(schema),
         config=dict(config),
         dependence=_dependence(data.get("indif"), engine, priced),
+        identifiers=_identifiers(data.get("identifiers", []), decoders),
+        rules=_rules(data.get("rules", []), decoders, tables),
     )
+
+
+def _identifiers(entries: Any, decoders: Sequence[Any]) -> tuple[Identifier, ...]:
+    """The model's identifier columns (older bundles have none), each a new name at a place
+    among the synthetic table's columns."""
+    if not isinstance(entries, list):
+        raise ValueError("its identifiers are not a list")
+    names = {d.name for d in decoders}
+    found: list[Identifier] = []
+    for entry in entries:
+        if not isinstance(entry, Mapping):
+            raise ValueError("an identifier is not a record")
+        name, position = entry.get("name"), entry.get("position")
+        if not isinstance(name, str) or not name or name in names:
+            raise ValueError(f"identifier {name!r} is not a new column name")
+        if isinstance(position, bool) or not isinstance(position, int):
+            raise ValueError(f"identifier {name!r} has no whole-number position")
+        if not 0 <= position <= len(decoders) + len(entries):
+            raise ValueError(f"identifier {name!r} is placed beyond the table's columns")
+        names.add(name)
+        found.append(Identifier(name, position))
+    return tuple(found)
+
+
+def _rules(entries: Any, decoders: Sequence[Any], tables: Sequence[MarginalTable]) -> tuple:
+    """The model's rules (older bundles have none), each naming its columns; a
+    "determines" rule needs a measured marginal holding its pair, which gives its mapping."""
+    try:
+        rules = rules_from_json(entries, [d.name for d in decoders])
+    except InputError as error:
+        raise ValueError(str(error)) from None
+    for pair in rule_pairs(rules):
+        if not any(set(pair) <= set(t.attributes) for t in tables):
+            raise ValueError(f"its rule on {' and '.join(pair)} has no measured marginal")
+    return rules
 
 
 def _dependence(upper: Any, engine: Domain, ledger: PrivacyLedger) -> NoisyDependence | None:

@@ -229,6 +229,13 @@ def _check_decoder(column: Mapping[str, Any]) -> None:
             f"its column {name!r} has a bin edge that is not a finite number "
             f"({next(e for e in edges if not _finite_number(e))!r})"
         )
+    for key in ("points", "fall", "rise"):
+        named = column.get(key, [])
+        if isinstance(named, list) and len(named) > max(0, len(edges) - 1):
+            raise BundleCheckError(
+                f"its column {name!r} names {len(named):,} bins as {key!r}, more than its "
+                f"{max(0, len(edges) - 1):,} bins"
+            )
     spelling = column.get("datetime_format")
     if spelling is not None and (not isinstance(spelling, str) or len(spelling) > MAX_FORMAT_CHARS):
         length = len(spelling) if isinstance(spelling, str) else "?"

@@ -183,7 +183,7 @@ def _readme(model: FittedModel, source: str, marginals: Sequence[ReleasedMargina
         "  The same NN is the same marginal.",
         "",
         "Values (as the synthetic table writes them)",
-        "  categories   the category; 'other' stands for the values not released one by one",
+        "  categories   the category; '(other)' stands for the values not released one by one",
         "  numbers      a bin: [low, high), or 'low to high' for whole numbers (both included);",
         "               values beyond a column's bounds were counted in its first or last bin",
         "  dates        a bin: [from, until), in the column's date format",

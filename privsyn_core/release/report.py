@@ -28,6 +28,7 @@ from typing import Any
 from privsyn_core.data.codecs import BinnedCodec
 from privsyn_core.generation.fitted import FittedModel
 from privsyn_core.privacy.ledger import guarantee
+from privsyn_core.release.changes import KINDS, changes, released_exclusions
 from privsyn_core.release.marginal_files import MISSING
 from privsyn_core.selection.methods import selection_account
 
@@ -37,6 +38,7 @@ STEPS = {
     "indif": "InDif scores (all pairs)",
     "marginal": "selected marginal",
     "domain": "domain estimate",
+    "identifier": "identifier check",
     "structure": "structure vote",
     "privbayes": "PrivBayes parent choice",
 }
@@ -116,6 +118,7 @@ def release_report(
         "without noise: the row count below is the noisy estimate, and the real one is not "
         "released.</p>",
         _budget(model),
+        _changes(model),
         _ledger(model),
         _marginals(model, config),
         _graph_section(model),
@@ -152,6 +155,33 @@ def _budget(model: FittedModel) -> str:
         f"<dl>{items}</dl>"
         '<p class="note">Sampling more rows from this release (<code>privsyn generate</code>) '
         "spends nothing more: it is post-processing of the measurements below.</p>"
+    )
+
+
+def _changes(model: FittedModel) -> str:
+    """What the synthetic table changes of the real one, kind by kind, with the fix."""
+    found = changes(model, released_exclusions(model))
+    if not found:
+        return (
+            "<h2>What the synthetic table changes</h2><p>Nothing beyond the noise: every "
+            "column keeps its declared or estimated values.</p>"
+        )
+    sections = []
+    for kind, heading in KINDS.items():
+        group = [c for c in found if c.kind == kind]
+        if not group:
+            continue
+        rows = "".join(f"<tr><td>{_e(c.text)}</td></tr>" for c in group)
+        table = f"<table>{rows}</table>"
+        sections.append(
+            f"<h3>{_e(heading.capitalize())} ({len(group)})</h3>"
+            f"<p>To avoid: {_e(group[0].fix)}.</p>{_folded(table, len(group), heading)}"
+        )
+    return (
+        "<h2>What the synthetic table changes</h2>"
+        "<p>Read off the release's DP content (its codecs, its consistent 1-way marginals and "
+        "the measured marginals' targets): each share is an estimate, as every number here "
+        "is.</p>" + "".join(sections)
     )
 
 

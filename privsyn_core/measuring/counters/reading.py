@@ -4,7 +4,8 @@ The structure step, the private domain estimates and the encoding of a raw table
 (:mod:`privsyn_core.data.columns`) read the private table through :class:`RawTable` alone:
 
 * per column, the counts of its values' classes (:class:`~privsyn_core.data.values.ValueClass`);
-* per column, the count of each distinct value (canonical text), for the category estimate;
+* per column, the count of each distinct value (canonical text), for the category estimate,
+  and how many distinct and present values it holds, for the identifier check;
 * per numeric or datetime column, the counts of its numbers in the cells of a public grid (the
   range estimate's histograms), or their minimum and maximum (the raw-domains demo only);
 * the encoded table, as a :class:`~privsyn_core.measuring.counters.counting.Counter`.
@@ -58,6 +59,10 @@ class RawTable(Protocol):
         """The column's distinct present values (canonical text, sorted) and their counts."""
         ...
 
+    def distinct_counts(self, name: str) -> tuple[int, int]:
+        """How many distinct present values the column holds, and how many present values."""
+        ...
+
     def numbers(self, codec: BinnedCodec) -> Numbers:
         """The column read by ``codec`` (raising :class:`~privsyn_core.data.table.TableError`
         when a value does not read and the codec says that is an error)."""
@@ -105,6 +110,10 @@ class FrameTable:
     def value_counts(self, name: str) -> tuple[tuple[str, ...], np.ndarray]:
         counts = self.text(name).dropna().value_counts(sort=False).sort_index()
         return tuple(counts.index), counts.to_numpy(dtype=float)
+
+    def distinct_counts(self, name: str) -> tuple[int, int]:
+        present = self.text(name).dropna()
+        return int(present.nunique()), int(present.size)
 
     def numbers(self, codec: BinnedCodec) -> Numbers:
         return _FrameNumbers(codec.numbers(self.frame[codec.name]))

@@ -494,6 +494,13 @@ class SqlTable:
         )
         return tuple(str(v) for v, _ in rows), np.array([n for _, n in rows], dtype=float)
 
+    def distinct_counts(self, name: str) -> tuple[int, int]:
+        t = self._t(name)
+        distinct, present = self.run(
+            f"SELECT count(DISTINCT {t}), count({t}) FROM {self.texts([name])}"
+        )[0]
+        return int(distinct), int(present)
+
     def numbers(self, codec: BinnedCodec) -> _SqlNumbers:
         t = self._t(codec.name)
         number = codec_number(codec, t)

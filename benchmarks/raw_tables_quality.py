@@ -28,6 +28,9 @@ def main() -> None:
 
     real = pd.read_csv(args.real, dtype=str, keep_default_na=False, na_values=[""])
     synthetic = pd.read_csv(args.synthetic, dtype=str, keep_default_na=False, na_values=[""])
+    for name in real.columns:  # a column the synthetic table lost comes out empty
+        if name not in synthetic:
+            synthetic[name] = pd.NA
     columns = {}
     for name in real.columns:
         present = real[name].dropna()

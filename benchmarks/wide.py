@@ -173,6 +173,7 @@ ARMS = [
     "ours-mrf",
     "ours-both",
     "ours-every-pair",
+    "ours-as-drawn",
     "ind-dp1",
     "ind-dp1c",
     "ind-real",
@@ -450,8 +451,11 @@ def sampled_arms(arms: list[str]) -> list[tuple[str, SamplingSettings]]:
     if "gum+mrf" in SYNTHESIS_METHODS:
         settings["ours-both"] = SamplingSettings(synthesis="gum+mrf")
         settings["ours-gum"] = SamplingSettings(synthesis="gum")
-    if "independence_threshold" in {f.name for f in dataclasses.fields(SamplingSettings)}:
+    sampling = {f.name for f in dataclasses.fields(SamplingSettings)}
+    if "independence_threshold" in sampling:
         settings["ours-every-pair"] = SamplingSettings(independence_threshold=None)
+    if "empty_sigmas" in sampling:  # rows left in cells measured as empty (issue 39)
+        settings["ours-as-drawn"] = SamplingSettings(empty_sigmas=None)
     return [(arm, settings[arm]) for arm in arms if arm in settings]
 
 

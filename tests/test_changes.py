@@ -51,6 +51,8 @@ def test_every_kind_of_change_is_listed_with_its_size_and_fix(result):
     assert "(other)" in merged.text and merged.declare["categories"] == ["a", "b", "c"]
     gain = by_column[("range", "gain")]
     assert gain.declare["kind"] == "numeric" and "estimated privately" in gain.text
+    # zero is a value of its own: the bounds offered to declare hold it, not only the amounts
+    assert "zero kept as a value of its own" in gain.text and gain.declare["lower"] == 0.0
     assert any(c.kind == "combinations" and "years" in c.column for c in found)
     # listed kind by kind, in the order of KINDS
     order = list(KINDS)

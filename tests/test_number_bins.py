@@ -10,6 +10,7 @@ from privsyn_core.data.number_bins import (
     MAX_INTEGER_BINS,
     MAX_TAIL_VALUES,
     TAIL_DOUBLINGS,
+    declared_amount_bins,
     estimated_bins,
 )
 from privsyn_core.measuring.private_domain import PrivateRange, private_range
@@ -149,3 +150,14 @@ def test_released_values_that_hold_most_rows_are_the_column():
     at = spikes.edges.index(1.0)
     assert spikes.points == (at,) and spikes.edges[at + 1] == pytest.approx(1.0 + 2**-20)
     assert len(spikes.edges) > 10
+
+
+def test_declared_amounts_keep_zero_alone_and_the_rest_on_the_log_scale():
+    laid = declared_amount_bins(0.0, 99999.0, integer=True)
+    assert laid is not None and laid.edges[:2] == (0.0, 1.0) and laid.points == (0,)
+    assert laid.log and laid.edges[-1] == 100000.0
+    widths = np.diff(laid.edges[1:])
+    assert widths[-1] > 100 * widths[0]  # geometric, not equal widths
+    # a score from zero to 100, or bounds not from zero, keep equal widths
+    assert declared_amount_bins(0.0, 100.0, integer=True) is None
+    assert declared_amount_bins(10.0, 99999.0, integer=True) is None

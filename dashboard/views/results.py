@@ -50,11 +50,11 @@ for kind, heading in KINDS.items():
         continue
     with st.expander(f"{heading.capitalize()} ({len(group)})", expanded=len(group) <= 6):
         st.caption(f"To avoid: {group[0].fix}.")
-        st.dataframe(
-            pd.DataFrame({"what": [c.text for c in group]}),
-            hide_index=True,
-            width="stretch",
-            key=f"changes_{kind}",
+        # a static table: long lines wrap (text from the table's names: never markdown)
+        st.table(
+            pd.DataFrame(
+                {"column": [c.column for c in group], "what changed": [c.detail for c in group]}
+            ).set_index("column")
         )
 declarable = [c.declare for c in found if c.declare is not None]
 if declarable and st.button(

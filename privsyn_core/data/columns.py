@@ -30,7 +30,11 @@ import numpy as np
 import pandas as pd
 
 from privsyn_core.data.codecs import BinnedCodec, CategoryCodec, ColumnCodec, equal_width_edges
-from privsyn_core.data.number_bins import MAX_INTEGER_BINS, estimated_bins
+from privsyn_core.data.number_bins import (
+    MAX_INTEGER_BINS,
+    declared_amount_bins,
+    estimated_bins,
+)
 from privsyn_core.data.rules import Rule
 from privsyn_core.data.schema import (
     DEFAULT_BINS,
@@ -318,9 +322,7 @@ def prepare_columns(
         spec = settled[index][0]
         texts, counts = value_counts(spec.name)
         try:
-            released = released_values(
-                spec.name, texts, counts, split.value_rho, first_delta, rng
-            )
+            released = released_values(spec.name, texts, counts, split.value_rho, first_delta, rng)
         except InputError as error:
             raise InputError(str(error), spent=(*measurements, *error.spent)) from None
         measurements.append(released.measurement)
@@ -816,12 +818,24 @@ def _declared_bins(
     may_be_missing: bool,
     lenient: bool,
 ) -> _Domain:
-    """Equal-width bins over bounds that cost nothing (declared, or the demo's raw ones)."""
+    """Bins over bounds that cost nothing (declared, or the demo's raw ones): equal widths,
+    or, from zero over at least three orders of magnitude without declared bins (amounts:
+    :func:`~privsyn_core.data.number_bins.declared_amount_bins`), zero alone and the rest on
+    the log scale."""
     if lower > upper:
         raise InputError(
             f"column {spec.name!r}: the lower bound {lower:g} is above the upper bound "
             f"{upper:g}; fix the bounds in the schema"
         )
+    step = 1.0 if integer else (10.0**-spec.decimals if spec.decimals else None)
+    amounts = declared_amount_bins(lower, upper, integer=integer, step=step)
+    if spec.bins is None and amounts is not None:
+        codec = replace(
+            _binned_codec(spec, amounts.edges, integer, may_be_missing, lenient),
+            points=amounts.points,
+            log=amounts.log,
+        )
+        return _Domain(PreparedColumn(codec, Provenance.DECLARED))
     bins = spec.bins or (MAX_INTEGER_BINS if integer else DEFAULT_BINS)
     edges = equal_width_edges(lower, upper, bins, integer=integer)
     codec = _binned_codec(spec, edges, integer, may_be_missing, lenient)

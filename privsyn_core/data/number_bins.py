@@ -252,3 +252,26 @@ def _with_point(laid: NumberBins, value: float, width: float) -> NumberBins:
         fall = (*fall, point - 1)  # below zero, a gap thinning toward zero
     edges_out = tuple(float(e) for e in merged)
     return NumberBins(edges_out, tuple(sorted(set(points))), laid.log, laid.bounds, fall, rise)
+
+
+#: declared bounds from zero over at least this ratio (three orders of magnitude) are amounts
+AMOUNT_RATIO = 1000.0
+
+
+def declared_amount_bins(
+    lower: float, upper: float, *, integer: bool, step: float | None = None
+) -> NumberBins | None:
+    """Bins for declared bounds from zero over at least :data:`AMOUNT_RATIO` (amounts: a
+    money column declared ``[0, 99999]``): zero alone, and the rest on the log scale, as
+    many as a column without declared bins gets; None for other bounds (equal widths).
+    Public: it reads the bounds alone. Equal widths over such a range put the many small
+    amounts in the first bin with the zeros."""
+    width = step or (1.0 if integer else ZERO_CELL)
+    if lower != 0.0 or upper < AMOUNT_RATIO * width:
+        return None
+    top = upper + 1.0 if integer else upper
+    inner = np.geomspace(width, top, DEFAULT_BINS)
+    if integer:
+        inner = np.ceil(inner)
+    edges = np.unique(np.concatenate([[0.0], inner]))
+    return NumberBins(tuple(float(e) for e in edges), (0,), True, (lower, upper))

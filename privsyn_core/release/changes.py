@@ -47,6 +47,12 @@ class Change:
     fix: str
     declare: Mapping[str, Any] | None = field(default=None, compare=False)
 
+    @property
+    def detail(self) -> str:
+        """The text without the column it starts with (for a table with a column column)."""
+        prefix = f"{self.column}: "
+        return self.text[len(prefix) :] if self.text.startswith(prefix) else self.text
+
 
 #: the kinds of change, in the order they are listed, with their headings
 KINDS = {
@@ -169,20 +175,30 @@ def _binned(codec: BinnedCodec, shares: np.ndarray) -> list[Change]:
     above = float(sum(bins[b] for b in codec.fall))
     step = 1.0 if codec.integer else 0.0  # whole numbers: a bin holds low .. high - 1
     high_value = high - step
-    parts = [f"bounds [{low:g}, {high_value:g}] estimated privately"]
+    zero = any(edges[p] == 0.0 for p in codec.points) and not low <= 0.0 < high
+    parts = [
+        ("zero kept as a value of its own; the other values' " if zero else "")
+        + f"bounds [{low:g}, {high_value:g}] estimated privately"
+    ]
     if below >= TAIL_SHARE:
         start = edges[min(codec.rise)]
         parts.append(f"{below:.1%} of rows drawn below {low:g}, thinning toward {start:g}")
     if above >= TAIL_SHARE:
         end = edges[max(codec.fall) + 1] - step
         parts.append(f"{above:.1%} drawn above {high_value:g}, thinning toward {end:g}")
+    declare = {
+        "name": name,
+        "kind": "numeric",
+        "lower": min(low, 0.0) if zero else low,
+        "upper": max(high_value, 0.0) if zero else high_value,
+    }
     return [
         Change(
             name,
             "range",
             f"{name}: " + "; ".join(parts),
             "declare its bounds if you know them (the editor holds the estimate)",
-            {"name": name, "kind": "numeric", "lower": low, "upper": high_value},
+            declare,
         )
     ]
 

@@ -968,6 +968,11 @@ def test_privacy_page_forecasts_which_columns_a_run_would_lose_for_the_owner():
     at = go(app(), "privacy")
     # the Adult sample at epsilon 1: every column kept
     assert any("all 15 columns are kept" in s.value for s in at.success)
+    # ... and the ones a run changes are listed with the change (rare categories merged)
+    changed = at.table[0].value
+    assert r"native\-country" in changed.index  # escaped: st.table renders markdown
+    assert "rare values merged into" in changed.loc[r"native\-country", "what it changes"]
+    assert set(changed["outlook"]) == {"kept, changed"}
     rng = np.random.default_rng(0)
     rows = 3000
     table = pd.DataFrame(
@@ -984,7 +989,9 @@ def test_privacy_page_forecasts_which_columns_a_run_would_lose_for_the_owner():
     warning = at.warning[0].value
     assert "Likely left out: 1 of 3 columns" in warning and r"\*\*user\*\*" in warning
     shown = at.table[0].value
-    assert list(shown.index) == [r"\*\*user\*\*"]
+    # the user ids are lost; the amounts, beyond the private range in some runs, changed
+    assert list(shown.index) == [r"\*\*user\*\*", "amount"]
+    assert "beyond the private range" in shown.loc["amount", "what it changes"]
     assert "identifier?" in shown.loc[r"\*\*user\*\*", "why"]
     assert any("declare what you would publish anyway" in i.value.lower() for i in at.info)
     # kept in the session: the same settings do not simulate again, new ones do

@@ -209,6 +209,8 @@ def _outlook(column: ColumnForecast, draws: int) -> str:
         return f"likely left out ({left_out} of {draws} runs)"
     if left_out:
         return f"left out in {left_out} of {draws} runs"
+    if column.status == "reduced":
+        return "kept, changed"
     return "kept in every run, with few of its values"
 
 
@@ -246,15 +248,17 @@ else:
         lost = [c.name for c in risky if c.status == "likely lost"]
         unsure = [c.name for c in risky if c.status == "at risk"]
         thin = [c.name for c in risky if c.status == "loses values"]
+        changed = [c.name for c in risky if c.status == "reduced"]
         if forecast.category_threshold is not None:
             st.caption(
                 "In your table, a category needs about "
                 f"**{forecast.category_threshold:,.0f} rows** to be kept half the time."
             )
-        if not risky:
+        if not (lost or unsure or thin):
             st.success(
                 f"At this budget all {len(forecast.columns)} columns are kept in all {draws} "
-                "simulated runs."
+                "simulated runs"
+                + (f"; {len(changed)} with a change the run will list." if changed else ".")
             )
         else:
             lines = []
@@ -267,7 +271,10 @@ else:
                 lines.append(f"Left out in some simulated runs: {_names(unsure)}.")
             if thin:
                 lines.append(f"Kept, but most of their rows become '(other)': {_names(thin)}.")
+            if changed:
+                lines.append(f"Kept, with a change the run will list: {_names(changed)}.")
             st.warning(" ".join(lines))
+        if risky:
             # st.table renders its cells as markdown: every cell is escaped (names come from
             # the file)
             st.table(
@@ -276,6 +283,7 @@ else:
                         "column": [review.literal(c.name) for c in risky],
                         "outlook": [_outlook(c, draws) for c in risky],
                         "a run keeps": [review.literal(c.kept) for c in risky],
+                        "what it changes": [review.literal(c.reduced) for c in risky],
                         "why": [review.literal(c.why) for c in risky],
                     }
                 ).set_index("column"),

@@ -330,16 +330,22 @@ class ColumnForecast:
     #: categories: share of the present rows whose value is released (mean over the runs that
     #: kept the column); numbers: share of the present values inside the private bounds
     cover: float
+    #: what a run that keeps it changes, in words ("" when nothing): written as fresh ids,
+    #: collapsed to one value, values beyond the bounds, rare categories merged
+    reduced: str = ""
 
     @property
     def status(self) -> str:
         """``likely lost``, ``at risk`` (lost in some runs), ``loses values`` (kept, but most
-        of its rows become "other" or fall outside the bounds) or ``kept``."""
+        of its rows become "other" or fall outside the bounds), ``reduced`` (kept with a
+        change the release will list) or ``kept``."""
         if self.lost >= 0.5:
             return "likely lost"
         if self.lost > 0:
             return "at risk"
-        return "loses values" if self.cover < 0.5 else "kept"
+        if self.cover < 0.5:
+            return "loses values"
+        return "reduced" if self.reduced else "kept"
 
 
 @dataclass(frozen=True)
@@ -362,11 +368,14 @@ class TableForecast:
         lost = [c.name for c in self.columns if c.status == "likely lost"]
         risky = [c.name for c in self.columns if c.status == "at risk"]
         thin = [c.name for c in self.columns if c.status == "loses values"]
+        reduced = [c.name for c in self.columns if c.status == "reduced"]
         parts = [f"{len(lost)} of {len(self.columns)} columns likely left out"]
         if risky:
             parts.append(f"{len(risky)} left out in some of {self.draws} simulated runs")
         if thin:
             parts.append(f"{len(thin)} kept with most of their values lost")
+        if reduced:
+            parts.append(f"{len(reduced)} kept with a change the run will list")
         return "; ".join(parts)
 
 
@@ -469,11 +478,16 @@ def forecast_columns(
     )
     one_way = config.split((1.0 - rho_open) * rho, max(1, len(names))).one_way
     runs: list[tuple[dict[str, ColumnCodec], dict[str, str]]] = []
+    #: per run, the columns found to be row ids, and the 1-way noise's draw
+    identified: list[set[str]] = []
+    noises: list[ForecastNoise] = []
     thresholds: list[float] = []
     #: per column, the category threshold it had to clear in each run
     column_thresholds: dict[str, list[float]] = {}
     for seed in range(draws):
         noise = ForecastNoise(np.random.default_rng(seed), unit=unit)
+        noises.append(ForecastNoise(np.random.default_rng(seed + draws), unit=unit))
+        identified.append(set())
         try:
             prepared = prepare_columns(
                 counted,
@@ -490,6 +504,7 @@ def forecast_columns(
         else:
             kept = {c.codec.name: c.codec for c in prepared.columns}
             runs.append((kept, dict(prepared.excluded)))
+            identified[-1] = {i.name for i in prepared.identifiers}
             spent = prepared.measurements
         # each column's last category threshold, as categories_from_counts sets it: a
         # second estimate's is set for the noise of both
@@ -504,11 +519,52 @@ def forecast_columns(
             column_thresholds.setdefault(name, []).append(last)
     threshold = float(np.median(thresholds)) if thresholds else None
     own = {name: float(np.median(found)) for name, found in column_thresholds.items()}
-    return TableForecast(
-        tuple(_column_forecast(counted, n, runs, own.get(n, threshold)) for n in names),
-        draws,
-        threshold,
-    )
+    sigma = unit.sigma(one_way / max(1, len(names)))
+    bar = config.threshold_sigmas * sigma if config.filter_low_counts else 0.0
+    forecasts = []
+    for name in names:
+        line = _column_forecast(counted, name, runs, own.get(name, threshold))
+        ids = sum(name in found for found in identified)
+        if ids * 2 >= draws:
+            line = replace(
+                line,
+                kind="identifier",
+                kept="fresh unique ids 1 to n",
+                reduced="a row id: written as fresh ids, not modelled",
+                cover=1.0,
+            )
+        elif line.kind == "numeric" and not line.lost:
+            line = replace(line, reduced=_numbers_reduced(counted, name, runs, noises, sigma, bar))
+        forecasts.append(line)
+    return TableForecast(tuple(forecasts), draws, threshold)
+
+
+def _numbers_reduced(
+    table: CountsOnce,
+    name: str,
+    runs: list[tuple[dict[str, ColumnCodec], dict[str, str]]],
+    noises: list[ForecastNoise],
+    sigma: float,
+    bar: float,
+) -> str:
+    """What runs that keep numeric column ``name`` change of it: collapsed to one value (its
+    1-way marginal, simulated with the run's noise, holds one bin above the filter's ``bar``,
+    paper 5.3) in most runs, or values beyond the private bounds."""
+    codecs = [kept[name] for kept, _ in runs if isinstance(kept.get(name), BinnedCodec)]
+    if not codecs:
+        return ""
+    collapsed = 0
+    for codec, noise in zip(codecs, noises, strict=False):
+        assert isinstance(codec, BinnedCodec)
+        counts = table.numbers(codec).histogram(np.asarray(codec.edges), True)
+        noisy = noise.add(np.asarray(counts, dtype=float), sigma, integer=False)
+        collapsed += int(np.count_nonzero(noisy >= bar)) <= 1
+    if collapsed * 2 >= len(codecs):
+        return f"collapsed to one value in {collapsed} of {len(codecs)} runs"
+    outside = 1.0 - float(np.mean([_inside(table, c) for c in codecs]))  # type: ignore[arg-type]
+    if outside >= 0.01:
+        return f"{outside:.0%} of its values lie beyond the private range and come out at its ends"
+    return ""
 
 
 def _column_forecast(
@@ -578,6 +634,12 @@ def _categorical_forecast(
     cover = float(np.mean(shares))
     released = float(np.mean([len(c.categories) for c in codecs]))
     kept = f"about {released:.0f} of {len(values):,} values, {cover:.0%} of its rows"
+    merged = len(values) - released
+    reduced = ""
+    if not lost and merged >= 0.5:
+        rows = "under 1%" if cover > 0.99 else f"{1.0 - cover:.0%}"
+        values = "value" if round(merged) == 1 else "values"
+        reduced = f"about {merged:.0f} rare {values} merged into '(other)', {rows} of its rows"
     if lost:
         kept = "when kept: " + kept
     if not why and cover < 1.0:
@@ -591,7 +653,7 @@ def _categorical_forecast(
                 if common
                 else f"{need}; its commonest value holds {_rows(top)}, and most become '(other)'"
             )
-    return ColumnForecast(name, "categorical", lost, kept, why, cover)
+    return ColumnForecast(name, "categorical", lost, kept, why, cover, reduced)
 
 
 def _rows(count: float) -> str:

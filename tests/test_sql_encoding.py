@@ -26,7 +26,7 @@ ADULT = ROOT / "privsyn_core" / "samples" / "adult.csv"
 
 #: values that test every reading rule: blanks and missing spellings (with spaces around),
 #: numbers in every notation (with 1 to 5 or more decimals) and some that are not numbers,
-#: dates of all six classes and invalid ones, text with Unicode spaces
+#: dates of all seven classes and invalid ones, text with Unicode spaces
 TRICKY = [
     "", " ", "NA", " NA", "NA ", "null", "N/A", "nan", "None", "-", "?",
     " 1.0 ", "1", "-0", "+.5", "5.", ".5", "1e5", "1E-3", "-2.5e+2", "1e999", "1,000", "inf",
@@ -36,6 +36,8 @@ TRICKY = [
     "2020-01-05 7:30", "2020-01-05T23:59:59", "2020-01-05 24:00", "2020-01-05 23:60",
     "2020-01-05 23:59:60", "2020-01-05T10:00:00Z",
     "2020/02/03", "2020/13/03", "31/12/2020", "12/31/2020", "05/06/2020", "1/2/2020",
+    "2016/01/01 00:47:36", "2016/1/5 7:05:09", "2016/01/01 24:00:00", "2016/02/30 10:00:00",
+    "2016/01/01 23:59:60", "2016/01/01 10:00",
     "13/13/2020", "text", "\u00a0x\u00a0", "\tcat", "a b",
 ]  # fmt: skip
 
@@ -97,7 +99,13 @@ def test_the_documented_differences_from_pandas_csv_reading(tmp_path):
 
 @pytest.mark.parametrize(
     ("datetime", "fmt"),
-    [(False, None), (True, "%d/%m/%Y"), (True, "%m/%d/%Y"), (True, "%Y-%m-%d")],
+    [
+        (False, None),
+        (True, "%d/%m/%Y"),
+        (True, "%m/%d/%Y"),
+        (True, "%Y-%m-%d"),
+        (True, "%Y/%m/%d %H:%M:%S"),
+    ],
 )
 def test_numbers_and_dates_fall_in_the_same_cells(tricky, datetime, fmt):
     sql, memory = duckdb_table(tricky), FrameTable(read_table(tricky))

@@ -235,8 +235,8 @@ def released_structure(result) -> tuple:
             kind = "datetime" if codec.datetime else "numeric"
             columns.append(
                 (codec.name, kind, codec.integer, codec.datetime_format, codec.missing,
-                 len(codec.edges), codec.edges[0], codec.edges[-1], codec.bounds,
-                 codec.points, codec.fall, codec.rise)
+                 codec.edges[0], codec.edges[-1], codec.bounds, codec.points,
+                 bool(codec.fall), bool(codec.rise))
             )  # fmt: skip
     return (
         tuple(columns),
@@ -275,7 +275,17 @@ def test_one_record_does_not_change_the_released_structure(flip, tmp_path):
         ]  # fmt: skip
         released = [released_structure(r) for r in results]
         assert released[0] == released[1], (flip, seed)
-        assert cuts(results[0]) == pytest.approx(cuts(results[1]), abs=0.005), (flip, seed)
+        # how many bins a spread gets follows its noisy mass (number_bins.BIN_SIGMAS): one
+        # record may move it across a whole number, by one bin at most; the cuts of equal
+        # counts move by a sliver
+        counts = [bin_counts(r) for r in results]
+        assert all(abs(a - b) <= 1 for a, b in zip(*counts, strict=True)), (flip, seed, counts)
+        if counts[0] == counts[1]:
+            assert cuts(results[0]) == pytest.approx(cuts(results[1]), abs=0.005), (flip, seed)
+
+
+def bin_counts(result) -> list[int]:
+    return [len(i.codec.edges) - 1 for i in result.columns if isinstance(i.codec, BinnedCodec)]
 
 
 def cuts(result) -> list[float]:

@@ -65,6 +65,11 @@ def test_numbers_are_plain_decimal_notation_only():
         ("2020-01-31 10:15:00", ValueClass.DATETIME_ISO),
         ("2020-01-31T10:15", ValueClass.DATETIME_ISO),
         ("2020/01/31", ValueClass.DATE_YMD_SLASH),
+        ("2016/01/01 00:47:36", ValueClass.DATETIME_YMD_SLASH),
+        ("2016/1/1 7:05:09", ValueClass.DATETIME_YMD_SLASH),
+        ("2016/01/01 24:00:00", ValueClass.TEXT),  # not a time of day
+        ("2016/02/30 10:00:00", ValueClass.TEXT),  # not a real day
+        ("2016/01/01 10:00", ValueClass.TEXT),  # without seconds: not a recognised format
         ("31/01/2020", ValueClass.DATE_DMY),
         ("01/31/2020", ValueClass.DATE_MDY),
         ("01/02/2020", ValueClass.DATE_SLASH_AMBIGUOUS),

@@ -540,7 +540,14 @@ def _draft_decimals(values: pd.Series) -> int | None:
 
 
 def _guess_format(example: str) -> str | None:
-    for fmt in ("%Y-%m-%d", "%Y-%m-%d %H:%M:%S", "%d/%m/%Y", "%m/%d/%Y", "%Y/%m/%d"):
+    for fmt in (
+        "%Y-%m-%d",
+        "%Y-%m-%d %H:%M:%S",
+        "%d/%m/%Y",
+        "%m/%d/%Y",
+        "%Y/%m/%d",
+        "%Y/%m/%d %H:%M:%S",
+    ):
         try:
             pd.to_datetime(example, format=fmt)
         except (ValueError, TypeError):

@@ -19,8 +19,9 @@ The rules:
   ``\d``, so every counting backend classifies a value the same way.
 * **Numbers** (:func:`parse_numbers`): plain decimal notation with an optional exponent
   (``-12``, ``3.5``, ``.5``, ``1e6``). ``inf``, ``nan``, ``1,000``, ``12%`` are not numbers.
-* **Dates** (:data:`DATE_FORMATS`): ISO dates and date-times, ``Y/m/d``, and ``d/m/Y`` or
-  ``m/d/Y`` (a slashed date whose first two fields are both at most 12 is ambiguous).
+* **Dates** (:data:`DATE_FORMATS`): ISO dates and date-times, ``Y/m/d`` and ``Y/m/d H:M:S``,
+  and ``d/m/Y`` or ``m/d/Y`` (a slashed date whose first two fields are both at most 12 is
+  ambiguous).
 * **Decimals** (:func:`written_decimals`): a number's decimals as written, trailing zeros
   dropped and the exponent applied (``32.50`` -> 1, ``1.5e-3`` -> 4, ``2.5e1`` -> 0). A typed
   float is read from its shortest repr (``32.5``), so a typed table and its CSV text agree.
@@ -58,6 +59,8 @@ ISO_DATETIME = (
 )
 SLASH_DATE = r"([0-9]{1,2})/([0-9]{1,2})/[0-9]{4}"
 YMD_SLASH_DATE = r"[0-9]{4}/[0-9]{1,2}/[0-9]{1,2}"
+#: seconds up to 59 in the pattern: strptime reads 60 and 61 (leap seconds) as the next minute
+YMD_SLASH_DATETIME = r"[0-9]{4}/[0-9]{1,2}/[0-9]{1,2} [0-9]{1,2}:[0-5][0-9]:[0-5][0-9]"
 
 #: how date-times are written back when their column's values carry a time of day
 ISO_DATETIME_FORMAT = "%Y-%m-%d %H:%M:%S"
@@ -84,6 +87,9 @@ class ValueClass(IntEnum):
     DATE_MDY = 11
     DATE_SLASH_AMBIGUOUS = 12
     TEXT = 13
+    #: ``2016/01/01 00:47:36`` (openintro's police tables): after TEXT, so the codes of the
+    #: classes before it stay what they were
+    DATETIME_YMD_SLASH = 14
 
 
 #: the format each date class is written in (the ambiguous class takes d/m or m/d by vote)
@@ -91,6 +97,7 @@ DATE_FORMATS: dict[ValueClass, str] = {
     ValueClass.DATE_ISO: "%Y-%m-%d",
     ValueClass.DATETIME_ISO: ISO_DATETIME_FORMAT,
     ValueClass.DATE_YMD_SLASH: "%Y/%m/%d",
+    ValueClass.DATETIME_YMD_SLASH: "%Y/%m/%d %H:%M:%S",
     ValueClass.DATE_DMY: "%d/%m/%Y",
     ValueClass.DATE_MDY: "%m/%d/%Y",
 }
@@ -108,6 +115,7 @@ DATE_CLASSES = (
     ValueClass.DATE_ISO,
     ValueClass.DATETIME_ISO,
     ValueClass.DATE_YMD_SLASH,
+    ValueClass.DATETIME_YMD_SLASH,
     ValueClass.DATE_DMY,
     ValueClass.DATE_MDY,
     ValueClass.DATE_SLASH_AMBIGUOUS,
@@ -274,6 +282,7 @@ def _classify(text: pd.Series) -> np.ndarray:
         (ValueClass.DATE_ISO, ISO_DATE, "%Y-%m-%d"),
         (ValueClass.DATETIME_ISO, ISO_DATETIME, "ISO8601"),
         (ValueClass.DATE_YMD_SLASH, YMD_SLASH_DATE, "%Y/%m/%d"),
+        (ValueClass.DATETIME_YMD_SLASH, YMD_SLASH_DATETIME, "%Y/%m/%d %H:%M:%S"),
     ):
         hit = _matches(candidates, pattern)
         if hit.any():
@@ -321,6 +330,7 @@ def parse_datetimes(text: pd.Series, day_first: bool) -> np.ndarray:
         ("%Y-%m-%d", ISO_DATE),
         ("ISO8601", ISO_DATETIME),
         ("%Y/%m/%d", YMD_SLASH_DATE),
+        ("%Y/%m/%d %H:%M:%S", YMD_SLASH_DATETIME),
         (slashed[0], SLASH_DATE),
         (slashed[1], SLASH_DATE),
     ):

@@ -55,6 +55,7 @@ from privsyn_core.data.values import (
     NUMBER_DECIMALS,
     SLASH_DATE,
     YMD_SLASH_DATE,
+    YMD_SLASH_DATETIME,
     ValueClass,
     categories_as_text,
     day_first_format,
@@ -223,13 +224,13 @@ def _days(y: str, m: str, d: str, dialect: Dialect) -> str:
 
 
 #: which pattern a value's text matches (the patterns exclude each other)
-_MISSING, _NUMBER, _ISO, _DATETIME, _YMD, _SLASHED, _OTHER = 0, 1, 3, 4, 5, 6, 9
+_MISSING, _NUMBER, _ISO, _DATETIME, _YMD, _SLASHED, _YMD_TIME, _OTHER = 0, 1, 3, 4, 5, 6, 7, 9
 #: the three numeric fields of every date pattern: Y-m-d, Y/m/d and a/b/Y alike
 _FIELDS = r"([0-9]+)[-/]([0-9]+)[-/]([0-9]+)(.*)"
-#: the ISO date-time pattern with its time fields in groups: hour, minute, second, fraction,
-#: zone sign, hours and minutes (engines read at most 9 groups)
+#: the date-time patterns (ISO, and Y/m/d H:M:S) with their time fields in groups: hour,
+#: minute, second, fraction, zone sign, hours and minutes (engines read at most 9 groups)
 _TIME_GROUPS = (
-    r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}[T ]([0-9]{1,2}):([0-9]{2})"
+    r"[0-9]{4}[-/][0-9]{1,2}[-/][0-9]{1,2}[T ]([0-9]{1,2}):([0-9]{2})"
     r"(?::([0-9]{2})(?:\.([0-9]+))?)?(?:Z|([+-])([0-9]{2}):?([0-9]{2}))?"
 )
 
@@ -256,12 +257,13 @@ def reading_query(
         f"WHEN {dialect.full_match(t, ISO_DATE)} THEN {_ISO} "
         f"WHEN {dialect.full_match(t, ISO_DATETIME)} THEN {_DATETIME} "
         f"WHEN {dialect.full_match(t, YMD_SLASH_DATE)} THEN {_YMD} "
+        f"WHEN {dialect.full_match(t, YMD_SLASH_DATETIME)} THEN {_YMD_TIME} "
         f"WHEN {dialect.full_match(t, SLASH_DATE)} THEN {_SLASHED} ELSE {_OTHER} END AS {t}_p"
         for t in texts
     )
 
     def fields(t: str) -> str:
-        dated = f"{t}_p BETWEEN {_ISO} AND {_SLASHED}"
+        dated = f"{t}_p BETWEEN {_ISO} AND {_YMD_TIME}"
         out = [f"CASE WHEN {t}_p = {_NUMBER} THEN TRY_CAST({t} AS DOUBLE) END AS {t}_v"]
         # a number's decimals as written (values.written_decimals): digits, exponent
         digits = f"length({dialect.extract(t, NUMBER_DECIMALS, 1)})"
@@ -272,7 +274,7 @@ def reading_query(
             f"CASE WHEN {dated} THEN {_int(dialect.extract(t, _FIELDS, g))} END AS {t}_f{g}"
             for g in (1, 2, 3)
         ]
-        timed = f"{t}_p = {_DATETIME}"
+        timed = f"({t}_p = {_DATETIME} OR {t}_p = {_YMD_TIME})"
         for g, name in ((1, "hh"), (2, "mi"), (3, "ss"), (6, "zh"), (7, "zm")):
             value = _int(dialect.extract(t, _TIME_GROUPS, g))
             out.append(f"CASE WHEN {timed} THEN {value} END AS {t}_{name}")
@@ -316,6 +318,8 @@ def reading_query(
             f"ELSE {c.TEXT.value} END "
             f"WHEN {_YMD} THEN CASE WHEN {t}_ok THEN {c.DATE_YMD_SLASH.value} "
             f"ELSE {c.TEXT.value} END "
+            f"WHEN {_YMD_TIME} THEN CASE WHEN {t}_ok AND {t}_tok "
+            f"THEN {c.DATETIME_YMD_SLASH.value} ELSE {c.TEXT.value} END "
             f"WHEN {_SLASHED} THEN CASE WHEN {t}_okd AND {t}_okm "
             f"THEN {c.DATE_SLASH_AMBIGUOUS.value} WHEN {t}_okd THEN {c.DATE_DMY.value} "
             f"WHEN {t}_okm THEN {c.DATE_MDY.value} ELSE {c.TEXT.value} END "
@@ -326,7 +330,8 @@ def reading_query(
         def seconds(first: str, second: str, name: str) -> str:
             return (
                 f"CASE WHEN ({t}_p = {_ISO} OR {t}_p = {_YMD}) AND {t}_ok THEN {t}_s "
-                f"WHEN {t}_p = {_DATETIME} AND {t}_ok AND {t}_tok THEN {t}_s + {t}_clock "
+                f"WHEN {t}_p IN ({_DATETIME}, {_YMD_TIME}) AND {t}_ok AND {t}_tok "
+                f"THEN {t}_s + {t}_clock "
                 f"WHEN {t}_p = {_SLASHED} THEN CASE WHEN {t}_ok{first} THEN {t}_s{first} "
                 f"WHEN {t}_ok{second} THEN {t}_s{second} END END AS {t}_{name}"
             )

@@ -22,6 +22,7 @@ from privsyn_core.data.columns import (
 )
 from privsyn_core.data.schema import ColumnSchema, Kind, Provenance, Schema, infer_schema
 from privsyn_core.errors import InputError
+from privsyn_core.measuring.identifiers import IDENTIFIER_RESERVE
 from privsyn_core.measuring.private_domain import FIRST_RANGE_SHARE, DomainSplit
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -213,16 +214,16 @@ def test_private_preparation_charges_structure_and_domain_entries_per_column(pen
     categorical = ["species", "island", "sex"]
     numeric = [n for n in penguins.columns if n not in categorical]
     assert [m.attributes[0] for m in domain] == numeric + categorical + categorical
-    # a fiftieth of the budget is kept for identifier checks; no column looks like an id
+    # IDENTIFIER_RESERVE of the budget is kept for identifier checks; no column looks like an id
     # (every category column released values, no range holds about as many numbers as rows)
     assert not checks and not prepared.identifiers
-    split = DomainSplit(0.98 * 0.05 * 8, ranges=5, categories=3)
+    split = DomainSplit((1 - IDENTIFIER_RESERVE) * 0.05 * 8, ranges=5, categories=3)
     assert all(m.rho == pytest.approx(split.range_first) for m in domain[:5])
     assert all(m.rho == pytest.approx(split.category_first(0)) for m in domain[5:8])
     # every category column released values: each gets a second estimate
     assert [m.attributes[0] for m in domain[8:]] == categorical
     assert all(m.rho == pytest.approx(split.category_second(0, 0)) for m in domain[8:])
-    assert math.fsum(m.rho for m in domain) == pytest.approx(0.98 * 0.05 * 8)
+    assert math.fsum(m.rho for m in domain) == pytest.approx((1 - IDENTIFIER_RESERVE) * 0.05 * 8)
     assert split.category_first(0) > 3 * split.range_first  # weight 3, and the reserve
     assert [m.attributes[0] for m in structure] == [
         c.name for c in schema.columns if c.kind is Kind.NUMERIC
@@ -355,11 +356,13 @@ def test_ledger_pays_for_private_structure_and_domains(penguins, penguins_privat
     ledger = penguins_private.ledger
     steps = ledger.spent_by_step()
     assert ledger.spent_rho == pytest.approx(ledger.budget_rho, rel=1e-9)
-    # the domain share pays for the estimates; the fiftieth kept for identifier checks is
+    # the domain share pays for the estimates; the share kept for identifier checks is
     # unspent (no column looks like an id) and goes to PrivSyn's own steps
     domains = steps["domain"]
     assert "identifier" not in steps
-    assert domains == pytest.approx(0.98 * FAST.domain_share * ledger.budget_rho, rel=1e-9)
+    assert domains == pytest.approx(
+        (1 - IDENTIFIER_RESERVE) * FAST.domain_share * ledger.budget_rho, rel=1e-9
+    )
     assert steps["structure"] == pytest.approx(FAST.structure_share * ledger.budget_rho, rel=1e-9)
     rest = ledger.budget_rho - domains - steps["structure"]
     assert steps["one_way"] == pytest.approx(FAST.one_way_share * rest, rel=1e-9)
@@ -389,11 +392,12 @@ def test_domain_budget_the_ranges_leave_unspent_goes_to_privsyns_steps(penguins)
     # two with decimals, from their ranges' own share
     values = [e for e in domain if "values of a number column" in e.mechanism]
     assert len(domain) == 6 and len(values) == 2
-    # of the 98% not kept for identifier checks (none looks like an id), the ranges leave
+    # of the share not kept for identifier checks (none looks like an id), the ranges leave
     # a quarter
     assert "identifier" not in steps
     assert steps["domain"] == pytest.approx(
-        FIRST_RANGE_SHARE * 0.98 * FAST.domain_share * ledger.budget_rho, rel=1e-9
+        FIRST_RANGE_SHARE * (1 - IDENTIFIER_RESERVE) * FAST.domain_share * ledger.budget_rho,
+        rel=1e-9,
     )
     assert ledger.spent_rho == pytest.approx(ledger.budget_rho, rel=1e-9)
     rest = ledger.budget_rho - steps["domain"] - steps["structure"]

@@ -118,3 +118,16 @@ def test_with_identifiers_places_and_renumbers():
     assert out["id"].tolist() == [11, 12] and out["row"].tolist() == [11, 12]
     again = with_identifiers(out, (Identifier("id", 0), Identifier("row", 3)))
     assert again["id"].tolist() == [1, 2] and list(again.columns) == list(out.columns)
+
+
+def test_a_row_id_of_a_few_thousand_rows_is_found_at_epsilon_1():
+    """Ids 1 to 5,574 (medexp's rownames) at the default budget: the DP range may end a
+    doubling beyond the next power of two ([256, 16383]: 2.9 numbers per row), and the
+    column is still checked, and written anew, in every seed; the other columns are kept."""
+    assert laid_out_as_ids(256.0, 16383.0, 5574.0)
+    real = table(5574).drop(columns=["name"]).assign(case=lambda t: np.arange(1, len(t) + 1))
+    found = [
+        synthesize(real, 1.0, 1e-9, rng=np.random.default_rng(seed), config=FAST).identifiers
+        for seed in range(8)
+    ]
+    assert all(set(ids) == {"case"} for ids in found), found

@@ -43,15 +43,16 @@ def test_plan_with_private_domains_reserves_delta_and_a_tenth_of_rho():
     rho = rho_from_epsilon_delta(1.0, 0.5e-9)  # half of delta reserved for thresholding
     assert plan.rho == pytest.approx(rho)
     steps = {s.step: s for s in plan.steps}
-    # a fiftieth of the tenth is kept for the identifier checks of the columns the
+    # IDENTIFIER_RESERVE of the tenth is kept for the identifier checks of the columns the
     # estimates point to; the plan is a run's with none, where it goes to PrivSyn's steps
     assert "identifier checks" not in steps
-    assert steps["domains"].rho == pytest.approx(0.098 * rho)
-    assert "2% kept for the identifier checks" in steps["domains"].note
-    # a category weighs three ranges: 0.098 rho / (6 + 3 * 9) * 3 each, without the ranges'
+    domains = (1 - IDENTIFIER_RESERVE) * 0.1
+    assert steps["domains"].rho == pytest.approx(domains * rho)
+    assert f"{IDENTIFIER_RESERVE:.0%} kept for the identifier checks" in steps["domains"].note
+    # a category weighs three ranges: that rho / (6 + 3 * 9) * 3 each, without the ranges'
     # reserve (it reaches the categories only when every range finds its bounds at first),
     # of which the first estimate spends FIRST_CATEGORY_SHARE
-    first = FIRST_CATEGORY_SHARE * 0.098 * rho * 3 / 33
+    first = FIRST_CATEGORY_SHARE * domains * rho * 3 / 33
     assert steps["domains"].sigma == pytest.approx(gaussian_sigma(first))
     assert plan.categories is not None and plan.categories.sigma == steps["domains"].sigma
     assert math.fsum(s.rho for s in plan.steps) == pytest.approx(rho)
@@ -62,9 +63,10 @@ def test_plan_of_ranges_only_shows_the_sigma_of_a_first_range_histogram():
     plan = plan_budget(1.0, 1e-9, 15, private_ranges=15)
     rho = rho_from_epsilon_delta(1.0, 1e-9)  # no category: no delta reserved
     domains = {s.step: s for s in plan.steps}["domains"]
-    # three quarters of each range's share first, in two histograms (of the 98% not kept
+    # three quarters of each range's share first, in two histograms (of the share not kept
     # for identifier checks)
-    assert domains.sigma == pytest.approx(gaussian_sigma(0.098 * rho / 15 * 0.75 / 2))
+    share = (1 - IDENTIFIER_RESERVE) * 0.1
+    assert domains.sigma == pytest.approx(gaussian_sigma(share * rho / 15 * 0.75 / 2))
     assert plan.categories is None
 
 
@@ -90,7 +92,7 @@ def test_undeclared_columns_plan_a_structure_step_and_an_estimate_each():
     rows = {row["step"]: row for row in plan.as_rows()}
     config = PrivSynConfig()
     assert rows["column kinds"]["share"] == pytest.approx(config.structure_share)
-    assert rows["domains"]["share"] == pytest.approx(0.98 * config.domain_share)
+    assert rows["domains"]["share"] == pytest.approx((1 - IDENTIFIER_RESERVE) * config.domain_share)
     assert rows["column kinds"]["sigma"] == pytest.approx(
         gaussian_sigma(config.structure_share * plan.rho / 15)
     )

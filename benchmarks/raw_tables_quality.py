@@ -2,8 +2,9 @@
 
 Runs in ``benchmarks/.peers-venv`` (``raw_tables.py --install-peers`` adds SDMetrics 0.32,
 MIT), as a subprocess. The metadata is read off the real CSV as an analyst would declare it:
-a column whose values are at least 95% numbers is numerical, one whose values are all
-distinct is an id (left out of the report), any other categorical. Prints one JSON line: the
+a column whose values are at least 95% numbers is numerical, 95% dates datetime, one whose
+values are all distinct is an id (left out of the report), any other categorical; values
+are read without surrounding spaces, as the engine reads them. Prints one JSON line: the
 overall score, column shapes and column pair trends; and the same report with the pairs'
 numeric columns cut on the real column's bins (``*_real_bins``).
 
@@ -33,8 +34,12 @@ def main() -> None:
 
     import pandas as pd
 
-    real = pd.read_csv(args.real, dtype=str, keep_default_na=False, na_values=[""])
-    synthetic = pd.read_csv(args.synthetic, dtype=str, keep_default_na=False, na_values=[""])
+    real, synthetic = (
+        pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""]).apply(
+            lambda c: c.str.strip()  # as the engine reads every value (raw_tables.py)
+        )
+        for path in (args.real, args.synthetic)
+    )
     for name in real.columns:  # a column the synthetic table lost comes out empty
         if name not in synthetic:
             synthetic[name] = pd.NA
@@ -44,10 +49,15 @@ def main() -> None:
         numbers = pd.to_numeric(present, errors="coerce")
         if len(present) and present.nunique() == len(present):
             continue  # an id: written anew by design
+        dates = pd.to_datetime(present, errors="coerce", format="mixed")
         if len(present) and numbers.notna().mean() >= 0.95:
             columns[name] = {"sdtype": "numerical"}
             real[name] = pd.to_numeric(real[name], errors="coerce")
             synthetic[name] = pd.to_numeric(synthetic[name], errors="coerce")
+        elif len(present) and dates.notna().mean() >= 0.95:
+            columns[name] = {"sdtype": "datetime"}
+            for frame in (real, synthetic):
+                frame[name] = pd.to_datetime(frame[name], errors="coerce", format="mixed")
         else:
             columns[name] = {"sdtype": "categorical"}
     kept = list(columns)
@@ -72,6 +82,8 @@ def _scores(real, synthetic, columns, real_bins: bool = False) -> dict[str, floa
     }
 
     def on_real_bins(self, name, data, bin_edges=None):
+        if name not in edges:  # a datetime: cut as SDMetrics cuts it
+            return own(self, name, data, bin_edges)
         cuts = edges[name].copy()
         cuts[0], cuts[-1] = -np.inf, np.inf  # the synthetic values beyond fall in the end bins
         return own(self, name, data, cuts)

@@ -638,8 +638,8 @@ def _categorical_forecast(
     reduced = ""
     if not lost and merged >= 0.5:
         rows = "under 1%" if cover > 0.99 else f"{1.0 - cover:.0%}"
-        values = "value" if round(merged) == 1 else "values"
-        reduced = f"about {merged:.0f} rare {values} merged into '(other)', {rows} of its rows"
+        noun = "value" if round(merged) == 1 else "values"
+        reduced = f"about {merged:.0f} rare {noun} merged into '(other)', {rows} of its rows"
     if lost:
         kept = "when kept: " + kept
     if not why and cover < 1.0:

@@ -972,6 +972,7 @@ def test_privacy_page_forecasts_which_columns_a_run_would_lose_for_the_owner():
     changed = at.table[0].value
     assert r"native\-country" in changed.index  # escaped: st.table renders markdown
     assert "rare values merged into" in changed.loc[r"native\-country", "what it changes"]
+    assert "of its 41 values hold that many" in changed.loc[r"native\-country", "why"]
     assert set(changed["outlook"]) == {"kept, changed"}
     rng = np.random.default_rng(0)
     rows = 3000

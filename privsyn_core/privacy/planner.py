@@ -534,7 +534,8 @@ def forecast_columns(
                 cover=1.0,
             )
         elif line.kind == "numeric" and not line.lost:
-            line = replace(line, reduced=_numbers_reduced(counted, name, runs, noises, sigma, bar))
+            reduced = _numbers_reduced(counted, name, runs, noises, sigma, bar, line.cover)
+            line = replace(line, reduced=reduced)
         forecasts.append(line)
     return TableForecast(tuple(forecasts), draws, threshold)
 
@@ -546,10 +547,12 @@ def _numbers_reduced(
     noises: list[ForecastNoise],
     sigma: float,
     bar: float,
+    cover: float,
 ) -> str:
     """What runs that keep numeric column ``name`` change of it: collapsed to one value (its
     1-way marginal, simulated with the run's noise, holds one bin above the filter's ``bar``,
-    paper 5.3) in most runs, or values beyond the private bounds."""
+    paper 5.3) in most runs, or values beyond the private bounds (``1 - cover``, the share
+    :func:`_column_forecast` found outside them)."""
     codecs = [kept[name] for kept, _ in runs if isinstance(kept.get(name), BinnedCodec)]
     if not codecs:
         return ""
@@ -561,7 +564,7 @@ def _numbers_reduced(
         collapsed += int(np.count_nonzero(noisy >= bar)) <= 1
     if collapsed * 2 >= len(codecs):
         return f"collapsed to one value in {collapsed} of {len(codecs)} runs"
-    outside = 1.0 - float(np.mean([_inside(table, c) for c in codecs]))  # type: ignore[arg-type]
+    outside = 1.0 - cover
     if outside >= 0.01:
         return f"{outside:.0%} of its values lie beyond the private range and come out at its ends"
     return ""

@@ -28,8 +28,9 @@ def test_structural_zeros_are_small_cells_that_independence_expects_to_be_large(
     assert structural_zeros(table, 20.0, 2.0).tolist() == [False, True, True, False]
     assert emptied(table, 20.0, 0.5).values.tolist() == [480.0, 0.0, 25.0, 487.0]
     # a cell independence expects to be small is kept, however small: a rare combination
-    rare = MarginalTable(("a", "b"), (2, 2), np.array([990.0, 5.0, 9.0, 1.0]))
-    assert not structural_zeros(rare, 20.0, 0.5).any()  # expected (1-1): 10 x 6 / 1005
+    # (and no row holds its rows in one cell: 15 is more than half a sigma)
+    rare = MarginalTable(("a", "b"), (2, 2), np.array([990.0, 15.0, 15.0, 1.0]))
+    assert not structural_zeros(rare, 20.0, 0.5).any()  # expected (0-1): 1005 x 16 / 1021
     one_way = MarginalTable(("a",), (2,), np.array([5.0, 800.0]))
     scales = {("a", "b"): 20.0, ("a",): 20.0}
     # 1-way targets, and pairs drawn as independent (a product has no empty cell), are kept
@@ -38,6 +39,26 @@ def test_structural_zeros_are_small_cells_that_independence_expects_to_be_large(
     tables, masks = emptied_targets([table, one_way], scales, 0.5)
     assert tables[0].values.tolist() == [480.0, 0.0, 25.0, 487.0] and tables[1] == one_way
     assert masks[("a", "b")].tolist() == [False, True, False, False]
+
+
+def test_a_value_whose_rows_lie_in_one_cell_empties_the_rest_of_its_row():
+    """Where independence expects too little to tell (rare values), a row whose other cells
+    are within noise of zero, each and together, holds its rows in one cell: the rest of the
+    row is empty. Sigma 10: a row with a second cell of 2.5 sigmas is not so, nor is a row
+    whose largest cell is under 3 sigmas."""
+    values = np.array([[5000, 6, 1, 0], [3, 80, 4, 0], [0, 25, 70, 2], [4, 1, 2, 20]], dtype=float)
+    table = MarginalTable(("a", "b"), (4, 4), values.ravel())
+    empty = structural_zeros(table, 10.0, 0.5).reshape(4, 4)
+    assert empty.astype(int).tolist() == [
+        [0, 1, 1, 1],  # a = 0 determines b (6 + 1 + 0 is under half a sigma of their sum)
+        [1, 0, 1, 1],  # so does a = 1
+        [1, 0, 0, 0],  # b = 0 and b = 2 do (by column); a = 2 holds 25 in b = 1: not one cell
+        [1, 0, 1, 0],  # a = 3's largest cell, 20, is under 3 sigma: only its columns decide
+    ]
+    # the same row with more of its rows outside the cell is not determined
+    spread = values.copy()
+    spread[0, 1:] = [6, 4, 3]  # 13 against half a sigma of noise over 3 cells (8.7)
+    assert not structural_zeros(MarginalTable(("a", "b"), (4, 4), spread.ravel()), 10.0, 0.5)[1]
 
 
 def test_rows_in_empty_cells_are_moved_by_exchange_keeping_each_columns_counts():

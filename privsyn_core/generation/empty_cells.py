@@ -5,14 +5,28 @@ into cells another marginal measured as empty: on raw Adult at epsilon 1, 7-17% 
 paired an education with a number of years of school it never has, while the consistent
 target of that measured pair held almost none there.
 
-**Which cells are empty** (:func:`structural_zeros`): a measured marginal's cells whose
-consistent count is at most :data:`EMPTY_SIGMAS` of its noise, where the product of the
-marginal's own margins (what the cell would hold were its attributes independent) expects at
-least :data:`EXPECTED_SIGMAS` of it. Such a combination is measured as rarer than its columns'
-own shares make it by several noise sigmas: it does not occur (``Husband`` with
-``Never-married``, ``Bachelors`` with 9 years). A cell that independence expects to be small
-is not one, however small: its measurement cannot tell a rare combination from none, and
-emptying every small cell moves real rows (adult-coded loses 13% of its 2-way L1 that way).
+**Which cells are empty** (:func:`structural_zeros`), by two tests of a measured marginal's
+consistent counts against their noise:
+
+* *Rarer than independence.* A cell at most :data:`EMPTY_SIGMAS` of its noise, where the
+  product of the marginal's own margins (what the cell would hold were its attributes
+  independent) expects at least :data:`EXPECTED_SIGMAS` of it. Such a combination is
+  measured as rarer than its columns' own shares make it by several noise sigmas: it does
+  not occur (``Husband`` with ``Never-married``, ``Bachelors`` with 9 years). A cell that
+  independence expects to be small is not one by this test, however small: its
+  measurement cannot tell a rare combination from none, and emptying every small cell
+  moves real rows (adult-coded loses 13% of its 2-way L1 that way).
+* *A value that holds its rows in one cell* (:func:`_outside_a_single_cell`): a row of the
+  marginal (one value of one attribute) whose cells but one are each within
+  :data:`ROW_CELL_SIGMAS` of zero and together within :data:`ROW_SUM_SIGMAS` of the noise
+  of their sum, with its largest cell clearly measured: as far as the measurement tells,
+  that value determines the others, and the rest of its row is empty. This catches the
+  rare values the first test cannot judge (``10th`` holds 933 rows, every one with 6 years;
+  independence expects 10 in each other number). On raw Adult at epsilon 1 (3 seeds), the
+  rows pairing an education with a number of years it never has, ``(other)`` aside, fell
+  from 6.6% to 0.7%; adult-coded's 2-way L1 is unchanged (0.1588 / 0.0735 / 0.0589 at
+  epsilon 0.2 / 1 / 2 against 0.1586 / 0.0740 / 0.0590). Emptying the thin cells of every
+  row, not only of the rows that keep one cell, costs adult-coded 2-4%.
 
 **What is done with them**: they are zero in the targets GUM and the MRF fit, and after
 synthesis (and the appended attributes) every row in one has one of that marginal's
@@ -45,6 +59,12 @@ from privsyn_core.marginals import MarginalTable
 #: combinations too) adult-coded at 1 loses 13%
 EMPTY_SIGMAS = 0.5
 EXPECTED_SIGMAS = 2.0
+#: the row test (:func:`_outside_a_single_cell`), in noise sigmas: each other cell, their
+#: sum (of the noise of the sum) and the row's largest cell. A sum of 1 sigma cost
+#: adult-coded 1% at epsilon 0.2 and left 0.3% of raw Adult's education rows broken, not 0.7%
+ROW_CELL_SIGMAS = 1.0
+ROW_SUM_SIGMAS = 0.5
+ROW_PEAK_SIGMAS = 3.0
 #: passes over the targets at most; each pass redraws one attribute of every row in an empty
 #: cell of each target
 PASSES = 6
@@ -52,14 +72,40 @@ PASSES = 6
 
 def structural_zeros(table: MarginalTable, sigma: float, sigmas: float) -> np.ndarray:
     """The cells of ``table`` (a flat mask) that its measurement shows as combinations that do
-    not occur: at most ``sigmas`` noise standard deviations ``sigma``, where the product of
-    the table's own margins (what the cell would hold were its attributes independent)
-    expects at least :data:`EXPECTED_SIGMAS` of them. A cell that independence expects to
-    be small is not one, however small: its measurement cannot tell a rare combination from
-    none, and emptying such cells costs accuracy (the rarest ones are real)."""
+    not occur (see the module docstring): at most ``sigmas`` noise standard deviations
+    ``sigma`` where the product of the table's own margins expects at least
+    :data:`EXPECTED_SIGMAS` of them, or outside the one cell that holds a value's rows."""
     values = np.asarray(table.values, dtype=float)
     expected = _independent(values.reshape(table.shape)).ravel()
-    return (values <= sigmas * sigma) & (expected >= EXPECTED_SIGMAS * sigma)
+    rare = (values <= sigmas * sigma) & (expected >= EXPECTED_SIGMAS * sigma)
+    return rare | _outside_a_single_cell(values.reshape(table.shape), sigma).ravel()
+
+
+def _outside_a_single_cell(values: np.ndarray, sigma: float) -> np.ndarray:
+    """The cells outside the one cell that holds a value's rows: along some axis, a row
+    (one value of an attribute, its cells over the others) whose largest cell is clearly
+    measured (at least :data:`ROW_PEAK_SIGMAS` noise sigmas) and whose other cells are each
+    at most :data:`ROW_CELL_SIGMAS` and together at most :data:`ROW_SUM_SIGMAS` sigmas of the
+    noise of their sum (``sigma`` times the root of their number). As far as the
+    measurement tells, that value determines the others: ``Masters`` holds 1,700 rows with
+    14 years of school and its other 14 numbers of years within noise of zero together."""
+    determined = np.zeros(values.shape, dtype=bool)
+    for axis in range(values.ndim):
+        moved = np.moveaxis(values, axis, 0)
+        rows = moved.reshape(moved.shape[0], -1)
+        others = rows.shape[1] - 1
+        if others < 1:
+            continue
+        ordered = np.sort(rows, axis=1)
+        one_cell = (
+            (ordered[:, -1] >= ROW_PEAK_SIGMAS * sigma)
+            & (ordered[:, -2] <= ROW_CELL_SIGMAS * sigma)
+            & (ordered[:, :-1].sum(axis=1) <= ROW_SUM_SIGMAS * sigma * np.sqrt(others))
+        )
+        outside = np.arange(rows.shape[1])[None, :] != rows.argmax(axis=1)[:, None]
+        found = (one_cell[:, None] & outside).reshape(moved.shape)
+        determined |= np.moveaxis(found, 0, axis)
+    return determined
 
 
 def emptied(table: MarginalTable, sigma: float, sigmas: float) -> MarginalTable:

@@ -239,7 +239,8 @@ def _combinations(model: FittedModel) -> list[Change]:
                 pair,
                 "combinations",
                 f"{pair}: {int(mask.sum())} of {mask.size} combinations kept out of the rows: "
-                "measured as empty where their columns' own shares expect some",
+                "their measured counts are within noise of zero where the pair's other cells hold "
+                "the rows",
                 "declare a rule in the schema if a combination can never occur",
             )
         )

@@ -70,6 +70,21 @@ def test_a_zero_spike_is_a_value_of_its_own_and_the_spread_keeps_its_scale():
     assert 1 in laid.rise and laid.fall == (len(laid.edges) - 2,)
 
 
+def test_a_log_scale_spread_on_one_side_of_zero_still_offers_zero_to_the_one_way():
+    """A zero the range estimate could not see (9% of 5,574 rows, under its threshold) is
+    a value of its own for the 1-way marginal to measure; a linear range gets none."""
+    doublings = 2.0 ** np.arange(-1, 2)  # 0.5 .. 2
+    estimate = found(0.5, 2.0, doublings, (2000.0, 3000.0), log_cells=True)
+    laid = estimated_bins(estimate, integer=False, step=0.001, one_way_sigma=40.0)
+    assert laid.edges[:2] == (0.0, 0.001) and laid.points == (0,)
+    # between zero and the tail below the bound (0.125 .. 0.5), a gap thinning toward zero
+    assert laid.edges[2] == pytest.approx(0.5 / 2**TAIL_DOUBLINGS) and 1 in laid.rise
+    negative = found(-2.0, -0.5, -doublings[::-1], (3000.0, 2000.0), log_cells=True)
+    assert 0.0 in estimated_bins(negative, integer=False, step=0.001).edges
+    assert 0.0 not in estimated_bins(found(16.0, 75.0), integer=True).edges
+    assert 0.0 not in estimated_bins(estimate, integer=False, step=0.001, tails=False).edges
+
+
 def test_only_zeros_found_is_one_value():
     laid = estimated_bins(found(0.0, 0.0, zeros=5000.0), integer=True)
     assert laid.edges == (0.0, 1.0) and laid.points == (0,)

@@ -175,14 +175,15 @@ def _binned(codec: BinnedCodec, shares: np.ndarray) -> list[Change]:
     above = float(sum(bins[b] for b in codec.fall))
     step = 1.0 if codec.integer else 0.0  # whole numbers: a bin holds low .. high - 1
     high_value = high - step
-    zero = any(edges[p] == 0.0 for p in codec.points) and not low <= 0.0 < high
+    zero = any(edges[p] == 0.0 and bins[p] > 0 for p in codec.points) and not low <= 0.0 < high
     parts = [
         ("zero kept as a value of its own; the other values' " if zero else "")
         + f"bounds [{low:g}, {high_value:g}] estimated privately"
     ]
     if below >= TAIL_SHARE:
         start = edges[min(codec.rise)]
-        parts.append(f"{below:.1%} of rows drawn below {low:g}, thinning toward {start:g}")
+        toward = "zero" if any(edges[p + 1] == start for p in codec.points) else f"{start:g}"
+        parts.append(f"{below:.1%} of rows drawn below {low:g}, thinning toward {toward}")
     if above >= TAIL_SHARE:
         end = edges[max(codec.fall) + 1] - step
         parts.append(f"{above:.1%} drawn above {high_value:g}, thinning toward {end:g}")

@@ -8,7 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from privsyn_core.data.codecs import OTHER_LABEL, BinnedCodec, CategoryCodec, equal_width_edges
+from privsyn_core.data.codecs import (
+    MAX_HALVINGS,
+    OTHER_LABEL,
+    TAIL_HALVINGS,
+    BinnedCodec,
+    CategoryCodec,
+    equal_width_edges,
+    with_fitted_tails,
+)
 from privsyn_core.errors import InputError, TableError
 
 # ---------------------------------------------------------------- categories
@@ -354,3 +362,25 @@ def test_tail_bins_thin_outward():
     # (a uniform draw would put half there)
     assert np.mean(upper < 91) == pytest.approx(0.8, abs=0.02)
     assert np.mean(lower >= 46) == pytest.approx(0.8, abs=0.02)
+
+
+def test_a_thin_tail_beside_dense_bins_stays_near_its_bound_and_a_heavy_one_spreads():
+    """lfam: bins up to 2 hold most rows, the tail [2, 8] a few: drawn at the default
+    thinning (4 halvings) they reach far past 2; fitted to the density beside the bound,
+    they stay near it. A tail as heavy as the bins beside it keeps the default."""
+    codec = BinnedCodec("lfam", (0.0, 1.0, 2.0, 8.0), decimals=3, fall=(2,))
+    thin = with_fitted_tails(codec, np.array([0.5, 0.47, 0.03]))
+    # beside the bound 0.47 per unit; the tail holds 0.03 over 6 units: it starts at 94
+    # times its mean density, about 94 / ln 2 halvings across the bin (at most 64)
+    ((bin_, halvings),) = thin.halvings
+    assert bin_ == 2 and 60 <= halvings <= MAX_HALVINGS
+    rng = np.random.default_rng(0)
+    drawn = thin.decode(np.full(20_000, 2, dtype=np.int64), rng).to_numpy()
+    fixed = codec.decode(np.full(20_000, 2, dtype=np.int64), rng).to_numpy()
+    assert np.mean(drawn > 3.0) < 0.01 < 0.5 < np.mean(fixed > 3.0)
+    heavy = with_fitted_tails(codec, np.array([0.3, 0.1, 0.6]))
+    assert dict(heavy.halvings) == {2: TAIL_HALVINGS}
+    # nothing beside it measured, or no tail: unchanged
+    assert with_fitted_tails(codec, np.array([0.0, 0.0, 0.5])).halvings == ()
+    plain = BinnedCodec("x", (0.0, 1.0, 2.0))
+    assert with_fitted_tails(plain, np.array([0.5, 0.5])) is plain

@@ -17,7 +17,7 @@ or a DP estimate.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Literal
 
@@ -149,7 +149,9 @@ class BinnedCodec:
     outward from its lower edge, those of ``rise`` (a lower tail) toward its lower edge:
     beyond the estimated bounds values thin out. ``bounds`` are those DP bounds (the last
     whole number, for whole numbers), when the bins were widened past them: the bins
-    beyond are the tails (:meth:`tail_codes`).
+    beyond are the tails (:meth:`tail_codes`). ``halvings`` sets, for some tail bins, how
+    many times their density halves across them instead (:func:`with_fitted_tails`: fitted
+    at sampling time to the 1-way targets, never stored).
     """
 
     name: str
@@ -165,11 +167,12 @@ class BinnedCodec:
     fall: tuple[int, ...] = ()
     rise: tuple[int, ...] = ()
     bounds: tuple[float, float] | None = None
+    halvings: tuple[tuple[int, float], ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.edges) < 2:
             raise TableError(f"column {self.name!r} needs at least one bin")
-        for bins in (self.points, self.fall, self.rise):
+        for bins in (self.points, self.fall, self.rise, tuple(b for b, _ in self.halvings)):
             if any(not 0 <= b < len(self.edges) - 1 for b in bins):
                 raise TableError(f"column {self.name!r}: a bin it names is not one of its bins")
 
@@ -294,10 +297,15 @@ class BinnedCodec:
         u = rng.random(codes.size)
         if self.log:
             u = _log_share(low, high, u)
-        if self.fall:
-            u = np.where(np.isin(bins, self.fall), _thinning(u), u)
-        if self.rise:
-            u = np.where(np.isin(bins, self.rise), 1.0 - _thinning(1.0 - u), u)
+        if self.fall or self.rise:
+            halvings = np.full(self.bins, float(TAIL_HALVINGS))
+            for b, h in self.halvings:
+                halvings[b] = h
+            rate = halvings[bins]
+            if self.fall:
+                u = np.where(np.isin(bins, self.fall), _thinning(u, rate), u)
+            if self.rise:
+                u = np.where(np.isin(bins, self.rise), 1.0 - _thinning(1.0 - u, rate), u)
         if self.integer:  # whole-number edges: bin k holds low .. high - 1
             values = np.minimum(low + np.floor(u * (high - low)), high - 1)
         else:
@@ -413,12 +421,66 @@ def _on_grid(low: np.ndarray, high: np.ndarray, decimals: int, u: np.ndarray) ->
 TAIL_HALVINGS = 4
 
 
-def _thinning(u: np.ndarray) -> np.ndarray:
-    """Uniform draws ``u`` as shares of a bin whose density halves every
-    ``1 / TAIL_HALVINGS`` of it (a truncated exponential, by its inverse distribution)."""
-    kept = 1.0 - 2.0**-TAIL_HALVINGS
-    share = -np.log2(1.0 - u * kept) / TAIL_HALVINGS
+def _thinning(u: np.ndarray, halvings: np.ndarray | float = TAIL_HALVINGS) -> np.ndarray:
+    """Uniform draws ``u`` as shares of a bin whose density halves ``halvings`` times across
+    it (a truncated exponential, by its inverse distribution)."""
+    kept = 1.0 - 2.0 ** -np.asarray(halvings, dtype=float)
+    share = -np.log2(1.0 - u * kept) / halvings
     return np.clip(share, 0.0, np.nextafter(1.0, 0))
+
+
+#: the steepest fitted tail: its density halves this many times across the bin
+MAX_HALVINGS = 64.0
+
+
+def with_fitted_tails(codec: BinnedCodec, shares: np.ndarray) -> BinnedCodec:
+    """``codec`` with each tail bin thinning as fast as continuity asks (post-processing).
+
+    A tail bin (beyond a DP bound, widened by doublings: :mod:`~privsyn_core.data.
+    number_bins`) holds the rows the noisy evidence could not place. Drawn with a fixed
+    thinning across a bin four times its bound wide, they land far out, beyond the real
+    maximum: medexp's lfam, real maximum 2.56, tail [2, 8], 2.5% of its values outside.
+    Where the 1-way targets ``shares`` (per bin, DP) give the bins beside the tail a
+    density (inward, as many as hold the tail's share, the outermost cuts being thin), the
+    tail starts at that density and falls off exponentially so as to hold its own share: a
+    thin tail beside dense bins stays near the bound, a heavy one spreads (never slower than
+    :data:`TAIL_HALVINGS`). A tail with no such bins beside it (a single value, another
+    tail, nothing measured) keeps the default."""
+    if not codec.fall and not codec.rise:
+        return codec
+    edges = np.asarray(codec.edges, dtype=float)
+    special = {*codec.fall, *codec.rise, *codec.points}
+    fitted = dict(codec.halvings)
+    for tail, step in [(b, -1) for b in codec.fall] + [(b, 1) for b in codec.rise]:
+        mass, width = float(shares[tail]), edges[tail + 1] - edges[tail]
+        near = near_width = 0.0  # the bins beside the tail, inward, until they hold as much
+        beside = tail + step
+        while 0 <= beside < codec.bins and beside not in special and near < mass:
+            near += float(shares[beside])
+            near_width += edges[beside + 1] - edges[beside]
+            beside += step
+        if mass <= 0 or near <= 0 or width <= 0 or near_width <= 0:
+            continue
+        fitted[tail] = _halvings_for(near / near_width * width / mass)
+    return replace(codec, halvings=tuple(sorted(fitted.items())))
+
+
+def _halvings_for(ratio: float) -> float:
+    """Halvings ``h`` of a truncated exponential over a bin whose density at its inner edge
+    is ``ratio`` times its mean density: ``x / (1 - exp(-x)) = ratio`` with ``x = h ln 2``
+    (bisection; at least :data:`TAIL_HALVINGS`, at most :data:`MAX_HALVINGS`)."""
+    low, high = TAIL_HALVINGS * math.log(2), MAX_HALVINGS * math.log(2)
+    if ratio <= low / (1 - math.exp(-low)):
+        return float(TAIL_HALVINGS)
+    if ratio >= high / (1 - math.exp(-high)):
+        return MAX_HALVINGS
+    for _ in range(60):
+        middle = (low + high) / 2
+        if middle / (1 - math.exp(-middle)) < ratio:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2 / math.log(2)
 
 
 def _log_share(low: np.ndarray, high: np.ndarray, u: np.ndarray) -> np.ndarray:

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from privsyn_core.config import SYNTHESIS_METHODS
+from privsyn_core.data.codecs import BinnedCodec, with_fitted_tails
 from privsyn_core.data.rules import Rule
 from privsyn_core.domain import Domain, code_dtype
 from privsyn_core.errors import InputError
@@ -58,7 +59,7 @@ from privsyn_core.generation.empty_cells import (
     empty_cell_rows,
     fill_empty_cells,
 )
-from privsyn_core.generation.grouping import ValueGrouping, decode
+from privsyn_core.generation.grouping import ValueGrouping, declared_shares, decode
 from privsyn_core.generation.gum import (
     GumIterationRecord,
     GumSettings,
@@ -738,6 +739,18 @@ def _joined(blocks: Sequence[Sample]) -> Sample:
     )
 
 
+def sampling_decoders(model: FittedModel) -> tuple[ColumnDecoder, ...]:
+    """The model's decoders with each numeric tail thinning as its 1-way target asks
+    (:func:`~privsyn_core.data.codecs.with_fitted_tails`): post-processing of the release's
+    DP content, the same in every sample."""
+    return tuple(
+        with_fitted_tails(decoder, declared_shares(model.one_way[row].values, grouping))
+        if isinstance(decoder, BinnedCodec)
+        else decoder
+        for row, (decoder, grouping) in enumerate(zip(model.decoders, model.groupings, strict=True))
+    )
+
+
 def draw_block(
     model: FittedModel,
     n: int,
@@ -924,7 +937,7 @@ def draw_block(
     frame = pd.concat(
         [
             decoder.decode(declared[row].astype(np.int64), rng)
-            for row, decoder in enumerate(model.decoders)
+            for row, decoder in enumerate(sampling_decoders(model))
         ],
         axis=1,
     )

@@ -95,3 +95,18 @@ def member_shares(counts: np.ndarray, total: float) -> np.ndarray:
     if total > positive.sum() > 0:
         return positive * (total / positive.sum())
     return project_nonnegative(counts, total)
+
+
+def declared_shares(engine_counts: np.ndarray, grouping: ValueGrouping) -> np.ndarray:
+    """The share of rows in each declared code, from the consistent 1-way target on engine
+    codes: a combined value's share split as decoding splits it, a dropped value's zero."""
+    counts = np.clip(np.asarray(engine_counts, dtype=float), 0.0, None)
+    total = counts.sum()
+    shares = np.zeros(grouping.declared_size)
+    if total <= 0:
+        return shares
+    for code, members in enumerate(grouping.members):
+        weights = member_shares(np.asarray(grouping.member_weights[code]), 1.0)
+        weights = weights / weights.sum() if weights.sum() > 0 else np.full(len(members), 0.0)
+        shares[list(members)] += counts[code] / total * weights
+    return shares

@@ -27,7 +27,7 @@ import numpy as np
 from privsyn_core.data.codecs import BinnedCodec, CategoryCodec
 from privsyn_core.generation.empty_cells import emptied_targets
 from privsyn_core.generation.fitted import FittedModel
-from privsyn_core.generation.grouping import ValueGrouping, member_shares
+from privsyn_core.generation.grouping import declared_shares
 from privsyn_core.generation.independence import noise_pairs
 
 #: a tail (the values beyond an estimated bound) is reported from this share of the rows
@@ -128,21 +128,6 @@ def changes(
     ]
     order = list(KINDS)
     return tuple(sorted(found, key=lambda c: order.index(c.kind)))
-
-
-def declared_shares(engine_counts: np.ndarray, grouping: ValueGrouping) -> np.ndarray:
-    """The share of rows in each declared code, from the consistent 1-way target on engine
-    codes: a combined value's share split as decoding splits it, a dropped value's zero."""
-    counts = np.clip(np.asarray(engine_counts, dtype=float), 0.0, None)
-    total = counts.sum()
-    shares = np.zeros(grouping.declared_size)
-    if total <= 0:
-        return shares
-    for code, members in enumerate(grouping.members):
-        weights = member_shares(np.asarray(grouping.member_weights[code]), 1.0)
-        weights = weights / weights.sum() if weights.sum() > 0 else np.full(len(members), 0.0)
-        shares[list(members)] += counts[code] / total * weights
-    return shares
 
 
 def _collapsed(shares: np.ndarray) -> bool:

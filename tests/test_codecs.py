@@ -384,3 +384,6 @@ def test_a_thin_tail_beside_dense_bins_stays_near_its_bound_and_a_heavy_one_spre
     assert with_fitted_tails(codec, np.array([0.0, 0.0, 0.5])).halvings == ()
     plain = BinnedCodec("x", (0.0, 1.0, 2.0))
     assert with_fitted_tails(plain, np.array([0.5, 0.5])) is plain
+    # on the log scale the tails keep the default (see with_fitted_tails)
+    logged = BinnedCodec("amount", (0.0, 1.0, 2.0, 8.0), decimals=3, fall=(2,), log=True)
+    assert with_fitted_tails(logged, np.array([0.5, 0.47, 0.03])) is logged

@@ -445,8 +445,11 @@ def with_fitted_tails(codec: BinnedCodec, shares: np.ndarray) -> BinnedCodec:
     tail starts at that density and falls off exponentially so as to hold its own share: a
     thin tail beside dense bins stays near the bound, a heavy one spreads (never slower than
     :data:`TAIL_HALVINGS`). A tail with no such bins beside it (a single value, another
-    tail, nothing measured) keeps the default."""
-    if not codec.fall and not codec.rise:
+    tail, nothing measured) keeps the default, and so do the tails of a codec on the log
+    scale: decoded evenly over doublings before they thin, they would need the density per
+    doubling, and fitted on the linear one they cut heavy tails short (k401k's incsq: its
+    99th percentile 14,765 came out 9,565, the real one is 14,431)."""
+    if (not codec.fall and not codec.rise) or codec.log:
         return codec
     edges = np.asarray(codec.edges, dtype=float)
     special = {*codec.fall, *codec.rise, *codec.points}

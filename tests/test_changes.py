@@ -101,3 +101,24 @@ def test_a_pre_coded_release_says_what_it_keeps_out(adult):
     # declared codes: nothing estimated, merged or written anew; only combinations
     assert found and {c.kind for c in found} <= {"combinations", "dropped"}
     assert any(c.column == "marital-status x relationship" for c in found)
+
+
+def test_a_range_is_said_by_the_bins_that_hold_rows():
+    """Zero and the gap above it are offered to the 1-way marginal beside a log-scale
+    spread (data/number_bins.py): the change says "zero kept" and "thinning toward zero"
+    only where they hold rows."""
+    from privsyn_core.data.codecs import BinnedCodec
+    from privsyn_core.release.changes import _binned
+
+    edges = (0.0, 1.0, 5793.0, 23167.0, 100000.0, 741459.0, 2965836.0)
+    codec = BinnedCodec("fnlwgt", edges, integer=True, points=(0,), rise=(2, 1), fall=(5,))
+    empty_below = _binned(codec, np.array([0.0, 0.0, 0.003, 0.5, 0.487, 0.01]))[0]
+    assert empty_below.text == (
+        "fnlwgt: bounds [23167, 741458] estimated privately; 0.3% of rows drawn below "
+        "23167, thinning toward 5793; 1.0% drawn above 741458, thinning toward 2.96584e+06"
+    )
+    assert empty_below.declare["lower"] == 23167
+    zeros = _binned(codec, np.array([0.2, 0.002, 0.003, 0.4, 0.385, 0.01]))[0]
+    assert zeros.text.startswith("fnlwgt: zero kept as a value of its own; the other")
+    assert "0.5% of rows drawn below 23167, thinning toward zero" in zeros.text
+    assert zeros.declare["lower"] == 0.0

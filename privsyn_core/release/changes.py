@@ -166,11 +166,11 @@ def _binned(codec: BinnedCodec, shares: np.ndarray) -> list[Change]:
         + f"bounds [{low:g}, {high_value:g}] estimated privately"
     ]
     if below >= TAIL_SHARE:
-        start = edges[min(codec.rise)]
+        start = edges[min(b for b in codec.rise if bins[b] > 0)]  # the outermost with rows
         toward = "zero" if any(edges[p + 1] == start for p in codec.points) else f"{start:g}"
         parts.append(f"{below:.1%} of rows drawn below {low:g}, thinning toward {toward}")
     if above >= TAIL_SHARE:
-        end = edges[max(codec.fall) + 1] - step
+        end = edges[max(b for b in codec.fall if bins[b] > 0) + 1] - step
         parts.append(f"{above:.1%} drawn above {high_value:g}, thinning toward {end:g}")
     declare = {
         "name": name,

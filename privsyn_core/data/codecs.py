@@ -439,7 +439,7 @@ def with_fitted_tails(codec: BinnedCodec, shares: np.ndarray) -> BinnedCodec:
     A tail bin (beyond a DP bound, widened by doublings: :mod:`~privsyn_core.data.
     number_bins`) holds the rows the noisy evidence could not place. Drawn with a fixed
     thinning across a bin four times its bound wide, they land far out, beyond the real
-    maximum: medexp's lfam, real maximum 2.56, tail [2, 8], 2.5% of its values outside.
+    maximum: a tail [2, 8] whose rows hold values up to 2.56 puts most of them above it.
     Where the 1-way targets ``shares`` (per bin, DP) give the bins beside the tail a
     density (inward, as many as hold the tail's share, the outermost cuts being thin), the
     tail starts at that density and falls off exponentially so as to hold its own share: a
@@ -448,7 +448,9 @@ def with_fitted_tails(codec: BinnedCodec, shares: np.ndarray) -> BinnedCodec:
     tail, nothing measured) keeps the default, and so do the tails of a codec on the log
     scale: decoded evenly over doublings before they thin, they would need the density per
     doubling, and fitted on the linear one they cut heavy tails short (k401k's incsq: its
-    99th percentile 14,765 came out 9,565, the real one is 14,431)."""
+    99th percentile 14,765 came out 9,565, the real one is 14,431). On raw Adult (4 seeds)
+    the values outside the real ranges, summed over its numeric columns, fell from 2.0% to
+    1.5% of the rows."""
     if (not codec.fall and not codec.rise) or codec.log:
         return codec
     edges = np.asarray(codec.edges, dtype=float)

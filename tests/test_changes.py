@@ -114,11 +114,11 @@ def test_a_range_is_said_by_the_bins_that_hold_rows():
     codec = BinnedCodec("fnlwgt", edges, integer=True, points=(0,), rise=(2, 1), fall=(5,))
     empty_below = _binned(codec, np.array([0.0, 0.0, 0.003, 0.5, 0.487, 0.01]))[0]
     assert empty_below.text == (
-        "fnlwgt: bounds [23167, 741458] estimated privately; 0.3% of rows drawn below "
-        "23167, thinning toward 5793; 1.0% drawn above 741458, thinning toward 2.96584e+06"
+        "fnlwgt: bounds [23,167, 741,458] estimated privately; 0.3% of rows drawn below "
+        "23,167, thinning toward 5793; 1.0% drawn above 741,458, thinning toward 2,965,835"
     )
-    assert empty_below.declare["lower"] == 23167
+    assert empty_below.declare["lower"] == 23167  # the editor's number, not the text's
     zeros = _binned(codec, np.array([0.2, 0.002, 0.003, 0.4, 0.385, 0.01]))[0]
     assert zeros.text.startswith("fnlwgt: zero kept as a value of its own; the other")
-    assert "0.5% of rows drawn below 23167, thinning toward zero" in zeros.text
+    assert "0.5% of rows drawn below 23,167, thinning toward zero" in zeros.text
     assert zeros.declare["lower"] == 0.0

@@ -163,15 +163,17 @@ def _binned(codec: BinnedCodec, shares: np.ndarray) -> list[Change]:
     zero = any(edges[p] == 0.0 and bins[p] > 0 for p in codec.points) and not low <= 0.0 < high
     parts = [
         ("zero kept as a value of its own; the other values' " if zero else "")
-        + f"bounds [{low:g}, {high_value:g}] estimated privately"
+        + f"bounds [{_number(low)}, {_number(high_value)}] estimated privately"
     ]
     if below >= TAIL_SHARE:
         start = edges[min(b for b in codec.rise if bins[b] > 0)]  # the outermost with rows
-        toward = "zero" if any(edges[p + 1] == start for p in codec.points) else f"{start:g}"
-        parts.append(f"{below:.1%} of rows drawn below {low:g}, thinning toward {toward}")
+        toward = "zero" if any(edges[p + 1] == start for p in codec.points) else _number(start)
+        parts.append(f"{below:.1%} of rows drawn below {_number(low)}, thinning toward {toward}")
     if above >= TAIL_SHARE:
         end = edges[max(b for b in codec.fall if bins[b] > 0) + 1] - step
-        parts.append(f"{above:.1%} drawn above {high_value:g}, thinning toward {end:g}")
+        parts.append(
+            f"{above:.1%} drawn above {_number(high_value)}, thinning toward {_number(end)}"
+        )
     declare = {
         "name": name,
         "kind": "numeric",
@@ -187,6 +189,14 @@ def _binned(codec: BinnedCodec, shares: np.ndarray) -> list[Change]:
             declare,
         )
     ]
+
+
+def _number(value: float) -> str:
+    """A bound as an analyst reads it: whole numbers of five digits and more grouped by
+    thousands (``2,097,151``, not ``2.09715e+06``), others as short as they are."""
+    if abs(value) >= 1e4 and float(value).is_integer():
+        return f"{value:,.0f}"
+    return f"{value:g}"
 
 
 def _categories(codec: CategoryCodec, shares: np.ndarray) -> list[Change]:

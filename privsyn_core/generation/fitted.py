@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -236,6 +237,21 @@ class FittedModel:
                 f"a fitted model needs one grouping, 1-way target and decoder per column "
                 f"({d}), got {len(self.groupings)}, {len(self.one_way)} and {len(self.decoders)}"
             )
+
+    @cached_property
+    def sampling_decoders(self) -> tuple[ColumnDecoder, ...]:
+        """The decoders with each numeric tail thinning as its 1-way target asks
+        (:func:`~privsyn_core.data.codecs.with_fitted_tails`): post-processing of the
+        release's DP content, the same in every sample, worked out once per model (a sample
+        of thousands of blocks decodes each with them)."""
+        return tuple(
+            with_fitted_tails(decoder, declared_shares(self.one_way[row].values, grouping))
+            if isinstance(decoder, BinnedCodec)
+            else decoder
+            for row, (decoder, grouping) in enumerate(
+                zip(self.decoders, self.groupings, strict=True)
+            )
+        )
 
     @property
     def modelled(self) -> tuple[str, ...]:
@@ -739,18 +755,6 @@ def _joined(blocks: Sequence[Sample]) -> Sample:
     )
 
 
-def sampling_decoders(model: FittedModel) -> tuple[ColumnDecoder, ...]:
-    """The model's decoders with each numeric tail thinning as its 1-way target asks
-    (:func:`~privsyn_core.data.codecs.with_fitted_tails`): post-processing of the release's
-    DP content, the same in every sample."""
-    return tuple(
-        with_fitted_tails(decoder, declared_shares(model.one_way[row].values, grouping))
-        if isinstance(decoder, BinnedCodec)
-        else decoder
-        for row, (decoder, grouping) in enumerate(zip(model.decoders, model.groupings, strict=True))
-    )
-
-
 def draw_block(
     model: FittedModel,
     n: int,
@@ -937,7 +941,7 @@ def draw_block(
     frame = pd.concat(
         [
             decoder.decode(declared[row].astype(np.int64), rng)
-            for row, decoder in enumerate(sampling_decoders(model))
+            for row, decoder in enumerate(model.sampling_decoders)
         ],
         axis=1,
     )

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import math
 import multiprocessing
 import os
 import signal
@@ -34,6 +35,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from test_registry import KILL_POINTS, _killed_at  # noqa: E402
 
 from privsyn_core.cli import main  # noqa: E402
+from privsyn_core.privacy.budget import Budget  # noqa: E402
 from privsyn_core.privacy.ledger import rho_from_epsilon_delta  # noqa: E402
 from privsyn_core.release.registry import Registry, file_fingerprint  # noqa: E402
 
@@ -65,7 +67,7 @@ def races(tries: int, processes: int) -> None:
         folder = Path(tempfile.mkdtemp(prefix="privsyn-race-"))
         os.environ["PRIVSYN_REGISTRY"] = str(folder / "registry.sqlite3")
         registry = Registry()
-        registry.set_lifetime_budget(dataset, SOURCE.name, lifetime)
+        registry.set_lifetime_budget(dataset, SOURCE.name, Budget(lifetime, math.inf))
         go = context.Event()
         outputs = [folder / f"out{k}.csv" for k in range(processes)]
         started = [context.Process(target=racer, args=(argv(o), go)) for o in outputs]
@@ -76,7 +78,7 @@ def races(tries: int, processes: int) -> None:
             process.join(120)
         written = sum(o.exists() for o in outputs)
         released = written * one_run
-        committed = registry.budget(dataset).committed_rho
+        committed = registry.budget(dataset).committed.rho
         worst = max(worst, released / lifetime)
         over += released > lifetime
         print(
@@ -102,8 +104,8 @@ def kills() -> None:
         status = Registry().budget(dataset)
         table = (folder / "out.csv").exists()
         print(
-            f"  {point:<14} {'yes' if table else 'no':>6} {status.committed_rho:>15.4f} "
-            f"{status.reserved_rho:>8.4f}" + ("" if killed else "  (not reached)")
+            f"  {point:<14} {'yes' if table else 'no':>6} {status.committed.rho:>15.4f} "
+            f"{status.held.rho:>8.4f}" + ("" if killed else "  (not reached)")
         )
 
 

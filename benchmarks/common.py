@@ -64,7 +64,7 @@ def run_grid(
     """``run_seed(table, epsilon, seed)`` over the grid, printing each cell's seconds and saving
     every row so far to ``save`` (JSON) after each cell. A cell the budget cannot synthesise
     (``FailedAfterSpending``, e.g. a tiny table at a small epsilon) is reported and skipped."""
-    from privsyn_core.errors import FailedAfterSpending
+    from privsyn_core.privacy.ledger import FailedAfterSpending
 
     rows: list[dict[str, Any]] = []
     for name in tables:

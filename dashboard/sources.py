@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 from privsyn_core.data.inputs import MAX_DECLARATION_BYTES, parse_declaration, readable_file
 from privsyn_core.data.io import file_columns
 from privsyn_core.data.opened import OpenedTable
-from privsyn_core.errors import FailedAfterSpending, InputError
+from privsyn_core.errors import InputError
+from privsyn_core.privacy.ledger import FailedAfterSpending
 
 if TYPE_CHECKING:
     from privsyn_core.pipeline import SynthesisResult

@@ -37,10 +37,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from privsyn_core.config import PrivSynConfig
-from privsyn_core.errors import FailedAfterSpending, InputError
+from privsyn_core.errors import InputError
 from privsyn_core.generation.gum import GumIterationRecord
 from privsyn_core.generation.synthesis import SynthesisResult
-from privsyn_core.privacy.ledger import PrivacyLedger, rho_from_epsilon_delta
+from privsyn_core.privacy.ledger import FailedAfterSpending, PrivacyLedger
 from privsyn_core.progress import (
     STAGE_TITLES,
     BlockProgress,
@@ -433,9 +433,9 @@ def _run(request: RunRequest, progress: RunProgress) -> Outcome:
     progress.note_dataset(dataset)
     if progress.cancelled:
         return Cancelled(None)
-    rho = rho_from_epsilon_delta(request.epsilon, request.delta)
+    cost = request.config.run_budget(request.epsilon, request.delta)
     purpose = f"dashboard run, epsilon {request.epsilon:g}, delta {request.delta:g}"
-    held = records.reserve(dataset, request.name, rho, request.delta, purpose)
+    held = records.reserve(dataset, request.name, cost, request.delta, purpose)
     if isinstance(held, str):
         return Failed(held, refused=True)
     reservation = held.reservation
@@ -449,7 +449,7 @@ def _run(request: RunRequest, progress: RunProgress) -> Outcome:
     except FailedAfterSpending as exc:
         return Failed(records.record_failure(reservation, exc, request.settings))
     except InputError as exc:  # refused before measuring anything (the engine's checks)
-        reservation.release()
+        reservation.give_back()
         return Failed(f"The run could not start or finish: {exc}")
     seconds = time.perf_counter() - started
     try:

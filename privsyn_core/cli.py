@@ -482,6 +482,11 @@ def build_parser() -> argparse.ArgumentParser:
     runs_commands = runs.add_subparsers(dest="runs_command", required=True)
     listing = runs_commands.add_parser("list", help="list recorded runs")
     listing.add_argument("table", nargs="?", help="only the runs on this table")
+    listing.add_argument(
+        "--delta", type=_privacy_number("delta"), default=1e-9,
+        help="the delta at which each dataset's total rho is stated as epsilon (default 1e-9); "
+        "the delta its thresholded releases spent is added to it",
+    )  # fmt: skip
     _add_read_options(listing)
     listing.set_defaults(run=_command("_runs_list"))
     show = runs_commands.add_parser("show", help="one run's configuration and ledger")

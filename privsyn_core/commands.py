@@ -32,16 +32,17 @@ from privsyn_core.data.paths import is_parquet
 from privsyn_core.data.schema import DRAFT_WARNING, Provenance, Schema, infer_schema
 from privsyn_core.data.streamed import TableFile
 from privsyn_core.data.table import DomainSpec, check_domain_spec
-from privsyn_core.errors import FailedAfterSpending, InputError, UsageError
+from privsyn_core.errors import InputError, UsageError
+from privsyn_core.file_schemas import DOMAIN_FILE, check_file
 from privsyn_core.generation.blocks import block_sizes
 from privsyn_core.generation.fitted import Sample, written
 from privsyn_core.generation.gum import GumSettings
 from privsyn_core.pipeline import SynthesisResult, synthesize
 from privsyn_core.privacy.ledger import (
     ROW,
+    FailedAfterSpending,
     PrivacyLedger,
     PrivacyUnit,
-    rho_from_epsilon_delta,
 )
 from privsyn_core.privacy.noise import SecureNoise, SeededNoise
 from privsyn_core.progress import (
@@ -57,6 +58,7 @@ from privsyn_core.release.changes import Change, change_lines, changes, released
 from privsyn_core.release.csv_cells import FormulaScan
 from privsyn_core.release.marginal_files import marginal_files
 from privsyn_core.release.registry import (
+    BudgetStatus,
     BudgetWarning,
     Registry,
     Reservation,
@@ -88,6 +90,12 @@ def _read_domain(path: str | None) -> DomainSpec | None:
         raise UsageError(
             f"domain file {path} must map each column to its number of codes or its categories"
         )
+    check_file(
+        domain,
+        DOMAIN_FILE,
+        f"domain file {printable(path)}",
+        'give each column its number of codes, such as 4, or its categories, such as ["a", "b"]',
+    )
     check_domain_spec(domain)  # every engine: before the table is read or counted
     return domain
 
@@ -319,17 +327,14 @@ def _synthesize(args: argparse.Namespace) -> int:
         purpose = f"privsyn synthesize, epsilon {args.epsilon:g}, delta {args.delta:g}"
         with _budget_warnings_as_lines():
             reservation = registry.reserve(
-                dataset,
-                Path(args.input).name,
-                rho_from_epsilon_delta(args.epsilon, args.delta),
-                purpose,
+                dataset, Path(args.input).name, config.run_budget(args.epsilon, args.delta), purpose
             )
     with reservation or nullcontext(), output:
         result, started = _measured(run, args, config, rng, settings, reservation)
         run_id, bundle = None, None
         if reservation is not None:  # on the books before anything is written
             run_id, bundle = reservation.record_result(result, config, settings)
-            reservation.release()
+            reservation.give_back()
         output.commit()  # the rows were written to a temporary file as they were made
         cells.report()
         if args.bundle:
@@ -348,10 +353,12 @@ def _synthesize(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         if registry is not None:
-            total = registry.budget(dataset).committed_rho
+            total = registry.budget(dataset).committed
+            epsilon, delta = total.guarantee(args.delta)
             print(
-                f"recorded as run {run_id} in {registry.path}; this dataset has spent rho "
-                f"{total:.5g} over all its runs",
+                f"recorded as run {run_id} in {registry.path}; over all its runs this dataset "
+                f"has spent {total.words}: (epsilon {epsilon:.4g}, delta {delta:.3g})-DP at "
+                f"delta {args.delta:g} (see 'privsyn runs list')",
                 file=sys.stderr,
             )
         decided = _decided_structure(result)
@@ -394,7 +401,7 @@ def _measured(
         if reservation is None:
             raise
         run_id = reservation.spend(error.ledger, {**settings, "outcome": f"failed: {error}"})
-        reservation.release()
+        reservation.give_back()
         raise InputError(f"{error}; the spend is recorded as run {run_id}") from None
     except KeyboardInterrupt:
         # Ctrl-C: what the last finished stage had spent is what anything shown came from
@@ -405,7 +412,7 @@ def _measured(
                     f"privsyn: the budget spent so far is recorded as run {run_id}",
                     file=sys.stderr,
                 )
-            reservation.release()
+            reservation.give_back()
         raise
     finally:
         bar.close()
@@ -698,6 +705,8 @@ def _schema_infer(args: argparse.Namespace) -> int:
 
 
 def _runs_list(args: argparse.Namespace) -> int:
+    """Every recorded run with what it spent (rho and its thresholds' delta), the budget held
+    by runs in progress (or dead), and per dataset the composed guarantee and its lifetime."""
     registry = Registry()
     dataset = file_fingerprint(readable_file(args.table)) if args.table else None
     runs = registry.runs(dataset)
@@ -705,13 +714,16 @@ def _runs_list(args: argparse.Namespace) -> int:
     if not runs and not held:
         print(f"no runs recorded in {registry.path}")
         return 0
-    print(f"{'id':>4}  {'created':<19}  {'epsilon':>8}  {'rho':>10}  {'noise':<8}  dataset")
+    print(
+        f"{'id':>4}  {'created':<19}  {'epsilon':>8}  {'rho':>10}  {'delta':>8}  {'noise':<8}  "
+        "dataset"
+    )
     for run in runs:
         created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.created))
         epsilon = "-" if run.epsilon is None else f"{run.epsilon:g}"
         print(
             f"{run.id:>4}  {created:<19}  {epsilon:>8}  {run.rho:>10.4g}  "
-            f"{run.randomness.split()[0]:<8}  {run.fingerprint[:12]}"
+            f"{run.spent_delta:>8.2g}  {run.randomness.split()[0]:<8}  {run.fingerprint[:12]}"
         )
     for reservation in held:  # reserved before measuring, never recorded: counted in full
         created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(reservation.created))
@@ -720,10 +732,28 @@ def _runs_list(args: argparse.Namespace) -> int:
         if alive is None:
             state = f"held by process {reservation.pid} on {reservation.host}"
         print(
-            f"{'-':>4}  {created:<19}  {'-':>8}  {reservation.rho:>10.4g}  {'-':<8}  "
-            f"{reservation.fingerprint[:12]}  {state} ({reservation.purpose})"
+            f"{'-':>4}  {created:<19}  {'-':>8}  {reservation.rho:>10.4g}  "
+            f"{reservation.delta:>8.2g}  {'-':<8}  {reservation.fingerprint[:12]}  {state} "
+            f"({reservation.purpose})"
         )
+    fingerprints = dict.fromkeys([r.fingerprint for r in runs] + [h.fingerprint for h in held])
+    for fingerprint in fingerprints:
+        print(_books_line(fingerprint, registry.budget(fingerprint), args.delta))
     return 0
+
+
+def _books_line(fingerprint: str, status: BudgetStatus, delta: float) -> str:
+    """One dataset's books in a line: what its runs spent or hold together, the (epsilon,
+    delta) that composes to (zCDP adds rho; the thresholds' deltas add to the conversion's),
+    and its lifetime budget."""
+    committed = status.committed
+    epsilon, total_delta = committed.guarantee(delta)
+    lifetime = "no lifetime budget" if status.lifetime is None else status.lifetime.words
+    return (
+        f"dataset {fingerprint[:12]}: together {committed.words} spent or held, so "
+        f"(epsilon {epsilon:.4g}, delta {total_delta:.3g})-DP with rho stated at delta "
+        f"{delta:g}; lifetime budget: {lifetime}"
+    )
 
 
 def _recorded_run(registry: Registry, run_id: int) -> RunRecord:

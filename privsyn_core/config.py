@@ -9,7 +9,8 @@ from privsyn_core.errors import InputError
 from privsyn_core.generation.empty_cells import EMPTY_SIGMAS
 from privsyn_core.generation.gum import GumSettings
 from privsyn_core.generation.independence import DEFAULT_THRESHOLD, check_threshold
-from privsyn_core.privacy.ledger import Conversion
+from privsyn_core.privacy.budget import Budget
+from privsyn_core.privacy.conversion import Conversion, rho_from_epsilon_delta
 from privsyn_core.selection.combine import COMBINE_RULES, CombineRule
 from privsyn_core.selection.methods import SELECTION_METHODS, selection_method
 from privsyn_core.selection.target import TargetEmphasis
@@ -101,7 +102,7 @@ class PrivSynConfig:
       not the paper's: Private-PGM's estimator, by Gibbs chains), "gum+mrf" (both from one
       start, the closer table kept; the MRF only where GUM ends short of its noise floor),
       or "auto" (the default): "gum+mrf" on a wide table, "gum" on a narrow one
-      (:func:`~privsyn_core.generation.fitted.resolve_synthesis`).
+      (:func:`~privsyn_core.generation.planned.resolve_synthesis`).
     * ``gum.strategy`` (appendix I: S1..S6) and ``gum.decay_schedule`` (section 5.3 and
       appendix J: step, exponential, linear, sqrt, none): see
       :class:`~privsyn_core.generation.gum.GumSettings`.
@@ -268,6 +269,16 @@ class PrivSynConfig:
             self.threshold_delta_share * delta if category_estimates else 0.0,
             self.structure_share if structure else 0.0,
             self.domain_share if estimates else 0.0,
+        )
+
+    def run_budget(self, epsilon: float, delta: float) -> Budget:
+        """The most one run at (epsilon, delta) can spend, known before a row is read (so a
+        front end reserves it against the lifetime budget before measuring): rho converted
+        at the whole delta, the largest it can be (a run that thresholds converts at what
+        its thresholds leave), and the share of delta its thresholds may spend."""
+        return Budget(
+            rho_from_epsilon_delta(epsilon, delta, self.conversion),
+            self.threshold_delta_share * delta,
         )
 
     def split(self, rho: float, n_columns: int) -> BudgetSplit:

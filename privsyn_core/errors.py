@@ -6,23 +6,14 @@ column, value or parameter at fault and says what to do. Anything else is a bug.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from privsyn_core.privacy.ledger import Measurement, PrivacyLedger
-
 
 class InputError(ValueError):
     """A parameter, table or domain the engine cannot work with; the message says why.
 
-    ``spent`` lists measurements already made on the private table when the problem
-    surfaced (for example, no category survived the private domain estimate): their budget
-    is gone even though the run failed.
+    Raised as it is, it says that nothing was spent: a problem found after part of the
+    budget was spent is a :class:`~privsyn_core.privacy.ledger.FailedAfterSpending`, the one
+    error that carries a spend.
     """
-
-    def __init__(self, message: str, *, spent: tuple[Measurement, ...] = ()) -> None:
-        super().__init__(message)
-        self.spent = spent
 
 
 class UsageError(InputError):
@@ -45,18 +36,3 @@ class TooBigToLoad(InputError):
         super().__init__(message)
         self.rows, self.columns = rows, columns
         self.needed, self.usable, self.free = needed, usable, free
-
-
-class FailedAfterSpending(InputError):
-    """An input problem found only after part of the budget was spent. ``ledger`` holds that
-    spend: front ends record it (the run registry), since the message itself was computed
-    from DP measurements and the budget cannot be spent again for free."""
-
-    def __init__(self, message: str, ledger: PrivacyLedger) -> None:
-        super().__init__(message, spent=ledger.entries)
-        self.ledger = ledger
-
-    @classmethod
-    def after(cls, error: InputError, ledger: PrivacyLedger) -> FailedAfterSpending:
-        """``error``, found once ``ledger`` had spent: the message says how much."""
-        return cls(f"{error} (rho {ledger.spent_rho:.4g} was spent before this was found)", ledger)

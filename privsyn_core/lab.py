@@ -29,11 +29,12 @@ import pandas as pd
 
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.schema import Schema
-from privsyn_core.errors import FailedAfterSpending, InputError
+from privsyn_core.errors import InputError
 from privsyn_core.evaluation import FidelityReport, fidelity_of
 from privsyn_core.generation.synthesis import generate
 from privsyn_core.pipeline import measure
-from privsyn_core.privacy.ledger import PrivacyLedger
+from privsyn_core.privacy.budget import NOTHING, Budget
+from privsyn_core.privacy.ledger import FailedAfterSpending, PrivacyLedger
 from privsyn_core.progress import GumProgress, SynthesisCancelled
 
 #: the fields of :class:`PrivSynConfig` that only change generation; every other field
@@ -74,15 +75,14 @@ class LabPlan:
     def measurements(self) -> int:
         return len(self.groups) * self.seeds
 
-    def rho(self, epsilon: float, delta: float) -> float:
-        """The comparison's whole spend: every measurement is a run's budget at (epsilon,
-        delta), and zCDP composes by addition."""
-        return self.seeds * sum(
-            PrivacyLedger.from_epsilon_delta(
-                epsilon, delta, self.arms[group[0]].config.conversion
-            ).budget_rho
-            for group in self.groups
-        )
+    def budget(self, epsilon: float, delta: float) -> Budget:
+        """The most the comparison spends: every measurement is a run at (epsilon, delta)
+        (:meth:`~privsyn_core.config.PrivSynConfig.run_budget`), and runs compose part by
+        part."""
+        total = NOTHING
+        for group in self.groups:
+            total = total + self.arms[group[0]].config.run_budget(epsilon, delta)
+        return Budget(self.seeds * total.rho, self.seeds * total.delta)
 
 
 def plan_lab(arms: Sequence[LabArm], seeds: int) -> LabPlan:
@@ -227,7 +227,7 @@ def run_lab(
     False stops the comparison with :class:`LabCancelled`. ``on_measured`` receives each
     measurement's ledger as soon as it is spent (before anything else can fail): a
     measurement that fails after spending raises
-    :class:`~privsyn_core.errors.FailedAfterSpending`, and one that is cancelled half-way
+    :class:`~privsyn_core.privacy.ledger.FailedAfterSpending`, and one that is cancelled half-way
     raises :class:`LabCancelled`, both after ``on_measured`` saw what it spent.
     """
     if label is not None and label not in table.columns:

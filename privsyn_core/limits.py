@@ -27,6 +27,10 @@ MAX_ITERATIONS = 10_000
 #: codes (about 42,000); a million declared categories took 1 GB for a table of 600 rows,
 #: and a domain of 10^9 codes 23 GB before it was killed
 MAX_CODES = 100_000
+#: the largest magnitude of a declared bound or bin edge: 2^62, the private range estimate's
+#: own reach (its grid ends at 2^60 and its tails go two doublings beyond). Whole numbers are
+#: written as 64-bit integers, which end at 2^63; a bound of 1e30 ended in an internal error
+MAX_MAGNITUDE = 2.0**62
 #: the most cells of one marginal (8 bytes each, several copies while sampling): 16.8
 #: million, 128 MB a copy. PrivSyn measures every pair of columns, so no two columns'
 #: codes may multiply to more

@@ -32,6 +32,7 @@ from privsyn_core.generation.fitted import FittedModel
 from privsyn_core.generation.memory import check_width
 from privsyn_core.generation.synthesis import fit_measurements
 from privsyn_core.pipeline import measure
+from privsyn_core.privacy.ledger import PrivacyUnit, charged_on_refusal
 from privsyn_core.progress import ProgressCallback
 
 
@@ -55,13 +56,20 @@ class PrivSyn:
         rng: np.random.Generator | None = None,
         on_progress: ProgressCallback | None = None,
         spark: Any = None,
+        person: str | None = None,
+        max_rows_per_person: int | None = None,
     ) -> FittedModel:
         """Measure ``table`` (spending the whole budget) and return the fitted model.
 
         Without ``rng`` the noise is release mode (exact discrete Gaussian, secure
         randomness); a seeded ``rng`` is debug mode, reproducible and marked "not for
-        release" in the ledger. Nothing of the table is kept but the measurements."""
-        check_width(source_width(table, self.engine))  # before anything is spent
+        release" in the ledger. Nothing of the table is kept but the measurements.
+
+        ``person`` and ``max_rows_per_person`` (K) make the guarantee one per person, as in
+        :func:`~privsyn_core.pipeline.synthesize`: at most K rows of each person are kept
+        and the person column is neither modelled nor released."""
+        unit = PrivacyUnit.of(person, max_rows_per_person)  # refused before anything is read
+        check_width(source_width(table, self.engine) - (0 if unit.is_row else 1))
         measurements = measure(
             table,
             self.epsilon,
@@ -74,8 +82,11 @@ class PrivSyn:
             rng=rng,
             on_progress=on_progress,
             spark=spark,
+            person=person,
+            max_rows_per_person=max_rows_per_person,
         )
-        return fit_measurements(measurements, self.config, on_progress)
+        with charged_on_refusal(lambda: measurements.ledger):  # fitting comes after the spend
+            return fit_measurements(measurements, self.config, on_progress)
 
     @staticmethod
     def load(path: str | Path) -> FittedModel:

@@ -18,8 +18,7 @@ unit; the ledger records it).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -38,14 +37,15 @@ from privsyn_core.data.schema import Provenance, Schema
 from privsyn_core.data.sources import ENGINES, Engine, Source, load_source, source_width
 from privsyn_core.data.table import DomainSpec, encode_table
 from privsyn_core.domain import Domain, code_dtype
-from privsyn_core.errors import FailedAfterSpending, InputError
-from privsyn_core.generation.blocks import block_sizes, check_workers
+from privsyn_core.errors import InputError
+from privsyn_core.generation.blocks import check_workers
 from privsyn_core.generation.fitted import (
     SamplingSettings,
     check_rows,
 )
 from privsyn_core.generation.grouping import ValueGrouping
-from privsyn_core.generation.memory import check_blocks_fit, check_fits, check_width
+from privsyn_core.generation.memory import check_width
+from privsyn_core.generation.planned import plan_synthesis
 from privsyn_core.generation.rules import rule_pairs
 from privsyn_core.generation.synthesis import (
     BlockWriter,
@@ -72,7 +72,14 @@ from privsyn_core.measuring.one_way import (
 )
 from privsyn_core.measuring.persons import bounded
 from privsyn_core.measuring.privbayes import select_network
-from privsyn_core.privacy.ledger import ROW, Measurement, PrivacyLedger, PrivacyUnit
+from privsyn_core.privacy.ledger import (
+    ROW,
+    FailedAfterSpending,
+    Measurement,
+    PrivacyLedger,
+    PrivacyUnit,
+    charged_on_refusal,
+)
 from privsyn_core.privacy.noise import NoiseSource, SecureNoise, SeededNoise
 from privsyn_core.progress import ProgressCallback, Stage
 from privsyn_core.progress import StageReporter as _Reporter
@@ -206,11 +213,15 @@ def _measured_and_generated(
         check_rows(n_records)
     check_width(columns)  # before anything is spent: InDif measures every pair
     workers = check_workers(sampling.workers)
-    if n_records is not None and columns and sampling.write is None:
-        check_fits(n_records, columns, 2)  # before anything is spent (codes of 2 bytes at most)
-    elif n_records is not None and columns:  # streamed: only the blocks in flight are held
-        sizes = block_sizes(n_records, sampling.block_rows or SamplingSettings().block_rows)
-        check_blocks_fit(sizes.largest, min(workers, len(sizes)), columns, 2)
+    if n_records is not None and columns:  # before anything is spent, at the input's width
+        planned = plan_synthesis(
+            config.synthesis,
+            config.gum.iterations,
+            sampling.block_rows or SamplingSettings().block_rows,
+            workers,
+            columns,
+        )  # the synthesis the model will plan after measuring (generation/planned.py)
+        planned.check_fits(n_records, columns, 2, streamed=sampling.write is not None)
     # the synthesis itself (GUM, sampling) needs no secure randomness: post-processing
     generation_rng = rng if rng is not None else np.random.default_rng()
     return generate(
@@ -262,25 +273,26 @@ def measure(
         counter = raw.coded(_code_sizes(domain, engine))
         return _measure_coded(counter, epsilon, delta, config, noise, on_progress)
     report = _Reporter(on_progress)
-    if isinstance(raw, FrameTable) and domain is not None:
-        report.ledger = _ledger(epsilon, delta, config, noise)
-        report.start(Stage.ENCODE)
-        records, declared, codecs = encode_table(raw.frame, domain)
-        report.finish(f"{len(declared)} columns checked against their domains")
-        return _measure_counts(
-            ArrayCounter(records, declared), 0.0, None, tuple(codecs), config, noise, report
-        )
-    schema = schema or Schema.undeclared(raw.names)
-    check_schema_matches(raw, schema)
-    preparation = _prepared(raw, schema, epsilon, delta, raw_domains, config, noise, report)
-    prepared = [c.codec for c in preparation.columns]
-    counter = raw.encoded(prepared, code_dtype(max(c.size for c in prepared)))
-    # the true row count is private: progress messages may be shown to anyone
-    report.finish(f"{len(counter.domain)} columns checked against their domains")
-    # what the estimates left unspent (no category to estimate and every range found at
-    # first: DomainSplit) goes to PrivSyn's own steps
-    spent = math.fsum(m.rho for m in preparation.measurements)
-    return _measure_counts(counter, spent, preparation, (), config, noise, report)
+    with charged_on_refusal(lambda: report.ledger):  # every stage after the first spend
+        if isinstance(raw, FrameTable) and domain is not None:
+            report.ledger = _ledger(epsilon, delta, config, noise)
+            report.start(Stage.ENCODE)
+            records, declared, codecs = encode_table(raw.frame, domain)
+            report.finish(f"{len(declared)} columns checked against their domains")
+            return _measure_counts(
+                ArrayCounter(records, declared), 0.0, None, tuple(codecs), config, noise, report
+            )
+        schema = schema or Schema.undeclared(raw.names)
+        check_schema_matches(raw, schema)
+        preparation = _prepared(raw, schema, epsilon, delta, raw_domains, config, noise, report)
+        prepared = [c.codec for c in preparation.columns]
+        counter = raw.encoded(prepared, code_dtype(max(c.size for c in prepared)))
+        # the true row count is private: progress messages may be shown to anyone
+        report.finish(f"{len(counter.domain)} columns checked against their domains")
+        # what the estimates left unspent (no category to estimate and every range found at
+        # first: DomainSplit) goes to PrivSyn's own steps
+        spent = math.fsum(m.rho for m in preparation.measurements)
+        return _measure_counts(counter, spent, preparation, (), config, noise, report)
 
 
 def _opened(table: Source, engine: Engine, spark: Any) -> RawTable:
@@ -363,11 +375,9 @@ def _prepared(
             raw_domains=raw_domains,
             one_way_sigma=noise.unit.sigma(left.one_way / columns),
         )
-    except InputError as error:
-        if not error.spent:
-            raise
+    except FailedAfterSpending as error:  # the estimates made before it are spent
         raise FailedAfterSpending.after(
-            _for_unit(error, noise.unit), ledger.charge_all(error.spent)
+            _for_unit(error, noise.unit), ledger.charge_all(error.ledger.entries)
         ) from None
     ledger = report.charge(preparation.measurements)
     if raw_domains:
@@ -382,16 +392,15 @@ def _prepared(
     return preparation
 
 
-def _for_unit(error: InputError, unit: PrivacyUnit) -> InputError:
+def _for_unit(error: FailedAfterSpending, unit: PrivacyUnit) -> InputError:
     """``error`` with, under a person-level unit, the cause a user would not guess: only K
     rows of each person are kept, so a column that names few people leaves few rows."""
     if unit.is_row:
         return error
     return InputError(
-        f"{error}; only {unit.rows_per_person} row(s) of each person (column "
+        f"{error.reason}; only {unit.rows_per_person} row(s) of each person (column "
         f"{unit.person!r}) are kept, so if that column names few people, few rows remain: "
-        "check it names people, or allow more rows per person",
-        spent=error.spent,
+        "check it names people, or allow more rows per person"
     )
 
 
@@ -425,22 +434,11 @@ def _measure_coded(
     report = _Reporter(on_progress)
     report.ledger = _ledger(epsilon, delta, config, noise)
     declared = counter.domain
-    report.start(Stage.ENCODE)
-    codecs = tuple(CodesCodec(a, declared.size(a), None, np.int64) for a in declared)
-    report.finish(f"{len(declared)} columns checked against their domains")
-    return _measure_counts(counter, 0.0, None, codecs, config, noise, report)
-
-
-@contextmanager
-def _spent_if_refused(ledger: PrivacyLedger) -> Iterator[None]:
-    """Turn an :class:`InputError` raised inside into :class:`FailedAfterSpending` naming what
-    ``ledger`` has spent (unchanged when nothing was spent yet)."""
-    try:
-        yield
-    except InputError as error:
-        if not ledger.entries:
-            raise
-        raise FailedAfterSpending.after(error, ledger) from None
+    with charged_on_refusal(lambda: report.ledger):  # every stage after the first spend
+        report.start(Stage.ENCODE)
+        codecs = tuple(CodesCodec(a, declared.size(a), None, np.int64) for a in declared)
+        report.finish(f"{len(declared)} columns checked against their domains")
+        return _measure_counts(counter, 0.0, None, codecs, config, noise, report)
 
 
 def _code_sizes(domain: DomainSpec, engine: str) -> dict[str, int]:
@@ -469,8 +467,8 @@ def _measure_counts(
     left of the budget after the structure and domain estimates (``rho_private``)."""
     method = selection_method(config)
     assert report.ledger is not None
-    with _spent_if_refused(report.ledger):  # a named column may be gone after it was paid for
-        _check_names(method, config, counter.domain.attributes)
+    # a named column may be gone after it was paid for (the caller charges the refusal)
+    _check_names(method, config, counter.domain.attributes)
     split = config.split(report.ledger.budget_rho - rho_private, len(counter.domain))
     # lines 1-2: publish the 1-way marginals; combine or drop values below 3 sigma
     one_way, groupings, grouped = _one_way(

@@ -17,7 +17,7 @@ import pytest
 
 from privsyn_core import BlockProgress, FittedModel, GumSettings, PrivSyn, PrivSynConfig
 from privsyn_core.errors import InputError
-from privsyn_core.generation import fitted
+from privsyn_core.generation import fitted, planned
 from privsyn_core.generation.blocks import (
     block_generators,
     block_sizes,
@@ -179,7 +179,7 @@ def test_arguments_and_memory_are_checked_when_blocks_are_asked_for_not_when_rea
 ):
     with pytest.raises(InputError, match="a seed or a random generator"):
         model.generate_blocks(10, seed=1, rng=np.random.default_rng(1))
-    monkeypatch.setattr(fitted, "check_blocks_fit", _refuse)
+    monkeypatch.setattr(planned, "check_blocks_fit", _refuse)
     with pytest.raises(InputError, match="blocks"):
         model.generate_blocks(10**9, seed=1, settings=blocks_of(model, 1000), workers=2)
 

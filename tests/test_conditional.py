@@ -18,6 +18,7 @@ from privsyn_core.errors import InputError
 from privsyn_core.generation import conditional
 from privsyn_core.generation.conditional import parse_where, probability, resolve, split_where
 from privsyn_core.model import PrivSyn
+from privsyn_core.privacy.ledger import PrivacyLedger
 from privsyn_core.release.registry import Registry, file_fingerprint
 
 
@@ -123,16 +124,25 @@ def test_the_conditional_distribution_is_the_models(copied):
     assert table["noise0"].value_counts(normalize=True).min() > 0.28
 
 
-def test_sampling_with_conditions_spends_nothing(copied):
-    before = copied.ledger.to_json()
-    copied.sample(500, where={"a": "v2", "b": "v2|v3"}, seed=0)
-    assert copied.ledger.to_json() == before
+def test_sampling_with_conditions_spends_nothing(copied, monkeypatch):
+    """Conditional sampling is post-processing: it charges no ledger (every measurement
+    does, so a charge raises here) and the model's ledger stays the fit's."""
+
+    def charged(*_: object) -> None:
+        raise AssertionError("sampling charged a ledger")
+
+    monkeypatch.setattr(PrivacyLedger, "charge", charged)
+    monkeypatch.setattr(PrivacyLedger, "charge_all", charged)
+    spent = copied.ledger.spent
+    table = copied.sample(500, where={"a": "v2", "b": "v2|v3"}, seed=0)
+    assert len(table) == 500 and set(table["a"]) == {"v2"}
+    assert copied.ledger.spent == spent
 
 
 def test_generate_where_given_twice_end_to_end(release, tmp_path, capsys):  # noqa: F811
     table, bundle = release
     registry = Registry()
-    runs, spent = registry.runs(), registry.budget(file_fingerprint(table)).spent_rho
+    runs, spent = registry.runs(), registry.budget(file_fingerprint(table)).spent.rho
     out = tmp_path / "women.csv"
     argv = ["generate", str(bundle), "--rows", "2000", "--where", "city=north",
             "--where", "age=30..40", "--seed", "5", "-o", str(out)]  # fmt: skip
@@ -146,7 +156,7 @@ def test_generate_where_given_twice_end_to_end(release, tmp_path, capsys):  # no
     assert main([*argv[:-1], str(again), "-q"]) == 0
     assert again.read_bytes() == out.read_bytes()
     assert registry.runs() == runs
-    assert registry.budget(file_fingerprint(table)).spent_rho == spent
+    assert registry.budget(file_fingerprint(table)).spent.rho == spent
     # refused in one line, exit 2, no file
     for bad in ("city=west", "age=30..x", "wage>3"):
         refused = tmp_path / "refused.csv"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import re
 import sqlite3
 import time
@@ -22,6 +23,7 @@ from dashboard.views import history_runs, learn_game
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.schema import ColumnSchema, Kind
 from privsyn_core.dependency_report import dependency_report
+from privsyn_core.privacy.budget import Budget
 from privsyn_core.privacy.ledger import ROW, PrivacyLedger, PrivacyUnit, rho_from_epsilon_delta
 from privsyn_core.release.registry import Registry, Reservation, file_fingerprint
 
@@ -352,9 +354,9 @@ def record_run(unit: PrivacyUnit) -> int:
     command-line run with those settings records it (nothing measured: no dashboard run)."""
     sample = file_fingerprint(ROOT / "privsyn_core" / "samples" / "adult.csv")
     ledger = PrivacyLedger(budget_rho=0.1, epsilon=1.0, delta=1e-9, unit=unit)
-    reservation = Registry().reserve(sample, "adult.csv", 0.1, "test")
+    reservation = Registry().reserve(sample, "adult.csv", Budget(0.1), "test")
     run_id = reservation.spend(ledger, {"epsilon": 1.0})
-    reservation.release()
+    reservation.give_back()
     return run_id
 
 
@@ -485,8 +487,10 @@ def test_the_epsilon_set_on_privacy_is_the_one_run_after_visiting_other_pages():
 def test_history_shows_budget_held_by_a_run_that_has_not_recorded_its_spend():
     sample = file_fingerprint(ROOT / "privsyn_core" / "samples" / "adult.csv")
     rho = rho_from_epsilon_delta(1.0, 1e-9)
-    Registry().set_lifetime_budget(sample, "adult.csv", 3 * rho)
-    Registry().reserve(sample, "adult.csv", rho, "privsyn synthesize, epsilon 1, delta 1e-09")
+    Registry().set_lifetime_budget(sample, "adult.csv", Budget(3 * rho, math.inf))
+    Registry().reserve(
+        sample, "adult.csv", Budget(rho), "privsyn synthesize, epsilon 1, delta 1e-09"
+    )
     at = go(app(), "history")
     assert any("held by runs that reserved their cost" in w.value for w in at.warning)
     held = frame(at, "rho held")

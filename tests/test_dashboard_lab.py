@@ -5,6 +5,7 @@ progress and Cancel, shared measurements recorded, charts, owner-only labelling,
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import replace
 from functools import partial
@@ -19,6 +20,7 @@ from dashboard.views import lab_jobs
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.generation.gum import STRATEGY_NAMES, GumSettings
 from privsyn_core.lab import LabArm, plan_lab, run_lab
+from privsyn_core.privacy.budget import Budget
 from privsyn_core.privacy.ledger import BudgetExceededError, PrivacyLedger, rho_from_epsilon_delta
 from privsyn_core.release.registry import Registry, file_fingerprint
 
@@ -183,7 +185,7 @@ def test_a_comparison_past_the_servers_cap_waits_in_line_and_cancel_takes_it_out
 
 def test_a_comparison_past_the_lifetime_budget_is_refused_before_it_measures():
     at = lab_page()
-    Registry().set_lifetime_budget(file_fingerprint(SAMPLE), "adult", 0.01)
+    Registry().set_lifetime_budget(file_fingerprint(SAMPLE), "adult", Budget(0.01, math.inf))
     at.run()
     errors = [e.value for e in at.error]
     assert len(errors) == 1 and "Run refused" in errors[0]
@@ -215,30 +217,30 @@ def test_the_worker_records_every_measurement_and_the_total_is_measurements_time
     runs = Registry().runs()
     assert [r.id for r in runs] == list(outcome.run_ids) and len(runs) == 3
     per_measurement = PrivacyLedger.from_epsilon_delta(1.0, 1e-9).budget_rho
-    assert Registry().budget("planted").spent_rho == pytest.approx(3 * per_measurement)
-    assert request.plan.rho(1.0, 1e-9) == pytest.approx(3 * per_measurement)
+    assert Registry().budget("planted").spent.rho == pytest.approx(3 * per_measurement)
+    assert request.plan.budget(1.0, 1e-9).rho == pytest.approx(3 * per_measurement)
 
 
 def test_the_worker_refuses_a_comparison_the_budget_cannot_take_and_holds_what_it_reserved():
     table = planted_pair(2000, flip=0.1, rng=np.random.default_rng(1))
     per_measurement = PrivacyLedger.from_epsilon_delta(1.0, 1e-9).budget_rho
-    Registry().set_lifetime_budget("small", "planted", 1.5 * per_measurement)
+    Registry().set_lifetime_budget("small", "planted", Budget(1.5 * per_measurement, math.inf))
     outcome = finished(lab_jobs.start(quick_request(table, "small")))
     assert isinstance(outcome, lab_jobs.LabStopped) and outcome.kind == "refused"
     assert "Run refused" in outcome.message and Registry().runs() == []
     assert Registry().held() == []  # a refused comparison holds nothing
     # another session tries to reserve between this comparison's measurements: the
     # comparison's reservation holds its whole cost, so the other run is the one refused
-    Registry().set_lifetime_budget("shared", "planted", 2.5 * per_measurement)
+    Registry().set_lifetime_budget("shared", "planted", Budget(2.5 * per_measurement, math.inf))
     request = quick_request(table, "shared")
     others: list[str] = []
 
     def reserve_meanwhile(*, on_progress, on_measured):
         def measured(ledger):
             on_measured(ledger)
-            assert Registry().budget("shared").committed_rho == pytest.approx(2 * per_measurement)
+            assert Registry().budget("shared").committed.rho == pytest.approx(2 * per_measurement)
             try:
-                Registry().reserve("shared", "other", per_measurement, "another session")
+                Registry().reserve("shared", "other", Budget(per_measurement), "another session")
             except BudgetExceededError as exc:
                 others.append(str(exc))
 
@@ -247,7 +249,7 @@ def test_the_worker_refuses_a_comparison_the_budget_cannot_take_and_holds_what_i
     outcome = finished(lab_jobs.start(replace(request, compare=reserve_meanwhile)))
     assert isinstance(outcome, lab_jobs.LabDone), outcome
     assert len(others) == 2 and "lifetime budget" in others[0] and "held by runs" in others[0]
-    assert Registry().budget("shared").spent_rho == pytest.approx(2 * per_measurement)
+    assert Registry().budget("shared").spent.rho == pytest.approx(2 * per_measurement)
     assert Registry().held() == []  # the comparison gave back what it did not spend (nothing)
 
 

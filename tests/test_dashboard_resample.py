@@ -17,7 +17,7 @@ from privsyn_core.release.registry import Registry
 def spend_record() -> tuple[list, float]:
     registry = Registry()
     runs = registry.runs()
-    return runs, registry.budget(runs[0].fingerprint).spent_rho
+    return runs, registry.budget(runs[0].fingerprint).spent.rho
 
 
 def draw(at, key: str, rows: int, seed: int):

@@ -19,10 +19,10 @@ from dashboard import sources
 from privsyn_core import synthesize
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.opened import OpenedTable
-from privsyn_core.errors import FailedAfterSpending, InputError
+from privsyn_core.errors import InputError
 from privsyn_core.generation.gum import GumSettings
 from privsyn_core.measuring.counters.duckdb_counter import DuckDBCounter
-from privsyn_core.privacy.ledger import PrivacyLedger
+from privsyn_core.privacy.ledger import FailedAfterSpending, PrivacyLedger
 from privsyn_core.release.registry import file_fingerprint
 
 DOMAIN = json.loads((ROOT / "assets" / "adult-coded-domain.json").read_text())

@@ -4,6 +4,7 @@ recorded (or out of the line, spending nothing), refusals before anything runs."
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from functools import partial
@@ -17,6 +18,7 @@ from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.io import read_table
 from privsyn_core.errors import InputError
 from privsyn_core.generation.gum import GumSettings
+from privsyn_core.privacy.budget import Budget
 from privsyn_core.privacy.ledger import rho_from_epsilon_delta
 from privsyn_core.progress import BlockProgress, GumProgress
 from privsyn_core.release.registry import Registry, fingerprint
@@ -175,7 +177,9 @@ def test_cancel_stops_within_one_gum_iteration_and_records_the_spend():
 
 
 def test_a_run_past_the_lifetime_budget_is_refused_before_it_starts():
-    Registry().set_lifetime_budget("table", "t.csv", rho_from_epsilon_delta(1.0, 1e-9) / 2)
+    Registry().set_lifetime_budget(
+        "table", "t.csv", Budget(rho_from_epsilon_delta(1.0, 1e-9) / 2, math.inf)
+    )
     called = []
     outcome = ended(worker.start(request(lambda *, on_progress: called.append(1))))
     assert isinstance(outcome, worker.Failed) and outcome.refused
@@ -209,7 +213,7 @@ def test_two_sessions_running_at_once_cannot_both_pass_a_lifetime_budget(monkeyp
     before it measures anything, while the first is still measuring (issue 21)."""
     monkeypatch.setenv(worker.MAX_RUNS_VARIABLE, "2")
     one_run = rho_from_epsilon_delta(1.0, 1e-9)
-    Registry().set_lifetime_budget("shared", "t.csv", 1.5 * one_run)
+    Registry().set_lifetime_budget("shared", "t.csv", Budget(1.5 * one_run, math.inf))
     measuring = threading.Event()
     release = threading.Event()
     measured: list[str] = []

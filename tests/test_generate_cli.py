@@ -62,7 +62,7 @@ def test_generate_spends_nothing_and_leaves_the_registry_as_it_was(release, tmp_
     registry = Registry()
     dataset = file_fingerprint(table)
     runs_before = registry.runs()
-    spent_before = registry.budget(dataset).spent_rho
+    spent_before = registry.budget(dataset).spent.rho
     assert len(runs_before) == 1 and spent_before > 0
     capsys.readouterr()
     for seed in ("1", "2"):
@@ -73,7 +73,7 @@ def test_generate_spends_nothing_and_leaves_the_registry_as_it_was(release, tmp_
     err = capsys.readouterr().err
     assert "spent no privacy budget" in err and "5000 synthetic rows" in err
     assert registry.runs() == runs_before
-    assert registry.budget(dataset).spent_rho == spent_before
+    assert registry.budget(dataset).spent.rho == spent_before
 
 
 def test_generate_reads_only_the_bundle(release, tmp_path, monkeypatch):

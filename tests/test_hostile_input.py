@@ -41,7 +41,7 @@ from privsyn_core.data.io import read_table
 from privsyn_core.errors import InputError
 from privsyn_core.model import PrivSyn
 from privsyn_core.pipeline import synthesize
-from privsyn_core.privacy.ledger import PrivacyLedger
+from privsyn_core.privacy.ledger import FailedAfterSpending, PrivacyLedger
 from privsyn_core.release.bundle import load_model, model_bytes
 from privsyn_core.release.registry import Registry
 
@@ -920,6 +920,55 @@ BUNDLE_REFUSED = [
         generate(bundle=gib_member("model.json")),
         ("model.json is 1.0 GB uncompressed", "more than the", REFETCH),
     ),
+    # the shape of every file read back, declared (privsyn_core/file_schemas.py)
+    Refused(
+        "bundle: manifest names its model by a list",
+        generate(
+            bundle=edited_json(
+                "ledger.json", lambda ledger: None, manifest_edit=set_in(("model",), ["model.json"])
+            )
+        ),
+        ("its manifest: the field model is a list of 1 items, not of type string or null", REFETCH),
+    ),
+    Refused(
+        "bundle: manifest hash is a number",
+        generate(
+            bundle=edited_json(
+                "ledger.json",
+                lambda ledger: None,
+                manifest_edit=set_in(("files", "versions.json"), 12345),
+            )
+        ),
+        ("its manifest: the field files.versions.json is 12345, not of type string", REFETCH),
+    ),
+    Refused(
+        "bundle: manifest lists 100,000 files",
+        generate(
+            bundle=edited_json(
+                "ledger.json",
+                lambda ledger: None,
+                manifest_edit=lambda m: m["files"].update(
+                    {f"f{i}": "0" * 64 for i in range(10**5)}
+                ),
+            )
+        ),
+        ("its manifest: the field files holds 100,0", "fields, more than the 256 allowed"),
+    ),
+    Refused(
+        "bundle: ledger rho as text",
+        generate(bundle=edited_json("ledger.json", set_in(("measurements", 0, "rho"), "0.1"))),
+        ('its ledger: the field measurements[0].rho is "0.1", not of type number', REFETCH),
+    ),
+    Refused(
+        "bundle: ledger without its measurements",
+        generate(bundle=edited_json("ledger.json", lambda ledger: ledger.pop("measurements"))),
+        ("its ledger: the file lacks the field 'measurements'", REFETCH),
+    ),
+    Refused(
+        "bundle: model domain of 10^12 codes",
+        generate(bundle=edited_json("model.json", set_in(("engine", "sizes", 0), 10**12))),
+        ("its model: the field engine.sizes[0] is 1000000000000, above the largest value",),
+    ),
 ]
 REFUSED += BUNDLE_REFUSED
 
@@ -1245,6 +1294,39 @@ DECLARATION_REFUSED = [
         lambda folder: ["runs", "list", str(a_fifo_table(folder))],
         ("it is a named pipe, not a regular file",),
     ),
+    Refused(
+        "schema: bounds near the float limit",
+        declared("schema", schema_of(categorical(COLOURS), numeric(lower=-1.7e308, upper=1.7e308))),
+        (
+            "the schema: the field columns[1].upper is 1.7e+308, above the largest value allowed",
+            "privsyn schema infer",
+        ),
+    ),
+    Refused(
+        "schema: bounds beyond 64-bit whole numbers",
+        declared("schema", schema_of(categorical(COLOURS), numeric(lower=0, upper=1e30))),
+        ("columns[1].upper is 1e+30",),
+    ),
+    Refused(
+        "schema: a bound as text",
+        declared("schema", schema_of(categorical(COLOURS), numeric(lower="0"))),
+        ('the field columns[1].lower is "0", not of type number or null',),
+    ),
+    Refused(
+        "domain: a size as text",
+        declared("domain", {"colour": "three", "size": 4}, table=coded_table),
+        ('the field colour is "three", not a number of codes', "its categories, such as"),
+    ),
+    Refused(
+        "csv: header over 64 KB",
+        on_csv_text(csv_lines("x" * 70_000 + ",size", ["a,1"] * 50)),
+        ("its header line is longer than 64 KB", "shorten its column names"),
+    ),
+    Refused(
+        "duckdb: header over 64 KB",
+        on_csv_text(csv_lines("x" * 70_000 + ",size", ["a,1"] * 50), *DUCKDB),
+        ("its header line is longer than 64 KB", "shorten its column names"),
+    ),
 ]
 REFUSED += DECLARATION_REFUSED
 
@@ -1546,7 +1628,7 @@ def test_the_engine_refuses_a_wide_table_before_measuring():
     wide.columns = [f"c{i}" for i in range(1_001)]
     with pytest.raises(InputError, match="1,001 columns") as refused:
         synthesize(wide, 1.0, 1e-9, rng=np.random.default_rng(0))
-    assert not refused.value.spent
+    assert not isinstance(refused.value, FailedAfterSpending)
 
 
 def test_the_load_check_refuses_from_the_footer_alone(tmp_path, free_memory):

@@ -12,7 +12,7 @@ from conftest import planted_pair
 
 import privsyn_core.lab as lab
 from privsyn_core import GumSettings, PrivSynConfig
-from privsyn_core.errors import FailedAfterSpending, InputError
+from privsyn_core.errors import InputError
 from privsyn_core.lab import (
     GENERATION_FIELDS,
     LabArm,
@@ -22,7 +22,7 @@ from privsyn_core.lab import (
     plan_lab,
     run_lab,
 )
-from privsyn_core.privacy.ledger import PrivacyLedger
+from privsyn_core.privacy.ledger import FailedAfterSpending, PrivacyLedger
 
 DOMAIN = {"a": 4, "b": 4, "noise0": 3, "noise1": 3}
 QUICK = GumSettings(iterations=15, patience=None, noise_floor=None)
@@ -108,7 +108,7 @@ def test_the_spend_is_every_measurements_full_budget_and_nothing_more(table):
     per_run = PrivacyLedger.from_epsilon_delta(1.0, 1e-9).budget_rho
     for ledger in seen:
         assert ledger.spent_rho == pytest.approx(per_run, rel=1e-9)
-    assert result.spent_rho == pytest.approx(plan.rho(1.0, 1e-9), rel=1e-9)
+    assert result.spent_rho == pytest.approx(plan.budget(1.0, 1e-9).rho, rel=1e-9)
     assert result.spent_rho == pytest.approx(4 * per_run, rel=1e-9)
 
 

@@ -313,7 +313,7 @@ def test_gum_plus_mrf_fits_no_mrf_where_gums_table_is_within_its_noise_floor():
 
 
 def test_auto_synthesis_is_gum_plus_mrf_on_a_wide_table_and_gum_on_a_narrow_one():
-    from privsyn_core.generation.fitted import resolve_synthesis
+    from privsyn_core.generation.planned import resolve_synthesis
     from privsyn_core.selection.methods import WIDE_TABLE_ATTRIBUTES
 
     assert resolve_synthesis("auto", WIDE_TABLE_ATTRIBUTES) == "gum+mrf"

@@ -5,20 +5,29 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_spark_counter import spark as spark  # the fixture: one local[2] session
 
 from privsyn_core.data.schema import ColumnSchema, Schema
-from privsyn_core.errors import FailedAfterSpending, InputError
+from privsyn_core.errors import InputError
 from privsyn_core.measuring.counters.sql_encoding import duckdb_table, spark_table
 from privsyn_core.measuring.indif import indif_sigma
 from privsyn_core.measuring.persons import bounded, kept_rows
 from privsyn_core.measuring.private_domain import categories_from_counts
 from privsyn_core.pipeline import synthesize
-from privsyn_core.privacy.ledger import ROW, PrivacyUnit, gaussian_sigma, noise_rho
+from privsyn_core.privacy.ledger import (
+    ROW,
+    FailedAfterSpending,
+    PrivacyUnit,
+    gaussian_sigma,
+    noise_rho,
+)
 from privsyn_core.privacy.noise import SecureNoise, SeededNoise
 
 
@@ -242,6 +251,78 @@ def test_every_measurement_of_a_run_is_k_times_noisier_for_the_same_rho(selectio
         assert all("pid" not in e.attributes for e in result.ledger.entries)
 
 
+def raw_people(persons: int, wide: bool, seed: int = 0) -> pd.DataFrame:
+    """People as an analyst's raw CSV holds them, nothing declared: a row id, an age, an
+    amount that is zero for most rows, text categories; ``wide`` adds 28 coded answers that
+    depend on each other in a chain (31 modelled columns: tree-first's pooled pairs)."""
+    rng = np.random.default_rng(seed)
+    pid = np.repeat(np.arange(persons), rng.integers(1, 6, persons))
+    n = pid.size
+    table = pd.DataFrame(
+        {
+            "pid": pid,
+            "row": np.arange(1, n + 1),
+            "age": rng.integers(18, 90, n),
+            "amount": np.where(rng.random(n) < 0.8, 0.0, rng.lognormal(8, 1, n).round(2)),
+            "city": rng.choice(["north", "south", "east"], n),
+        }
+    )
+    if wide:
+        answer = rng.integers(0, 3, n)
+        for i in range(28):
+            answer = np.where(rng.random(n) < 0.7, answer, rng.integers(0, 3, n))
+            table[f"q{i}"] = answer
+    return table
+
+
+@settings(max_examples=6, deadline=None, derandomize=True, database=None)
+@given(k=st.integers(1, 4), wide=st.booleans(), selection=st.sampled_from(["auto", "privbayes"]))
+def test_every_noise_drawn_is_the_ledgers_and_k_times_the_per_row_one(k, wide, selection):
+    """Every step of a raw-table run, the structure, range, category and id estimates
+    included, and tree-first's pooled pairs on a wide table: each noise the run draws is one
+    its ledger records, every entry records K times its step's per-row sensitivity, and its
+    rho is what that noise buys. A step calibrated per row under a person-level unit would
+    draw noise its ledger does not hold, or record a price its noise contradicts."""
+    from privsyn_core.config import PrivSynConfig
+    from privsyn_core.generation.gum import GumSettings
+    from privsyn_core.privacy.ledger import per_row_sensitivity
+
+    drawn: list[tuple[str, float]] = []
+    add, choose = SeededNoise.add, SeededNoise.choose
+
+    def recorded_add(self, values, sigma, *, integer):
+        drawn.append(("gaussian", float(sigma)))
+        return add(self, values, sigma, integer=integer)
+
+    def recorded_choose(self, scores, scale):
+        if np.ptp(scores) > 0:  # a choice among equal scores (PrivBayes's first) reads nothing
+            drawn.append(("exponential", float(scale)))
+        return choose(self, scores, scale)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(SeededNoise, "add", recorded_add)
+        patch.setattr(SeededNoise, "choose", recorded_choose)
+        config = PrivSynConfig(selection=selection, gum=GumSettings(iterations=2))
+        result = synthesize(
+            raw_people(3000, wide), 4.0, 1e-9, rng=np.random.default_rng(k), person="pid",
+            max_rows_per_person=k, config=config,
+        )  # fmt: skip
+    ledger = result.ledger
+    assert ledger.unit == PrivacyUnit("pid", k)
+    steps = {e.step for e in ledger.entries}
+    assert {"structure", "domain", "one_way", "marginal"} <= steps, steps
+    if wide and selection == "auto":  # tree-first: its tree's pairs measured again, pooled
+        assert "indif" in steps and len(result.synthetic.columns) >= 30
+        pairs = Counter(e.attributes for e in ledger.entries if e.step == "marginal")
+        assert any(times == 2 for times in pairs.values())
+    for entry in ledger.entries:
+        assert entry.sensitivity == pytest.approx(k * per_row_sensitivity(entry.step)), entry
+        assert noise_rho(entry) == pytest.approx(entry.rho, rel=1e-9), entry
+    recorded = {round(e.sigma, 9) for e in ledger.entries}
+    assert {round(sigma, 9) for _, sigma in drawn} <= recorded
+    assert recorded <= {round(sigma, 9) for _, sigma in drawn}  # nothing priced but not drawn
+
+
 def test_the_ledger_says_per_person():
     result = synthesize(
         people_table(), 2.0, 1e-9, rng=np.random.default_rng(0), person="pid",
@@ -254,6 +335,26 @@ def test_the_ledger_says_per_person():
         "words": "per person (pid), at most 2 rows",
     }
     assert "pid" not in json.dumps(record["measurements"])
+
+
+def test_privsyn_fit_takes_the_person_as_synthesize_does():
+    """``PrivSyn.fit(person=, max_rows_per_person=)`` measures what ``synthesize`` measures
+    with the same seed: the same unit, the same ledger, and no person column in a sample."""
+    from privsyn_core.model import PrivSyn
+
+    table = people_table()
+    model = PrivSyn(2.0, 1e-9, schema=DECLARED).fit(
+        table, rng=np.random.default_rng(0), person="pid", max_rows_per_person=2
+    )
+    result = synthesize(
+        table, 2.0, 1e-9, rng=np.random.default_rng(0), person="pid",
+        max_rows_per_person=2, schema=DECLARED,
+    )  # fmt: skip
+    assert model.ledger.unit == PrivacyUnit("pid", 2)
+    assert model.ledger.to_json() == result.ledger.to_json()
+    assert "pid" not in model.sample(50, seed=1).columns
+    with pytest.raises(InputError, match="needs max_rows_per_person"):
+        PrivSyn(2.0, 1e-9).fit(table, person="pid")
 
 
 # --------------------------------------------------------------------------------------------
@@ -326,13 +427,12 @@ def test_cli_run_bundle_and_report_say_per_person_and_hold_no_person_column(tmp_
         names = archive.namelist()
         manifest = json.loads(archive.read("manifest.json"))
         ledger = json.loads(archive.read("ledger.json"))
-        report = archive.read("report.html").decode() if "report.html" in names else ""
+        report = archive.read("report.html").decode()  # every bundle has its report
         everything = b"".join(archive.read(n) for n in names if n.endswith((".json", ".csv")))
     assert manifest["privacy_unit"] == "per person (pid), at most 3 rows"
     assert ledger["privacy_unit"]["rows_per_person"] == 3
     assert b'"pid"' not in everything.replace(b'"person": "pid"', b"")
-    if report:
-        assert "per person (pid), at most 3 rows" in report
+    assert "per person (pid), at most 3 rows" in report
     release = load_release(bundle)
     assert release.model.ledger.unit == PrivacyUnit("pid", 3)
 

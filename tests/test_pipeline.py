@@ -20,11 +20,10 @@ from privsyn_core import (
     SynthesisCancelled,
     synthesize,
 )
-from privsyn_core.errors import FailedAfterSpending
 from privsyn_core.evaluation import fidelity_report
 from privsyn_core.generation.synthesis import generate
 from privsyn_core.pipeline import measure
-from privsyn_core.privacy.ledger import epsilon_from_rho
+from privsyn_core.privacy.ledger import FailedAfterSpending, epsilon_from_rho
 
 FAST = PrivSynConfig(gum=GumSettings(iterations=30, patience=None, noise_floor=None))
 

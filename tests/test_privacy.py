@@ -5,15 +5,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
+from privsyn_core.privacy.conversion import (
+    _bisect,
+    delta_for,
+    epsilon_from_rho,
+    rho_from_epsilon_delta,
+)
 from privsyn_core.privacy.ledger import (
     BudgetExceededError,
     Measurement,
     PrivacyLedger,
-    _bisect,
-    delta_for,
-    epsilon_from_rho,
     gaussian_sigma,
-    rho_from_epsilon_delta,
 )
 
 

@@ -1,3 +1,4 @@
+import math
 import multiprocessing
 import os
 import signal
@@ -8,6 +9,7 @@ import warnings
 import pandas as pd
 import pytest
 
+from privsyn_core.privacy.budget import Budget
 from privsyn_core.privacy.ledger import (
     BudgetExceededError,
     Measurement,
@@ -24,18 +26,33 @@ from privsyn_core.release.registry import (
 )
 
 
-def spent_ledger(rho: float) -> PrivacyLedger:
-    ledger = PrivacyLedger(budget_rho=rho, epsilon=1.0, delta=1e-9)
-    return ledger.charge(Measurement("marginal", ("a",), 1.0, rho, 1.0))
+def spent_ledger(rho: float, delta: float = 0.0) -> PrivacyLedger:
+    ledger = PrivacyLedger(budget_rho=rho, epsilon=1.0, delta=1e-9, reserved_delta=delta)
+    return ledger.charge(Measurement("marginal", ("a",), 1.0, rho, 1.0, delta=delta))
+
+
+def record(
+    registry: Registry,
+    fingerprint: str,
+    name: str,
+    ledger: PrivacyLedger,
+    config: dict,
+    bundle: bytes | None = None,
+) -> int:
+    """A run as every front end keeps its books: reserve what it spends, record, give back."""
+    reservation = registry.reserve(fingerprint, name, ledger.spent, "test")
+    run_id = reservation.spend(ledger, config, bundle)
+    reservation.give_back()
+    return run_id
 
 
 def test_runs_accumulate_per_dataset_and_keep_their_bundles(tmp_path):
     registry = Registry(tmp_path / "r.sqlite3")
-    first = registry.record("fp-a", "a.csv", spent_ledger(0.01), {"seed": 1}, b"zip-1")
-    registry.record("fp-a", "a.csv", spent_ledger(0.02), {"seed": 2})
-    registry.record("fp-b", "b.csv", spent_ledger(0.5), {})
-    assert registry.budget("fp-a").spent_rho == pytest.approx(0.03)
-    assert registry.budget("fp-b").spent_rho == pytest.approx(0.5)
+    first = record(registry, "fp-a", "a.csv", spent_ledger(0.01), {"seed": 1}, b"zip-1")
+    record(registry, "fp-a", "a.csv", spent_ledger(0.02), {"seed": 2})
+    record(registry, "fp-b", "b.csv", spent_ledger(0.5), {})
+    assert registry.budget("fp-a").spent.rho == pytest.approx(0.03)
+    assert registry.budget("fp-b").spent.rho == pytest.approx(0.5)
     runs = registry.runs("fp-a")
     assert [r.config for r in runs] == [{"seed": 1}, {"seed": 2}]
     assert runs[0].has_bundle and not runs[1].has_bundle
@@ -47,15 +64,13 @@ def test_runs_accumulate_per_dataset_and_keep_their_bundles(tmp_path):
 
 def test_lifetime_budget_warns_then_refuses(tmp_path):
     registry = Registry(tmp_path / "r.sqlite3")
-    registry.set_lifetime_budget("fp", "t.csv", 0.1)
-    registry.record("fp", "t.csv", spent_ledger(0.05), {})
+    registry.set_lifetime_budget("fp", "t.csv", Budget(0.1, math.inf))
+    record(registry, "fp", "t.csv", spent_ledger(0.05), {})
     with pytest.warns(BudgetWarning):
-        registry.record("fp", "t.csv", spent_ledger(0.04), {})
-    with pytest.raises(BudgetExceededError, match="lifetime budget"):
-        registry.check("fp", 0.02)
+        record(registry, "fp", "t.csv", spent_ledger(0.04), {})
     with pytest.raises(BudgetExceededError):
-        registry.record("fp", "t.csv", spent_ledger(0.02), {})
-    assert registry.budget("fp").spent_rho == pytest.approx(0.09)  # the refused run left nothing
+        record(registry, "fp", "t.csv", spent_ledger(0.02), {})
+    assert registry.budget("fp").spent.rho == pytest.approx(0.09)  # the refused run left nothing
 
 
 def _record_many(path: str, start: int) -> None:
@@ -63,7 +78,7 @@ def _record_many(path: str, start: int) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for i in range(20):
-            registry.record("fp", "t.csv", spent_ledger(0.001), {"i": start + i})
+            record(registry, "fp", "t.csv", spent_ledger(0.001), {"i": start + i})
 
 
 def test_concurrent_writers_lose_nothing(tmp_path):
@@ -76,7 +91,7 @@ def test_concurrent_writers_lose_nothing(tmp_path):
         w.join(timeout=60)
     registry = Registry(path)
     assert len(registry.runs()) == 80
-    assert registry.budget("fp").spent_rho == pytest.approx(0.08)
+    assert registry.budget("fp").spent.rho == pytest.approx(0.08)
     assert len({r.id for r in registry.runs()}) == 80
 
 
@@ -94,14 +109,14 @@ def _killed_mid_write(path: str) -> None:
 def test_a_process_killed_mid_write_leaves_no_half_record(tmp_path):
     path = str(tmp_path / "r.sqlite3")
     registry = Registry(path)
-    finished = registry.record("fp", "t.csv", spent_ledger(0.01), {}, b"release-zip-bytes")
+    finished = record(registry, "fp", "t.csv", spent_ledger(0.01), {}, b"release-zip-bytes")
     process = multiprocessing.Process(target=_killed_mid_write, args=(path,))
     process.start()
     process.join(timeout=30)
     assert process.exitcode == -signal.SIGKILL
     time.sleep(0.1)
     after = Registry(path)
-    assert len(after.runs()) == 1 and after.budget("fp").spent_rho == pytest.approx(0.01)
+    assert len(after.runs()) == 1 and after.budget("fp").spent.rho == pytest.approx(0.01)
     assert sqlite3.connect(path).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     assert after.bundle(finished) == b"release-zip-bytes"  # the finished release is intact
 
@@ -131,10 +146,10 @@ def test_the_cli_records_runs_and_refuses_past_a_lifetime_budget(tmp_path, capsy
     # private categories reserve half of delta, so a run costs a little under the rho of
     # (4, 1e-9); the CLI's up-front check uses the full figure, erring on the safe side
     assert one_run <= rho_from_epsilon_delta(4.0, 1e-9)
-    assert registry.budget(dataset).spent_rho == pytest.approx(2 * one_run)
+    assert registry.budget(dataset).spent.rho == pytest.approx(2 * one_run)
     assert main(["runs", "list", str(source)]) == 0
     assert len([line for line in capsys.readouterr().out.splitlines() if "release" in line]) == 2
-    registry.set_lifetime_budget(dataset, "penguins.csv", 2.5 * one_run)
+    registry.set_lifetime_budget(dataset, "penguins.csv", Budget(2.5 * one_run, math.inf))
     assert main([*argv, "-o", str(tmp_path / "three.csv")]) == 2
     assert "lifetime budget" in capsys.readouterr().err
     assert not (tmp_path / "three.csv").exists()
@@ -170,7 +185,7 @@ def test_every_dp_run_keeps_its_bundle_and_runs_export_writes_it_again(tmp_path,
         exported = pd.read_csv(bundle.open("synthetic.csv"))
     assert exported.equals(pd.read_csv(tmp_path / "b.csv"))
     # exports read the registry only: the dataset's spend is still what its three runs cost
-    assert Registry().budget(first.fingerprint).spent_rho == pytest.approx(
+    assert Registry().budget(first.fingerprint).spent.rho == pytest.approx(
         first.rho + second.rho + raw.rho
     )
 
@@ -238,37 +253,43 @@ def test_a_cli_run_interrupted_during_gum_records_what_it_had_spent(tmp_path, ca
 
 def test_a_reservation_holds_budget_until_its_spend_is_recorded_and_the_rest_given_back(tmp_path):
     registry = Registry(tmp_path / "r.sqlite3")
-    registry.set_lifetime_budget("fp", "t.csv", 1.0)
-    reservation = registry.reserve("fp", "t.csv", 0.6, "privsyn synthesize, epsilon 1")
-    assert registry.budget("fp").committed_rho == pytest.approx(0.6)
-    assert registry.budget("fp").spent_rho == 0.0 and registry.runs() == []
+    registry.set_lifetime_budget("fp", "t.csv", Budget(1.0, math.inf))
+    reservation = registry.reserve("fp", "t.csv", Budget(0.6), "privsyn synthesize, epsilon 1")
+    assert registry.budget("fp").committed.rho == pytest.approx(0.6)
+    assert registry.budget("fp").spent.rho == 0.0 and registry.runs() == []
     (held,) = registry.held("fp")
     assert held.rho == pytest.approx(0.6) and held.process_alive() is True
     with pytest.raises(BudgetExceededError, match="held by runs in progress"):
-        registry.reserve("fp", "t.csv", 0.5, "a second run")
+        registry.reserve("fp", "t.csv", Budget(0.5), "a second run")
     run_id = reservation.spend(spent_ledger(0.4), {"outcome": "finished"})
     # moved from held to spent in one transaction: the total did not dip
-    assert registry.budget("fp").committed_rho == pytest.approx(0.6)
+    assert registry.budget("fp").committed.rho == pytest.approx(0.6)
     assert registry.held("fp")[0].rho == pytest.approx(0.2)
-    reservation.release()
+    reservation.give_back()
     assert registry.held() == [] and [r.id for r in registry.runs()] == [run_id]
-    assert registry.budget("fp").committed_rho == pytest.approx(0.4)
-    with pytest.warns(BudgetWarning, match="spent or reserved rho 1 of its lifetime budget 1"):
-        registry.reserve("fp", "t.csv", 0.6, "now it fits").release()
+    assert registry.budget("fp").committed.rho == pytest.approx(0.4)
+    with pytest.warns(
+        BudgetWarning, match=r"spent or reserved rho 1, delta 0 of its lifetime budget \(rho 1,"
+    ):
+        registry.reserve("fp", "t.csv", Budget(0.6), "now it fits").give_back()
 
 
 def test_a_reservation_as_a_block_keeps_its_budget_unless_nothing_was_measured(tmp_path):
-    from privsyn_core.errors import FailedAfterSpending, InputError
+    from privsyn_core.errors import InputError
+    from privsyn_core.privacy.ledger import FailedAfterSpending
 
     registry = Registry(tmp_path / "r.sqlite3")
-    with registry.reserve("fp", "t.csv", 0.5, "clean"):
+    with registry.reserve("fp", "t.csv", Budget(0.5), "clean"):
         pass
-    with pytest.raises(InputError), registry.reserve("fp", "t.csv", 0.5, "refused early"):
+    with pytest.raises(InputError), registry.reserve("fp", "t.csv", Budget(0.5), "refused early"):
         raise InputError("a bad domain, found before measuring")
     assert registry.held() == []
-    with pytest.raises(FailedAfterSpending), registry.reserve("fp", "t.csv", 0.5, "failed late"):
+    with (
+        pytest.raises(FailedAfterSpending),
+        registry.reserve("fp", "t.csv", Budget(0.5), "failed late"),
+    ):
         raise FailedAfterSpending("no column left", spent_ledger(0.1))
-    with pytest.raises(ZeroDivisionError), registry.reserve("fp", "t.csv", 0.25, "a bug"):
+    with pytest.raises(ZeroDivisionError), registry.reserve("fp", "t.csv", Budget(0.25), "a bug"):
         raise ZeroDivisionError
     # what those two measured is unknown to the registry: both reservations stay whole
     assert sorted(h.rho for h in registry.held()) == [0.25, 0.5]
@@ -276,7 +297,7 @@ def test_a_reservation_as_a_block_keeps_its_budget_unless_nothing_was_measured(t
 
 def test_a_dead_processs_reservation_stays_counted_and_says_so(tmp_path):
     path = str(tmp_path / "r.sqlite3")
-    Registry(path).set_lifetime_budget("fp", "t.csv", 1.0)
+    Registry(path).set_lifetime_budget("fp", "t.csv", Budget(1.0, math.inf))
     child = multiprocessing.get_context("fork").Process(target=_reserve_and_die, args=(path,))
     child.start()
     child.join(timeout=60)
@@ -284,9 +305,9 @@ def test_a_dead_processs_reservation_stays_counted_and_says_so(tmp_path):
     registry = Registry(path)
     (held,) = registry.held("fp")
     assert held.rho == pytest.approx(0.7) and held.process_alive() is False
-    assert registry.budget("fp").remaining_rho == pytest.approx(0.3)
+    assert registry.budget("fp").remaining.rho == pytest.approx(0.3)
     with pytest.raises(BudgetExceededError):
-        registry.reserve("fp", "t.csv", 0.5, "after the crash")
+        registry.reserve("fp", "t.csv", Budget(0.5), "after the crash")
 
 
 def test_runs_list_shows_what_a_dead_run_still_holds(tmp_path, monkeypatch, capsys):
@@ -298,12 +319,15 @@ def test_runs_list_shows_what_a_dead_run_still_holds(tmp_path, monkeypatch, caps
     child.start()
     child.join(timeout=60)
     assert main(["runs", "list"]) == 0
-    (line,) = [line for line in capsys.readouterr().out.splitlines() if "held" in line]
+    out = capsys.readouterr().out.splitlines()
+    (line,) = [line for line in out if "stopped before recording" in line]
     assert "0.7" in line and "stopped before recording its spend (killed mid-run)" in line
+    (books,) = [line for line in out if line.startswith("dataset ")]
+    assert "together rho 0.7, delta 0 spent or held" in books and "no lifetime budget" in books
 
 
 def _reserve_and_die(path: str) -> None:
-    Registry(path).reserve("fp", "t.csv", 0.7, "killed mid-run")
+    Registry(path).reserve("fp", "t.csv", Budget(0.7), "killed mid-run")
     os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -311,14 +335,14 @@ def _race_to_reserve(path: str, go, rho: float, released) -> None:
     """One of many processes started together: reserve, measure (a spend), release."""
     go.wait(30)
     try:
-        reservation = Registry(path).reserve("fp", "t.csv", rho, "race")
+        reservation = Registry(path).reserve("fp", "t.csv", Budget(rho), "race")
     except BudgetExceededError:
         os._exit(0)
     time.sleep(0.01)  # the measurement
     reservation.spend(spent_ledger(rho), {})
     with released.get_lock():
         released.value += rho  # the table is written only now, after the books
-    reservation.release()
+    reservation.give_back()
     os._exit(0)
 
 
@@ -327,7 +351,7 @@ def test_processes_racing_for_one_lifetime_budget_never_release_more_than_it(tmp
     rho, lifetime, tries, processes = 0.1, 0.25, 25, 6
     for attempt in range(tries):
         path = str(tmp_path / f"r{attempt}.sqlite3")
-        Registry(path).set_lifetime_budget("fp", "t.csv", lifetime)
+        Registry(path).set_lifetime_budget("fp", "t.csv", Budget(lifetime, math.inf))
         go, released = context.Event(), context.Value("d", 0.0)
         racers = [
             context.Process(target=_race_to_reserve, args=(path, go, rho, released))
@@ -341,8 +365,8 @@ def test_processes_racing_for_one_lifetime_budget_never_release_more_than_it(tmp
         assert [r.exitcode for r in racers] == [0] * processes
         registry = Registry(path)
         assert released.value == pytest.approx(2 * rho)  # two fit; the other four are refused
-        assert registry.budget("fp").committed_rho == pytest.approx(released.value)
-        assert registry.budget("fp").committed_rho <= lifetime
+        assert registry.budget("fp").committed.rho == pytest.approx(released.value)
+        assert registry.budget("fp").committed.rho <= lifetime
 
 
 def _synthesize_in_race(argv: list[str], go) -> None:
@@ -381,7 +405,7 @@ def test_cli_runs_started_together_never_release_more_than_the_lifetime_budget(
     for attempt in range(tries):
         monkeypatch.setenv("PRIVSYN_REGISTRY", str(tmp_path / f"r{attempt}.sqlite3"))
         registry = Registry()
-        registry.set_lifetime_budget(dataset, "penguins.csv", 1.5 * one_run)
+        registry.set_lifetime_budget(dataset, "penguins.csv", Budget(1.5 * one_run, math.inf))
         go = context.Event()
         outputs = [f"o{attempt}-{k}.csv" for k in range(processes)]
         racers = [
@@ -398,7 +422,7 @@ def test_cli_runs_started_together_never_release_more_than_the_lifetime_budget(
         assert len(written) == 1
         (run,) = registry.runs(dataset)
         assert registry.held() == []
-        assert registry.budget(dataset).committed_rho == pytest.approx(run.rho)
+        assert registry.budget(dataset).committed.rho == pytest.approx(run.rho)
         assert run.rho <= 1.5 * one_run
 
 
@@ -459,7 +483,7 @@ def test_a_cli_run_killed_at_any_point_leaves_at_least_its_spend_on_the_books(
     child.join(timeout=120)
     assert child.exitcode == -signal.SIGKILL, f"the run never reached {point!r}"
     registry = Registry()
-    committed = registry.budget(dataset).committed_rho
+    committed = registry.budget(dataset).committed.rho
     runs, held = registry.runs(dataset), registry.held(dataset)
     released = (tmp_path / "out.csv").exists()
     assert released == (point == "written")
@@ -470,3 +494,160 @@ def test_a_cli_run_killed_at_any_point_leaves_at_least_its_spend_on_the_books(
         assert runs == [] and len(held) == 1
         assert committed == pytest.approx(budget)
     assert committed <= budget * (1 + 1e-12)
+
+
+def test_runs_record_their_thresholds_delta_and_the_lifetime_caps_it(tmp_path):
+    """The delta of thresholded releases composes by addition like rho: a lifetime caps both,
+    and a run that would pass only the delta part is refused before it measures."""
+    registry = Registry(tmp_path / "r.sqlite3")
+    registry.set_lifetime_budget("fp", "t.csv", Budget(1.0, 1e-9))
+    record(registry, "fp", "t.csv", spent_ledger(0.1, delta=4.5e-10), {})
+    with pytest.warns(BudgetWarning, match="delta 9e-10"):  # past 80% of the delta cap
+        record(registry, "fp", "t.csv", spent_ledger(0.1, delta=4.5e-10), {})
+    assert [r.spent for r in registry.runs("fp")] == [Budget(0.1, 4.5e-10)] * 2
+    status = registry.budget("fp")
+    assert status.spent.delta == pytest.approx(9e-10) and status.lifetime == Budget(1.0, 1e-9)
+    # rho is far from its cap; delta is not
+    with pytest.raises(BudgetExceededError, match=r"delta 1\.3e-09 > 1e-09"):
+        registry.reserve("fp", "t.csv", Budget(0.1, 4e-10), "a third run")
+    assert registry.held("fp") == [] and registry.budget("fp").committed == status.spent
+    with pytest.warns(BudgetWarning):
+        registry.reserve("fp", "t.csv", Budget(0.1, 1e-10), "fits exactly").give_back()
+
+
+def test_a_reservation_holds_delta_until_its_spend_is_recorded(tmp_path):
+    registry = Registry(tmp_path / "r.sqlite3")
+    reservation = registry.reserve("fp", "t.csv", Budget(0.5, 5e-10), "a run")
+    (held,) = registry.held("fp")
+    assert (held.rho, held.delta) == (0.5, 5e-10)
+    reservation.spend(spent_ledger(0.3, delta=2e-10), {})
+    (held,) = registry.held("fp")
+    assert held.rho == pytest.approx(0.2) and held.delta == pytest.approx(3e-10)
+    assert registry.budget("fp").committed.delta == pytest.approx(5e-10)  # no dip
+    reservation.give_back()
+    committed = registry.budget("fp").committed
+    assert (committed.rho, committed.delta) == pytest.approx((0.3, 2e-10))
+
+
+#: the registry file as the versions before the (rho, delta) books wrote it
+OLD_SCHEMA = """
+CREATE TABLE datasets (fingerprint TEXT PRIMARY KEY, name TEXT NOT NULL,
+    first_seen REAL NOT NULL, lifetime_rho REAL);
+CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, fingerprint TEXT NOT NULL
+    REFERENCES datasets(fingerprint), created REAL NOT NULL, epsilon REAL, delta REAL,
+    rho REAL NOT NULL, randomness TEXT NOT NULL, config TEXT NOT NULL, ledger TEXT NOT NULL,
+    bundle BLOB);
+CREATE TABLE reservations (id INTEGER PRIMARY KEY AUTOINCREMENT, fingerprint TEXT NOT NULL
+    REFERENCES datasets(fingerprint), created REAL NOT NULL, rho REAL NOT NULL,
+    purpose TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL);
+"""
+
+
+def test_an_earlier_registry_reads_its_runs_deltas_from_their_ledgers(tmp_path):
+    import json
+
+    path = tmp_path / "old.sqlite3"
+    db = sqlite3.connect(path)
+    db.executescript(OLD_SCHEMA)
+    db.execute("INSERT INTO datasets VALUES ('fp', 't.csv', 0, 0.5)")
+    ledgers = [
+        json.dumps(spent_ledger(0.1, delta=5e-10).to_json()),  # states its spent delta
+        json.dumps({"measurements": [{"delta": 2e-10}, {"delta": 1e-10}]}),  # sums its entries
+        '{"spent_delta": "?"}',  # unreadable: the most the run could have spent, its delta
+    ]
+    for ledger in ledgers:
+        db.execute(
+            "INSERT INTO runs (fingerprint, created, epsilon, delta, rho, randomness, config, "
+            "ledger) VALUES ('fp', 0, 1, 1e-9, 0.1, 'release', '{}', ?)",
+            (ledger,),
+        )
+    db.execute("INSERT INTO reservations VALUES (1, 'fp', 0, 0.05, 'old', 'h', 1)")
+    db.commit()
+    db.close()
+    registry = Registry(path)
+    assert [r.spent_delta for r in registry.runs()] == pytest.approx([5e-10, 3e-10, 1e-9])
+    status = registry.budget("fp")
+    assert (status.spent.rho, status.spent.delta) == pytest.approx((0.3, 1.8e-9))
+    assert status.held == Budget(0.05, 0.0)
+    # a lifetime set in rho alone caps rho only, until it is set again
+    assert status.lifetime == Budget(0.5, math.inf)
+    with pytest.raises(BudgetExceededError, match=r"rho 0\.55 > 0\.5"):
+        registry.reserve("fp", "t.csv", Budget(0.2, 1.0), "past the rho")
+    Registry(path)  # opening it again changes nothing
+    assert Registry(path).budget("fp") == status
+
+
+def test_runs_list_states_the_composed_guarantee(tmp_path, monkeypatch, capsys):
+    from privsyn_core.cli import main
+    from privsyn_core.privacy.conversion import epsilon_from_rho
+
+    monkeypatch.setenv("PRIVSYN_REGISTRY", str(tmp_path / "r.sqlite3"))
+    registry = Registry()
+    registry.set_lifetime_budget("fp", "t.csv", Budget(1.0, 1e-8))
+    for _ in range(3):
+        record(registry, "fp", "t.csv", spent_ledger(0.1, delta=5e-10), {})
+    assert main(["runs", "list", "--delta", "1e-9"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len([line for line in out if "5e-10" in line and "release" in line]) == 3
+    (books,) = [line for line in out if line.startswith("dataset ")]
+    epsilon = epsilon_from_rho(0.3, 1e-9)
+    assert f"(epsilon {epsilon:.4g}, delta 2.5e-09)-DP" in books  # 1e-9 + 3 x 5e-10
+    assert "together rho 0.3, delta 1.5e-09" in books
+    assert "lifetime budget: rho 1, delta 1e-08" in books
+
+
+#: every stage of a run after its first measurement, as (module, name): a table's domain
+#: estimates, its 1-way marginals, the selection's scores, the chosen marginals, the fit, the
+#: sampling, and the writer
+LATE_STAGES = [
+    ("privsyn_core.pipeline", "_prepared"),
+    ("privsyn_core.pipeline", "_one_way"),
+    ("privsyn_core.pipeline", "_selection_scores"),
+    ("privsyn_core.pipeline", "_published"),
+    ("privsyn_core.generation.synthesis", "_fitted"),
+    ("privsyn_core.generation.fitted.FittedModel", "generate_blocks"),
+    ("privsyn_core.generation.synthesis", "written"),
+]
+
+
+@pytest.mark.parametrize("where, name", LATE_STAGES)
+def test_an_input_error_after_a_spend_leaves_the_spend_on_the_books(
+    where, name, tmp_path, monkeypatch, capsys
+):
+    """Each stage runs as usual (spending what it spends), then raises an input error: the
+    CLI refuses in one line, the spend up to there is recorded as a run, nothing is held."""
+    import importlib
+
+    from conftest import ROOT
+
+    from privsyn_core.cli import main
+    from privsyn_core.errors import InputError
+
+    module, _, owner = where.partition(".generation.fitted.")
+    target = (
+        getattr(importlib.import_module(module + ".generation.fitted"), owner)
+        if owner
+        else importlib.import_module(where)
+    )
+    original = getattr(target, name)
+    seen = []
+
+    def then_refuse(*args, **kwargs):
+        result = original(*args, **kwargs)
+        seen.append(result)
+        raise InputError(f"planted after {name}")
+
+    monkeypatch.setattr(target, name, then_refuse)
+    source = ROOT / "tests" / "data" / "penguins.csv"
+    out = tmp_path / "out.csv"
+    argv = ["synthesize", str(source), "-o", str(out), "--epsilon", "4", "--iterations", "2"]
+    assert main([*argv, "--seed", "1", "-q"]) == 2
+    assert seen, "the stage ran"
+    message = capsys.readouterr().err.strip()
+    assert len(message.splitlines()) == 1 and f"planted after {name}" in message
+    assert "was spent before this was found" in message and "recorded as run 1" in message
+    registry = Registry()
+    (run,) = registry.runs()
+    assert run.rho > 0 and run.config["outcome"].startswith("failed: planted")
+    assert run.rho == pytest.approx(run.ledger["spent_rho"])
+    assert registry.held() == [] and not out.exists()

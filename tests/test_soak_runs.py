@@ -135,6 +135,6 @@ def test_a_hundred_runs_keep_memory_flat_and_the_registry_whole(capsys):
             files = {name: archive.read(name) for name in archive.namelist()}
         manifest = json.loads(files.pop("manifest.json"))
         assert manifest["files"] == {n: sha256(d).hexdigest() for n, d in files.items()}
-    assert registry.budget(dataset).spent_rho == pytest.approx(total, rel=1e-12)
+    assert registry.budget(dataset).spent.rho == pytest.approx(total, rel=1e-12)
     with sqlite3.connect(default_path()) as db:
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)

@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 
 from privsyn_core import PrivSynConfig
-from privsyn_core.errors import FailedAfterSpending, InputError
+from privsyn_core.errors import InputError
 from privsyn_core.pipeline import measure
+from privsyn_core.privacy.ledger import FailedAfterSpending
 from privsyn_core.selection.greedy import noise_error, select_marginals
 from privsyn_core.selection.target import TargetEmphasis, marginal_weights
 

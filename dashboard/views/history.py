@@ -9,12 +9,15 @@ write to it too.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import streamlit as st
 
+from privsyn_core.config import PrivSynConfig
 from privsyn_core.errors import InputError
-from privsyn_core.privacy.ledger import epsilon_from_rho, rho_from_epsilon_delta
+from privsyn_core.privacy.budget import Budget
+from privsyn_core.privacy.conversion import MAX_DELTA
 from privsyn_core.release.registry import WARN_SHARE, BudgetStatus, Registry, RunRecord
 
 # Streamlit runs a page as a script, without a package: it is named after its folders
@@ -43,7 +46,7 @@ show_all = st.toggle("Show runs on every dataset", key="history_all")
 try:
     listed = registry.runs(None if show_all else dataset)
     status = registry.budget(dataset)
-    held = registry.held(dataset)
+    held_here = registry.held(dataset)
 except records.REGISTRY_ERRORS as exc:
     records.stop_with(records.unavailable(exc))
 try:
@@ -85,98 +88,167 @@ def show_runs(listed: list[RunRecord]) -> None:
 def show_budget(status: BudgetStatus, mine: list[RunRecord]) -> None:
     st.subheader("Lifetime budget of this table")
     badges(mine)
-    spent, lifetime = status.committed_rho, status.lifetime_rho
+    committed, lifetime = status.committed, status.lifetime
+    held = status.held.rho > 0 or status.held.delta > 0
     left, middle, right = st.columns(3)
     left.metric(
-        "rho spent or held, all runs" if status.reserved_rho else "rho spent, all runs",
-        f"{spent:.4g}",
+        "rho spent or held, all runs" if held else "rho spent, all runs",
+        f"{committed.rho:.4g}",
         help=f"over {len(mine)} recorded runs"
-        + (f", and rho {status.reserved_rho:.4g} held (below)" if status.reserved_rho else ""),
+        + (f", and {status.held.words} held (below)" if held else "")
+        + ". zCDP adds rho up over runs.",
     )
-    middle.metric("lifetime budget (rho)", "none" if lifetime is None else f"{lifetime:.4g}")
-    right.metric(
-        "rho left", "unlimited" if lifetime is None else f"{max(0.0, lifetime - spent):.4g}"
+    middle.metric(
+        "delta spent, all runs",
+        f"{committed.delta:.2g}",
+        help="What the thresholded releases (categories and values found privately) spent: "
+        "approximate DP, so these deltas add up over runs, on top of the delta at which rho "
+        "is stated as epsilon.",
     )
     if lifetime is None:
+        right.metric("lifetime budget", "none", help="Set one below to cap what runs may spend.")
         st.caption("No lifetime budget is set: runs on this table are never refused.")
     else:
-        share = spent / lifetime if lifetime > 0 else 1.0
+        left_over = committed.left_of(lifetime)
+        right.metric(
+            "rho left",
+            f"{left_over.rho:.4g}",
+            help=f"The lifetime budget is {lifetime.words}; both parts are checked before a "
+            "run measures anything.",
+        )
+        rho_share = part_share(committed.rho, lifetime.rho)
+        delta_share = part_share(committed.delta, lifetime.delta)
+        share = max(rho_share, delta_share)
+        fuller = "rho" if rho_share >= delta_share else "delta"
         st.progress(
             min(1.0, share),
             text=f"{share:.0%} of the lifetime budget "
-            + ("spent or held" if status.reserved_rho else "spent"),
+            + ("spent or held" if held else "spent")
+            + f" ({fuller}, the part nearer its end; rho {rho_share:.0%}"
+            + (f", delta {delta_share:.0%})" if math.isfinite(lifetime.delta) else ")"),
+        )
+        st.caption(
+            f"Lifetime budget: {lifetime.words}."
+            + (
+                " It was set before deltas were counted: it caps rho only. Set it again to "
+                "cap delta too."
+                if math.isinf(lifetime.delta)
+                else f" Delta left for thresholded releases: {left_over.delta:.2g}."
+            )
         )
     if held:
         st.warning(
-            f"rho {status.reserved_rho:.4g} of it is held by runs that reserved their cost "
+            f"{status.held.words} of it is held by runs that reserved their cost "
             "before measuring and have not recorded what they spent: runs in progress, or "
             "runs whose process stopped first (a crash, a kill). A stopped run's reservation "
             "stays counted in full, since nobody can tell what it measured or released."
         )
         st.dataframe(
-            history_runs.held_frame(held),
+            history_runs.held_frame(held_here),
             key="history_held",
             hide_index=True,
             width="stretch",
-            column_config={"rho held": st.column_config.NumberColumn(format="%.4g")},
+            column_config={
+                "rho held": st.column_config.NumberColumn(format="%.4g"),
+                "delta held": st.column_config.NumberColumn(format="%.1e"),
+            },
         )
-    thresholds = sum(r.ledger.get("spent_delta") or 0.0 for r in mine)
-    if delta is not None and spent > 0 and thresholds < delta:
-        # the thresholded releases' delta adds up outside zCDP: convert rho at the rest
+    if delta is not None and committed.rho > 0:
+        epsilon, total_delta = committed.guarantee(delta)
         st.caption(
-            f"zCDP composes by adding rho: together the runs on this table are "
-            f"(epsilon {epsilon_from_rho(spent, delta - thresholds):.4g}, delta {delta:g})-DP "
-            "at the Privacy page's delta"
-            + (f" (of which {thresholds:.2g} went to thresholded releases)" if thresholds else "")
-            + "."
+            f"Together the runs on this table are (epsilon {epsilon:.4g}, delta "
+            f"{total_delta:.2g})-DP: zCDP adds rho up (rho {committed.rho:.4g}, stated as "
+            f"epsilon at the Privacy page's delta {delta:g}), and the thresholded releases' "
+            f"deltas add on top (delta {committed.delta:.2g})."
         )
 
 
-def lifetime_from_input() -> float | None:
-    """The lifetime budget as rho, from either unit the user chose (None: no valid input)."""
-    units = ["epsilon at the current delta", "rho (zCDP)"]
-    unit = st.radio("Enter it as", units, key="lifetime_unit", horizontal=True)
-    if unit == units[1]:
-        return st.number_input(
+def part_share(spent: float, cap: float) -> float:
+    """The share of a lifetime part spent: nothing of an uncapped part, all of a zero one
+    once anything is spent."""
+    if math.isinf(cap) or spent == 0:
+        return 0.0
+    return spent / cap if cap > 0 else 1.0
+
+
+def lifetime_from_input() -> Budget | None:
+    """The lifetime budget, from either form the user chose (None: no valid input)."""
+    forms = ["epsilon and delta", "rho and delta (zCDP)"]
+    form = st.radio("Enter it as", forms, key="lifetime_unit", horizontal=True)
+    share = PrivSynConfig().threshold_delta_share
+    if form == forms[1]:
+        rho = st.number_input(
             "lifetime rho", min_value=1e-6, value=1.0, format="%.6f", key="lifetime_rho"
         )
-    if delta is None:
-        st.error("The delta on the Privacy page is not valid: fix it, or enter rho instead.")
-        return None
+        thresholds = delta_input(
+            "lifetime delta for thresholded releases",
+            "lifetime_threshold_delta",
+            share,
+            "The most the thresholded releases of all runs may spend together.",
+        )
+        return None if thresholds is None else Budget(rho, thresholds)
     epsilon = st.number_input(
         "lifetime epsilon", min_value=0.01, value=5.0, step=0.5, key="lifetime_epsilon"
     )
-    rho = rho_from_epsilon_delta(epsilon, delta)
-    st.caption(f"epsilon {epsilon:g} at delta {delta:g} is rho {rho:.4g}")
-    return rho
+    whole = delta_input(
+        "lifetime delta",
+        "lifetime_delta",
+        1.0,
+        "The delta of the whole history's guarantee. Each run's thresholded releases spend "
+        f"up to {share:.0%} of its own delta, so it should be several runs' deltas.",
+    )
+    if whole is None:
+        return None
+    lifetime = Budget.for_epsilon_delta(epsilon, whole, share)
+    st.caption(
+        f"The whole history stays (epsilon {epsilon:g}, delta {whole:g})-DP: rho up to "
+        f"{lifetime.rho:.4g} (stated at delta {whole - lifetime.delta:.2g}) and delta up to "
+        f"{lifetime.delta:.2g} for thresholded releases."
+    )
+    return lifetime
+
+
+def delta_input(label: str, key: str, share: float, help_text: str) -> float | None:
+    """A delta typed as text (``1e-8``), by default ten runs' worth at the Privacy page's
+    delta (times ``share``); None, with the reason shown, when it is not a valid delta."""
+    suggested = min(MAX_DELTA, 10 * share * (delta or 1e-9))
+    text = st.text_input(label, value=f"{suggested:.2g}", key=key, help=help_text)
+    try:
+        return parse_delta(text)
+    except InputError as exc:
+        st.error(str(exc))
+        return None
 
 
 def budget_controls(status: BudgetStatus) -> None:
     with st.expander("Set or clear the lifetime budget", expanded=False):
         st.write(
-            "A lifetime budget caps the rho all runs on this table may spend together. A run "
-            "that would pass it is refused before it measures anything; past "
-            f"{WARN_SHARE:.0%} of it each run warns. Enter it as epsilon (converted once to "
-            "rho at the delta on the Privacy page: the whole history is then (epsilon, "
-            "delta)-DP) or as rho directly. Raising it later is allowed, but deliberate."
+            "A lifetime budget caps what all runs on this table may spend together: rho, "
+            "and the delta their thresholded releases spend. A run that would pass either "
+            "is refused before it measures anything; past "
+            f"{WARN_SHARE:.0%} of either, each run warns. Enter it as the (epsilon, delta) "
+            "the whole history must keep, or as rho and delta directly. Raising it later is "
+            "allowed, but deliberate."
         )
-        rho = lifetime_from_input()
-        set_clicked = st.button("Set the lifetime budget", key="set_lifetime", disabled=rho is None)
+        lifetime = lifetime_from_input()
+        set_clicked = st.button(
+            "Set the lifetime budget", key="set_lifetime", disabled=lifetime is None
+        )
         clear_clicked = st.button(
-            "Clear the lifetime budget", key="clear_lifetime", disabled=status.lifetime_rho is None
+            "Clear the lifetime budget", key="clear_lifetime", disabled=status.lifetime is None
         )
     if not (set_clicked or clear_clicked):
         return
-    value = rho if set_clicked else None
+    value = lifetime if set_clicked else None
     try:
         Registry().set_lifetime_budget(dataset, session.table_name, value)
     except records.REGISTRY_ERRORS as exc:
         records.stop_with(records.unavailable(exc))
     session.history_notice = (
-        "Lifetime budget cleared." if value is None else f"Lifetime budget set to rho {value:.4g}."
+        "Lifetime budget cleared." if value is None else f"Lifetime budget set to {value.words}."
     ) + (
         " It is already spent: further runs on this table will be refused."
-        if value is not None and status.committed_rho >= value
+        if value is not None and not status.committed.fits(value)
         else ""
     )
     st.rerun()

@@ -72,6 +72,7 @@ def runs_frame(runs: Sequence[RunRecord]) -> pd.DataFrame:
                 "epsilon": run.epsilon,
                 "delta": run.delta,
                 "rho": run.rho,
+                "delta spent": run.spent_delta,
                 "noise": run.randomness,
                 "privacy unit": unit(run).words,
                 "marginals": len(selected_marginals(run)),
@@ -81,7 +82,8 @@ def runs_frame(runs: Sequence[RunRecord]) -> pd.DataFrame:
             for run in reversed(runs)
         ],
         columns=[
-            "id", "time", "table", "epsilon", "delta", "rho", "noise", "privacy unit",
+            "id", "time", "table", "epsilon", "delta", "rho", "delta spent", "noise",
+            "privacy unit",
             "marginals", "bundle", "outcome",
         ],
     )  # fmt: skip
@@ -104,12 +106,13 @@ def held_frame(held: Sequence[HeldBudget]) -> pd.DataFrame:
             {
                 "since": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(h.created)),
                 "rho held": h.rho,
+                "delta held": h.delta,
                 "by": h.purpose,
                 "state": held_state(h),
             }
             for h in reversed(held)
         ],
-        columns=["since", "rho held", "by", "state"],
+        columns=["since", "rho held", "delta held", "by", "state"],
     )
 
 

@@ -25,7 +25,6 @@ from privsyn_core.errors import InputError
 from privsyn_core.generation.gum import STRATEGY_NAMES
 from privsyn_core.generation.independence import DEFAULT_THRESHOLD
 from privsyn_core.lab import MAX_ARMS, MAX_SEEDS, LabArm, plan_lab, run_lab
-from privsyn_core.privacy.ledger import epsilon_from_rho
 from privsyn_core.release.registry import Registry
 from privsyn_core.selection.methods import WIDE_TABLE_ATTRIBUTES
 
@@ -373,14 +372,16 @@ except InputError as exc:
     st.error(str(exc))
     st.stop()
 
-rho = plan.rho(epsilon, delta)
+cost = plan.budget(epsilon, delta)
+composed_epsilon, composed_delta = cost.guarantee(delta)
 shared = [in_words([plan.arms[i].name for i in g]) for g in plan.groups if len(g) > 1]
 st.info(
     f"**Privacy cost: {plan.measurements} measurements of the table** ({len(plan.groups)} per "
     f"seed{'; ' + ', '.join(shared) + ' share one, since they differ only after measuring' if shared else ''}). "  # noqa: E501
-    f"Each is a run's spend at epsilon {epsilon:g}, delta {delta:g}: together up to rho "
-    f"{rho:.3g}, that is (epsilon {epsilon_from_rho(rho, delta):.3g}, delta {delta:g})-DP "
-    "for this table, recorded in the run registry like any run."
+    f"Each is a run's spend at epsilon {epsilon:g}, delta {delta:g}: together up to "
+    f"{cost.words} (the delta of thresholded releases), that is (epsilon "
+    f"{composed_epsilon:.3g}, delta {composed_delta:.2g})-DP for this table, recorded in the "
+    "run registry like any run."
 )
 if session.raw_domains:
     st.caption(
@@ -397,19 +398,19 @@ def budget_left() -> tuple[str, bool]:
         status = Registry().budget(state.dataset_fingerprint())
     except records.REGISTRY_ERRORS as exc:
         return records.unavailable(exc), False
-    if status.lifetime_rho is None:
+    if status.lifetime is None or status.remaining is None:
         return (
-            f"This table has spent rho {status.committed_rho:.3g} so far (no lifetime budget set).",
+            f"This table has spent {status.committed.words} so far (no lifetime budget set).",
             True,
         )
-    left = status.remaining_rho
-    if rho <= left:
+    left = status.remaining
+    if cost.fits(left):
         return (
-            f"It fits this table's lifetime budget: rho {left:.3g} of "
-            f"{status.lifetime_rho:.3g} is left.",
+            f"It fits this table's lifetime budget: {left.words} of "
+            f"{status.lifetime.words} is left.",
             True,
         )
-    return records.refusal(status, rho, delta), False
+    return records.refusal(status, cost, delta), False
 
 
 note, fits = budget_left()

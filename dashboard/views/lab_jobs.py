@@ -25,9 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from privsyn_core.errors import FailedAfterSpending, InputError
+from privsyn_core.errors import InputError
 from privsyn_core.lab import LabCancelled, LabPlan, LabProgress, LabResult
-from privsyn_core.privacy.ledger import PrivacyLedger
+from privsyn_core.privacy.ledger import FailedAfterSpending, PrivacyLedger
 
 from .. import records
 from ..worker import SLOTS
@@ -228,7 +228,7 @@ class _Books:
         """Give back what the comparison did not spend, once every spend is on the record."""
         if self.problem is None:
             try:
-                self.held.reservation.release()
+                self.held.reservation.give_back()
             except records.REGISTRY_ERRORS as exc:
                 self.problem = f"The run registry could not be written ({exc})."
 
@@ -254,7 +254,7 @@ def _compare(request: LabRequest, tracker: LabTracker) -> LabOutcome:
         return LabStopped("refused", f"The table could not be read: {exc}")
     if tracker.cancelled:
         return LabStopped("cancelled", "it stopped before measuring anything and spent nothing.")
-    total = request.plan.rho(request.epsilon, request.delta)
+    total = request.plan.budget(request.epsilon, request.delta)
     held = records.reserve(
         dataset, request.name, total, request.delta, request.settings()["outcome"]
     )

@@ -61,7 +61,7 @@ from privsyn_core.measuring.private_domain import (
     range_from_histogram,
 )
 from privsyn_core.measuring.structure import StructureDecision, decide_structure, noisy_structure
-from privsyn_core.privacy.ledger import Measurement
+from privsyn_core.privacy.ledger import FailedAfterSpending, Measurement
 from privsyn_core.privacy.noise import NoiseSource
 
 
@@ -293,7 +293,7 @@ def prepare_columns(
                 one_way_sigma,
             )
         except InputError as error:  # the measurements made before this one were paid for
-            raise InputError(str(error), spent=(*measurements, *error.spent)) from None
+            raise FailedAfterSpending.holding(error, measurements) from None
         if found.spend is not None:
             measurements.append(found.spend)
         return found
@@ -324,7 +324,7 @@ def prepare_columns(
         try:
             released = released_values(spec.name, texts, counts, split.value_rho, first_delta, rng)
         except InputError as error:
-            raise InputError(str(error), spent=(*measurements, *error.spent)) from None
+            raise FailedAfterSpending.holding(error, measurements) from None
         measurements.append(released.measurement)
         done[index] = _with_released(spec, done[index], released, one_way_sigma)
     found_ids = _identifiers(
@@ -348,11 +348,13 @@ def prepare_columns(
     if not prepared:
         ids = ", ".join(sorted(identified))
         ids = f" (the row ids {ids} are not modelled)" if ids else ""
-        raise InputError(
-            "no column is left to synthesise: every column was excluded or had no value "
-            f"frequent enough to release privately at this budget{ids}; use a larger "
-            "epsilon, or declare categories and bounds in a schema",
-            spent=tuple(measurements),
+        raise FailedAfterSpending.holding(
+            InputError(
+                "no column is left to synthesise: every column was excluded or had no value "
+                f"frequent enough to release privately at this budget{ids}; use a larger "
+                "epsilon, or declare categories and bounds in a schema"
+            ),
+            measurements,
         )
     kept = [
         c.name for c in schema.included() if c.name in identified or c.name not in dict(excluded)
@@ -752,10 +754,12 @@ def _binned(
         lower = estimate.lower if spec.lower is None else spec.lower
         upper = estimate.upper if spec.upper is None else spec.upper
         if lower > upper:
-            raise InputError(
-                f"column {spec.name!r}: the lower bound {lower:g} is above the upper bound "
-                f"{upper:g}; fix the bounds in the schema",
-                spent=(spend,),
+            raise FailedAfterSpending.holding(
+                InputError(
+                    f"column {spec.name!r}: the lower bound {lower:g} is above the upper "
+                    f"bound {upper:g}; fix the bounds in the schema"
+                ),
+                (spend,),
             )
         found = _declared_bins(spec, lower, upper, integer, may_be_missing, lenient)
         assert found.item is not None

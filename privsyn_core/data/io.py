@@ -76,7 +76,7 @@ def file_delimiter(path: Path) -> str:
     Spark where they count it (:mod:`privsyn_core.measuring.counters`)."""
     with path.open("rb") as handle:
         head = handle.read(_HEADER_BYTES)
-    return header_delimiter(_first_line(head, _bom_encoding(head) or "utf-8"))
+    return header_delimiter(_first_line(head, _bom_encoding(head) or "utf-8", path))
 
 
 def _bom_encoding(head: bytes) -> str | None:
@@ -86,7 +86,10 @@ def _bom_encoding(head: bytes) -> str | None:
     return None
 
 
-def _first_line(head: bytes, encoding: str) -> str:
+def _first_line(head: bytes, encoding: str, path: Path) -> str:
+    """The header line in ``head`` (the first :data:`_HEADER_BYTES` of ``path``). A header
+    that goes on past them is refused, naming its size: every engine reads the header from
+    these bytes (the delimiter, the names DuckDB is checked against), so it must end in them."""
     text = head.decode(encoding, errors="replace")
     in_quotes = False
     for i, char in enumerate(text):  # the header may hold a quoted line break
@@ -94,6 +97,12 @@ def _first_line(head: bytes, encoding: str) -> str:
             in_quotes = not in_quotes
         elif char in "\r\n" and not in_quotes:
             return text[:i]
+    if len(head) >= _HEADER_BYTES and path.stat().st_size > len(head):
+        raise InputError(
+            f"{path}: its header line is longer than {_HEADER_BYTES // 1024} KB (no line end in "
+            f"its first {_HEADER_BYTES:,} bytes); shorten its column names, or check that the "
+            "file has a header line"
+        )
     return text
 
 
@@ -239,10 +248,10 @@ def _read_csv(
             "file, or its encoding if it is UTF-16 without a byte-order mark"
         )
     if delimiter is None:
-        delimiter = header_delimiter(_first_line(head, encoding)) if header else ","
+        delimiter = header_delimiter(_first_line(head, encoding, file)) if header else ","
     if not encoding.startswith("utf-16"):
         _refuse_nul_bytes(file)
-    _check_csv_fits(file, head, _first_line(head, encoding), delimiter)
+    _check_csv_fits(file, head, _first_line(head, encoding, file), delimiter)
     if names is not None:
         _refuse_duplicates(names, "--names")
     try:
@@ -415,8 +424,8 @@ def file_columns(path: str | Path) -> FileDescription:
                 f"{path} does not look like text (it contains NUL bytes); give a CSV or a "
                 "Parquet file"
             )
-        delimiter = header_delimiter(_first_line(head, encoding))
-        written = next(csv.reader([_first_line(head, encoding)], delimiter=delimiter), [])
+        delimiter = header_delimiter(_first_line(head, encoding, file))
+        written = next(csv.reader([_first_line(head, encoding, file)], delimiter=delimiter), [])
         _check_written_names(written, str(path))
     try:
         # the folder: where a pattern-free link to the file lies, if its name needs one

@@ -60,7 +60,8 @@ from privsyn_core.data.values import (
     written_decimals,
 )
 from privsyn_core.errors import InputError
-from privsyn_core.limits import check_codes, check_pairs
+from privsyn_core.file_schemas import SCHEMA_FILE, check_file
+from privsyn_core.limits import MAX_MAGNITUDE, check_codes, check_pairs
 
 SCHEMA_VERSION = 1
 
@@ -178,7 +179,7 @@ class ColumnSchema:
             return (
                 isinstance(value, int | float | np.integer | np.floating)
                 and not isinstance(value, bool)
-                and math.isfinite(float(value))
+                and abs(float(value)) <= MAX_MAGNITUDE  # also refuses inf and NaN
             )
 
         if not isinstance(self.name, str) or not self.name:
@@ -199,7 +200,7 @@ class ColumnSchema:
                 )
         for key in ("lower", "upper"):
             if getattr(self, key) is not None and not number(getattr(self, key)):
-                fail(key, "a finite number")
+                fail(key, _WITHIN)
         if self.bins is not None and (
             isinstance(self.bins, bool) or not isinstance(self.bins, int | np.integer)
         ):
@@ -207,11 +208,11 @@ class ColumnSchema:
         if self.bins is not None:
             check_codes(self.name, int(self.bins), "bins")
         if self.edges is not None and not isinstance(self.edges, list | tuple):
-            fail("edges", "a list of finite numbers")
+            fail("edges", f"a list of numbers, each {_WITHIN}")
         if self.edges is not None:
             check_codes(self.name, len(self.edges), "bin edges")
             if not all(number(e) for e in self.edges):
-                fail("edges", "a list of finite numbers")
+                fail("edges", f"a list of numbers, each {_WITHIN}")
         for key in ("integer", "missing", "identifier"):
             if getattr(self, key) is not None and not isinstance(getattr(self, key), bool):
                 fail(key, "true, false or absent")
@@ -331,6 +332,7 @@ class Schema:
     def from_json(cls, data: Any) -> Schema:
         if not isinstance(data, dict) or not isinstance(data.get("columns"), list):
             raise InputError('a schema must be a JSON object with a "columns" list')
+        check_file(data, SCHEMA_FILE, "the schema", _FIX)  # every field's type and size
         unknown_keys = sorted(set(data) - {"version", "columns", "rules"})
         if unknown_keys:
             raise InputError(
@@ -362,6 +364,12 @@ class Schema:
     def load(cls, path: str | Path) -> Schema:
         return cls.from_json(read_declaration(path, "schema file"))
 
+
+#: what to do about a schema file of the wrong shape
+_FIX = "fix that field ('privsyn schema infer' drafts a schema with every field in its type)"
+
+#: what a declared bound or bin edge must be
+_WITHIN = f"a number from -{MAX_MAGNITUDE:.3g} to {MAX_MAGNITUDE:.3g} (2^62; rescale larger values)"
 
 #: what a declared category may be (JSON's text, numbers and true/false, or numpy's)
 _CATEGORY_TYPES = (str, int, float, bool, np.generic)

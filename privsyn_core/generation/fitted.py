@@ -83,8 +83,8 @@ from privsyn_core.generation.independence import (
 )
 from privsyn_core.generation.initial import Initial, Tree, dependency_tree, initial_columns
 from privsyn_core.generation.mcf import run_mcf
-from privsyn_core.generation.memory import check_blocks_fit, check_fits
 from privsyn_core.generation.mrf import MrfSettings, run_mrf
+from privsyn_core.generation.planned import PlannedSynthesis, plan_synthesis
 from privsyn_core.generation.quasi_independence import (
     quasi_independent_marginals,
     quasi_pairs_message,
@@ -101,7 +101,6 @@ from privsyn_core.progress import (
     StageReporter,
 )
 from privsyn_core.selection.marginal_graph import AppendPlan, gum_components, plan_appending
-from privsyn_core.selection.methods import is_wide
 
 if TYPE_CHECKING:
     from privsyn_core.generation.conditional import Condition
@@ -140,7 +139,7 @@ class SamplingSettings:
     #: "mrf": a Markov random field fitted to the same targets, sampled by Gibbs chains
     #: (:mod:`privsyn_core.generation.mrf`; it starts from GUM's ``initial`` table),
     #: "gum+mrf": both, the closer table kept per component, or "auto" (the default, see
-    #: :func:`resolve_synthesis`)
+    #: :func:`~privsyn_core.generation.planned.resolve_synthesis`)
     synthesis: str = "auto"
     #: rows per block: a sample of more rows is made as independent blocks, each a whole draw
     #: (GUM, appending, decoding) with its own seed (:mod:`privsyn_core.generation.blocks`).
@@ -281,35 +280,32 @@ class FittedModel:
     def code_dtype(self) -> np.dtype:
         return code_dtype(max(decoder.size for decoder in self.decoders))
 
-    def check_fits(self, n_records: int, settings: SamplingSettings | None = None) -> None:
-        """Refuse (:class:`InputError`) a row count below 1 or one the machine's memory
-        cannot hold, before any work (``settings``: the sample's, default the model's)."""
-        check_rows(n_records)
-        settings = self.defaults if settings is None else settings
-        check_fits(
-            int(n_records),
+    def planned(self, settings: SamplingSettings, workers: int) -> PlannedSynthesis:
+        """The synthesis ``settings`` make on this model's attributes with ``workers``."""
+        return plan_synthesis(
+            settings.synthesis,
+            settings.gum.iterations,
+            settings.block_rows,
+            workers,
             len(self.engine),
-            self.code_dtype.itemsize,
-            synthesis=resolve_synthesis(
-                settings.synthesis, len(self.engine), settings.gum.iterations
-            ),
-            block_rows=settings.block_rows,
         )
 
-    def check_blocks_fit(
-        self, n_records: int, block_rows: int, workers: int, synthesis: str = "auto"
+    def check_fits(
+        self,
+        n_records: int,
+        settings: SamplingSettings | None = None,
+        *,
+        workers: int = 1,
+        streamed: bool = False,
     ) -> None:
-        """Refuse (:class:`InputError`) a streamed sample (:meth:`generate_blocks`) whose
-        blocks in flight would not fit in memory: only ``workers`` blocks are held at once,
-        so any number of rows is fine when one block is."""
+        """Refuse (:class:`InputError`) a row count below 1 or one the machine's memory
+        cannot hold, before any work (``settings``: the sample's, default the model's).
+        Streamed (:meth:`generate_blocks`), only ``workers`` blocks are held at once, so
+        any number of rows is fine when one block is."""
         check_rows(n_records)
-        sizes = block_sizes(int(n_records), block_rows)
-        check_blocks_fit(
-            sizes.largest,
-            min(workers, len(sizes)),
-            len(self.engine),
-            self.code_dtype.itemsize,
-            synthesis=resolve_synthesis(synthesis, len(self.engine)),
+        settings = self.defaults if settings is None else settings
+        self.planned(settings, workers).check_fits(
+            int(n_records), len(self.engine), self.code_dtype.itemsize, streamed=streamed
         )
 
     def sample(
@@ -454,7 +450,7 @@ class FittedModel:
         settings = self._settings(gum, settings)
         n = self.default_rows if n is None else n
         count = check_workers(workers)
-        self.check_blocks_fit(n, settings.block_rows, count, settings.synthesis)
+        self.check_fits(n, settings, workers=count, streamed=True)
         sizes = block_sizes(int(n), settings.block_rows)
         seeds = block_seeds(rng, len(sizes))
         plan = BlockPlan(self, sizes, settings, seeds, on_progress)
@@ -516,26 +512,6 @@ class FittedModel:
         from privsyn_core.release.bundle import load_model
 
         return load_model(path)
-
-
-def resolve_synthesis(choice: str, n_attributes: int, iterations: int = 1) -> str:
-    """The method ``choice`` stands for on a table of ``n_attributes`` modelled attributes
-    with GUM's ``iterations``: "auto" is "gum+mrf" on a wide table (as selection "auto"
-    counts it, :func:`~privsyn_core.selection.methods.is_wide`) and "gum" on a narrow one or
-    when GUM is asked for no iteration (``--iterations 0``: the initial table, as asked);
-    other choices stand.
-
-    Why: on the five wide tables of ``benchmarks/wide.py`` (33-86 columns; evidence N of
-    ``benchmarks/evidence/tree-first-2026-11-26.txt``) GUM's kept table is often its tree
-    start, short of the many overlapping marginals (happiness, caravan and loans at
-    epsilon 4), and the MRF fitted to the same targets is 2-34% closer; where GUM fits its
-    targets (planted, dense) the judge keeps GUM's table, and where GUM's table is within
-    its noise floor the MRF is not run at all, so 100,000-row blocks of 600,000-row tables
-    cost what they did. Narrow tables keep GUM: on adult-coded the MRF gained 1-3% at
-    epsilon 1 and 2 for 50 times the time (evidence M)."""
-    if choice != "auto":
-        return choice
-    return "gum+mrf" if is_wide(n_attributes) and iterations > 0 else "gum"
 
 
 def check_rows(n_records: object) -> None:
@@ -770,7 +746,7 @@ def draw_block(
     dtype = model.code_dtype
 
     report.start(Stage.GUM)
-    method = resolve_synthesis(settings.synthesis, d, settings.gum.iterations)
+    method = model.planned(settings, workers=1).method  # as the memory check planned it
     independent_pairs = noise_pairs(
         model.marginals, model.noise_scales(), settings.independence_threshold
     )

@@ -26,7 +26,7 @@ the start and every ``judge_every`` sweeps, each candidate given exact 1-way cou
 (:func:`_with_quotas`). All of it reads the consistent noisy marginals only:
 post-processing, free of privacy cost. The Gibbs step runs compiled where numba is
 installed (:mod:`~privsyn_core.generation.mrf_kernel`); on wide tables the engine runs this
-after GUM and keeps the closer table (:func:`~privsyn_core.generation.fitted.resolve_synthesis`).
+after GUM and keeps the closer table (:func:`~privsyn_core.generation.planned.resolve_synthesis`).
 """
 
 from __future__ import annotations

@@ -18,7 +18,6 @@ import pandas as pd
 
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.domain import Domain
-from privsyn_core.errors import FailedAfterSpending, InputError
 from privsyn_core.generation.blocks import check_workers
 from privsyn_core.generation.consistency import ConsistencyReport
 from privsyn_core.generation.dependence import NoisyDependence
@@ -32,7 +31,7 @@ from privsyn_core.generation.fitted import (
 from privsyn_core.generation.grouping import ValueGrouping
 from privsyn_core.generation.gum import GumIterationRecord
 from privsyn_core.marginals import NoisyMarginal
-from privsyn_core.privacy.ledger import PrivacyLedger
+from privsyn_core.privacy.ledger import PrivacyLedger, charged_on_refusal
 from privsyn_core.progress import ProgressCallback, Stage
 from privsyn_core.progress import StageReporter as _Reporter
 from privsyn_core.release.bundle import released_schema
@@ -285,6 +284,24 @@ def generate(
     if n_records is not None:
         check_rows(n_records)
     ledger = measurements.ledger
+    with charged_on_refusal(lambda: ledger):  # everything here comes after the spend
+        return _generated(
+            measurements, n_records, config, rng, on_progress, workers, block_rows, write
+        )
+
+
+def _generated(
+    measurements: Measurements,
+    n_records: int | None,
+    config: PrivSynConfig,
+    rng: np.random.Generator,
+    on_progress: ProgressCallback | None,
+    workers: int | None,
+    block_rows: int | None,
+    write: BlockWriter | None,
+) -> SynthesisResult:
+    """:func:`generate`'s work, every input error of which its caller charges to the run."""
+    ledger = measurements.ledger
     report = _Reporter(on_progress)
     report.ledger = ledger
     model = _fitted(measurements, config, report)
@@ -292,15 +309,8 @@ def generate(
     settings = (
         model.defaults if block_rows is None else replace(model.defaults, block_rows=block_rows)
     )
-    try:  # the noisy total is known only now: refuse before GUM rather than die in it
-        if write is None:
-            model.check_fits(n, settings)
-        else:
-            model.check_blocks_fit(
-                n, settings.block_rows, check_workers(workers), settings.synthesis
-            )
-    except InputError as error:
-        raise FailedAfterSpending.after(error, ledger) from None
+    # the noisy total is known only now: refuse before GUM rather than die in it
+    model.check_fits(n, settings, workers=check_workers(workers), streamed=write is not None)
     if write is None:
         drawn = model.generate(
             n, rng=rng, settings=settings, on_progress=on_progress, workers=workers
@@ -309,10 +319,7 @@ def generate(
         blocks = model.generate_blocks(
             n, rng=rng, settings=settings, on_progress=on_progress, workers=workers
         )
-        try:
-            drawn = written(blocks, write)
-        except InputError as error:  # the writer's refusal (a full disk) comes after the spend
-            raise FailedAfterSpending.after(error, ledger) from None
+        drawn = written(blocks, write)  # the writer's refusal (a full disk) is charged too
     preparation = measurements.preparation
     seconds = {**measurements.stage_seconds, **report.seconds, **drawn.stage_seconds}
     return SynthesisResult(

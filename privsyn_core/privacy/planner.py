@@ -45,6 +45,7 @@ from privsyn_core.measuring.private_domain import (
 from privsyn_core.privacy.ledger import (
     IDENTIFIER_SENSITIVITY,
     ROW,
+    FailedAfterSpending,
     Measurement,
     PrivacyUnit,
     laplace_scale,
@@ -500,7 +501,7 @@ def forecast_columns(
             )
         except InputError as error:  # every column left out
             runs.append(({}, dict.fromkeys(names, str(error))))
-            spent = error.spent
+            spent = error.ledger.entries if isinstance(error, FailedAfterSpending) else ()
         else:
             kept = {c.codec.name: c.codec for c in prepared.columns}
             runs.append((kept, dict(prepared.excluded)))

@@ -60,6 +60,7 @@ from privsyn_core.data.rules import rules_from_json
 from privsyn_core.data.streamed import csv_text
 from privsyn_core.domain import Domain
 from privsyn_core.errors import InputError
+from privsyn_core.file_schemas import LEDGER, MANIFEST, MODEL, check_file
 from privsyn_core.generation.consistency import ConsistencyReport
 from privsyn_core.generation.dependence import NoisyDependence
 from privsyn_core.generation.fitted import FittedModel, SamplingSettings
@@ -508,12 +509,15 @@ def load_release(source: str | Path | bytes) -> Release:
         prescan_json(files["marginals.json"], "marginals.json")
         model = _json(files[model_file], where, model_file)
         marginals = _json(files["marginals.json"], where, "marginals.json")
+        ledger = _json(files["ledger.json"], where, "ledger.json")
         if isinstance(model, dict) and model.get("format") == MODEL_FORMAT:
+            _checked_file(model, MODEL, where, "its model")
             check_model_json(model)  # before any array is built from them
             check_marginals_json(marginals)
+        _checked_file(ledger, LEDGER, where, "its ledger")
         fitted = _model_from_json(
             model,
-            _json(files["ledger.json"], where, "ledger.json"),
+            ledger,
             marginals,
             _json(files["schema.json"], where, "schema.json") if "schema.json" in files else [],
             _json(files["config.json"], where, "config.json") if "config.json" in files else {},
@@ -579,6 +583,18 @@ def _check_manifest(manifest: Any, where: str) -> None:
         )
     if not isinstance(manifest.get("files"), dict):
         raise BundleError(f"{where} is damaged: its manifest lists no files")
+    try:
+        check_file(manifest, MANIFEST, "its manifest")
+    except InputError as exc:
+        raise BundleError(f"{where} is damaged: {exc}; {REFETCH}") from None
+
+
+def _checked_file(data: Any, schema: Mapping[str, Any], where: str, what: str) -> None:
+    """A bundle's JSON file against its declared shape (:mod:`privsyn_core.file_schemas`)."""
+    try:
+        check_file(data, schema, what)
+    except InputError as exc:
+        raise BundleError(f"{where} is damaged: {exc}; {REFETCH}") from None
 
 
 def _check_unit(manifest: Mapping[str, Any], model: FittedModel) -> None:

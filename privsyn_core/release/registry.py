@@ -5,13 +5,15 @@ just time. The registry (SQLite from the standard library, one file in the user'
 folder, or wherever ``PRIVSYN_REGISTRY`` points) keeps every finished run with its
 configuration, ledger and release bundle, and per dataset fingerprint the cumulative rho
 spent across runs, with an optional lifetime budget that warns near its end and refuses past
-it.
+it. Every cost here is a :class:`~privsyn_core.privacy.budget.Budget`: rho, and the delta of
+thresholded releases, which composes by addition like rho (a run that releases categories
+spends part of its delta). A lifetime budget is checked on both parts.
 
 **Reserve, then measure.** A run's whole cost is reserved (:meth:`Registry.reserve`) in one
 transaction that checks the lifetime budget against everything spent *and* everything held by
 other runs, before the run measures anything. Its spend is then recorded against the
 reservation (:meth:`Reservation.spend`) before any output is written, and what it did not
-spend is given back (:meth:`Reservation.release`) only once it has ended. So two runs that
+spend is given back (:meth:`Reservation.give_back`) only once it has ended. So two runs that
 start together cannot both pass a budget that holds one, and a process killed at any point
 leaves at least what it released on the books: a reservation that is never given back stays
 counted, with the process that held it (:class:`HeldBudget`). Every front end (the CLI, the
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import socket
 import sqlite3
@@ -42,7 +45,8 @@ import pandas as pd
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.values import canonical_text
 from privsyn_core.errors import InputError
-from privsyn_core.privacy.ledger import BudgetExceededError, PrivacyLedger
+from privsyn_core.privacy.budget import NOTHING, Budget
+from privsyn_core.privacy.ledger import BudgetExceededError, FailedAfterSpending, PrivacyLedger
 from privsyn_core.release.bundle import bundle_bytes
 
 if TYPE_CHECKING:
@@ -82,11 +86,25 @@ CREATE TABLE IF NOT EXISTS reservations (
 );
 """
 
+#: columns added after the first registries were written, with how each is declared; a
+#: registry without them gains them when opened (:func:`_migrate`)
+_ADDED = (
+    # the delta a run's thresholded releases spent (its ledger's spent_delta)
+    ("runs", "spent_delta", "REAL"),
+    # the delta a reservation holds for thresholded releases
+    ("reservations", "delta", "REAL NOT NULL DEFAULT 0"),
+    # the lifetime's cap on that delta (NULL with a lifetime rho: set before deltas counted)
+    ("datasets", "lifetime_delta", "REAL"),
+)
+
 #: the budget a dataset has committed: what its runs spent plus what running (or dead) runs hold
 _COMMITTED = (
     "SELECT COALESCE((SELECT SUM(rho) FROM runs WHERE fingerprint = :fp), 0), "
+    "COALESCE((SELECT SUM(spent_delta) FROM runs WHERE fingerprint = :fp), 0), "
     "COALESCE((SELECT SUM(rho) FROM reservations WHERE fingerprint = :fp), 0), "
-    "(SELECT lifetime_rho FROM datasets WHERE fingerprint = :fp)"
+    "COALESCE((SELECT SUM(delta) FROM reservations WHERE fingerprint = :fp), 0), "
+    "(SELECT lifetime_rho FROM datasets WHERE fingerprint = :fp), "
+    "(SELECT lifetime_delta FROM datasets WHERE fingerprint = :fp)"
 )
 
 
@@ -132,6 +150,7 @@ class RunRecord:
     id: int
     fingerprint: str
     created: float
+    #: the (epsilon, delta) the run was asked for (its guarantee's own statement)
     epsilon: float | None
     delta: float | None
     rho: float
@@ -141,24 +160,33 @@ class RunRecord:
     has_bundle: bool
     #: the dataset's name when it was first recorded (a file name; the fingerprint is the key)
     name: str = ""
+    #: the delta its thresholded releases spent, on top of rho
+    spent_delta: float = 0.0
+
+    @property
+    def spent(self) -> Budget:
+        """What the run spent: its rho and its thresholds' delta."""
+        return Budget(self.rho, self.spent_delta)
 
 
 @dataclass(frozen=True)
 class BudgetStatus:
-    #: what the dataset's recorded runs spent
-    spent_rho: float
-    lifetime_rho: float | None
-    #: what runs in progress hold, and runs that died before recording their spend
-    reserved_rho: float = 0.0
+    """A dataset's books: what its runs spent, what running (or dead) runs hold, and its
+    lifetime allowance (None: no lifetime budget)."""
+
+    spent: Budget
+    lifetime: Budget | None
+    held: Budget = NOTHING
 
     @property
-    def committed_rho(self) -> float:
+    def committed(self) -> Budget:
         """Spent plus held: what the lifetime budget is checked against."""
-        return self.spent_rho + self.reserved_rho
+        return self.spent + self.held
 
     @property
-    def remaining_rho(self) -> float | None:
-        return None if self.lifetime_rho is None else self.lifetime_rho - self.committed_rho
+    def remaining(self) -> Budget | None:
+        """What is left of the lifetime budget (None: no lifetime budget)."""
+        return None if self.lifetime is None else self.committed.left_of(self.lifetime)
 
 
 @dataclass(frozen=True)
@@ -175,6 +203,8 @@ class HeldBudget:
     purpose: str
     host: str
     pid: int
+    #: the delta held for its thresholded releases
+    delta: float = 0.0
 
     def process_alive(self) -> bool | None:
         """Whether the process that holds it still runs (None: it ran on another machine)."""
@@ -201,6 +231,8 @@ class Registry:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connection() as db:
             db.executescript(_SCHEMA)
+        with self._transaction() as db:
+            _migrate(db)
 
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
@@ -227,73 +259,58 @@ class Registry:
         with self._connection() as db:
             return _status(db, fingerprint)
 
-    def set_lifetime_budget(self, fingerprint: str, name: str, rho: float | None) -> None:
+    def set_lifetime_budget(self, fingerprint: str, name: str, lifetime: Budget | None) -> None:
+        """Set (or with None clear) the dataset's lifetime allowance, both parts."""
+        rho, delta = (None, None) if lifetime is None else (lifetime.rho, lifetime.delta)
+        if delta is not None and math.isinf(delta):
+            delta = None  # stored as "not capped"
         with self._transaction() as db:
             self._ensure_dataset(db, fingerprint, name)
             db.execute(
-                "UPDATE datasets SET lifetime_rho = ? WHERE fingerprint = ?", (rho, fingerprint)
+                "UPDATE datasets SET lifetime_rho = ?, lifetime_delta = ? WHERE fingerprint = ?",
+                (rho, delta, fingerprint),
             )
 
-    def check(self, fingerprint: str, rho: float) -> BudgetStatus:
-        """Refuse (BudgetExceededError) a run of ``rho`` that would pass the lifetime budget
-        now. Advice only: another run may reserve in between; :meth:`reserve` is the check
-        that holds."""
-        status = self.budget(fingerprint)
-        _refuse_past_lifetime(status, rho)
-        return status
-
-    def reserve(self, fingerprint: str, name: str, rho: float, purpose: str) -> Reservation:
-        """Hold ``rho`` of the dataset's budget for a run that is about to measure: checked
-        against the lifetime budget and recorded in one transaction, so concurrent runs
-        queue here and the second one past the budget is refused before it measures
-        anything (BudgetExceededError). ``purpose`` is shown while it is held (public
-        settings only). Warns (BudgetWarning) past ``WARN_SHARE`` of the lifetime budget."""
+    def reserve(self, fingerprint: str, name: str, cost: Budget, purpose: str) -> Reservation:
+        """Hold ``cost`` of the dataset's budget for a run that is about to measure: checked
+        against the lifetime budget (both parts) and recorded in one transaction, so
+        concurrent runs queue here and the second one past the budget is refused before it
+        measures anything (BudgetExceededError). ``purpose`` is shown while it is held
+        (public settings only). Warns (BudgetWarning) past ``WARN_SHARE`` of either part."""
         with self._transaction() as db:
             self._ensure_dataset(db, fingerprint, name)
             status = _status(db, fingerprint)
-            _refuse_past_lifetime(status, rho)
+            _refuse_past_lifetime(status, cost)
             cursor = db.execute(
-                "INSERT INTO reservations (fingerprint, created, rho, purpose, host, pid) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (fingerprint, time.time(), rho, purpose, socket.gethostname(), os.getpid()),
+                "INSERT INTO reservations (fingerprint, created, rho, delta, purpose, host, pid) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    fingerprint,
+                    time.time(),
+                    cost.rho,
+                    cost.delta,
+                    purpose,
+                    socket.gethostname(),
+                    os.getpid(),
+                ),
             )
             held = _inserted_id(cursor)
-        _warn_near_lifetime(status, rho)
-        return Reservation(self, held, fingerprint, name, rho)
+        _warn_near_lifetime(status, cost)
+        return Reservation(self, held, fingerprint, name, cost)
 
     def held(self, fingerprint: str | None = None) -> list[HeldBudget]:
         """Reservations not given back: runs in progress, and runs whose process died."""
-        query = "SELECT id, fingerprint, created, rho, purpose, host, pid FROM reservations"
+        query = "SELECT id, fingerprint, created, rho, purpose, host, pid, delta FROM reservations"
         return [HeldBudget(*row) for row in self._rows(query, fingerprint)]
-
-    def record(
-        self,
-        fingerprint: str,
-        name: str,
-        ledger: PrivacyLedger,
-        config: dict,
-        bundle: bytes | None = None,
-    ) -> int:
-        """Store a spend made outside any reservation (a run that measured before it was
-        checked) atomically and return its id; refused (BudgetExceededError) past the
-        lifetime budget. Front ends reserve first (:meth:`reserve`) instead."""
-        rho = ledger.spent_rho
-        with self._transaction() as db:
-            self._ensure_dataset(db, fingerprint, name)
-            status = _status(db, fingerprint)
-            _refuse_past_lifetime(status, rho)
-            run_id = _insert_run(db, fingerprint, ledger, config, bundle)
-        _warn_near_lifetime(status, rho)
-        return run_id
 
     def runs(self, fingerprint: str | None = None) -> list[RunRecord]:
         query = (
             "SELECT id, fingerprint, created, epsilon, delta, rho, randomness, config, ledger, "
-            "bundle IS NOT NULL, name FROM runs JOIN datasets USING (fingerprint)"
+            "bundle IS NOT NULL, name, spent_delta FROM runs JOIN datasets USING (fingerprint)"
         )
         return [
             RunRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]),
-                      json.loads(r[8]), bool(r[9]), r[10])
+                      json.loads(r[8]), bool(r[9]), r[10], r[11] or 0.0)
             for r in self._rows(query, fingerprint)
         ]  # fmt: skip
 
@@ -334,17 +351,17 @@ class Reservation:
 
     As a context manager it gives back the rest when the block ends normally or with an
     input error raised before anything was measured; any other exception (a failure after
-    spending, an interruption, a bug) keeps the reservation unless the caller recorded what
-    was spent and gave the rest back itself, since what the run measured and showed before
-    it stopped is otherwise unknown.
+    spending, :class:`~privsyn_core.errors.FailedAfterSpending`, an interruption, a bug)
+    keeps the reservation unless the caller recorded what was spent and gave the rest back
+    itself, since what the run measured and showed before it stopped is otherwise unknown.
     """
 
     def __init__(
-        self, registry: Registry, held: int, fingerprint: str, name: str, rho: float
+        self, registry: Registry, held: int, fingerprint: str, name: str, cost: Budget
     ) -> None:
         self.registry, self.id = registry, held
-        self.fingerprint, self.name, self.rho = fingerprint, name, rho
-        self.spent_rho = 0.0
+        self.fingerprint, self.name, self.cost = fingerprint, name, cost
+        self.spent = NOTHING
         self.run_ids: list[int] = []
         self.open = True
 
@@ -354,11 +371,15 @@ class Reservation:
         than what is still held is recorded all the same: a spend is a fact."""
         if not self.open:
             raise RuntimeError(f"reservation {self.id} was already given back")
-        rho = ledger.spent_rho
+        spent = ledger.spent
         with self.registry._transaction() as db:
             run_id = _insert_run(db, self.fingerprint, ledger, config, bundle)
-            db.execute("UPDATE reservations SET rho = MAX(0, rho - ?) WHERE id = ?", (rho, self.id))
-        self.spent_rho += rho
+            db.execute(
+                "UPDATE reservations SET rho = MAX(0, rho - ?), delta = MAX(0, delta - ?) "
+                "WHERE id = ?",
+                (spent.rho, spent.delta, self.id),
+            )
+        self.spent = self.spent + spent
         self.run_ids.append(run_id)
         return run_id
 
@@ -371,7 +392,7 @@ class Reservation:
         bundle = bundle_bytes(result, config) if result.end_to_end_dp else None
         return self.spend(result.ledger, settings, bundle), bundle
 
-    def release(self) -> None:
+    def give_back(self) -> None:
         """Give back what was not spent: the run has ended and will measure nothing more."""
         if self.open:
             with self.registry._transaction() as db:
@@ -384,43 +405,103 @@ class Reservation:
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, *_: object
     ) -> None:
-        if kind is None or (isinstance(error, InputError) and not error.spent):
-            self.release()
+        if kind is None or (
+            isinstance(error, InputError) and not isinstance(error, FailedAfterSpending)
+        ):
+            self.give_back()
 
 
 def _status(db: sqlite3.Connection, fingerprint: str) -> BudgetStatus:
-    spent, held, lifetime = db.execute(_COMMITTED, {"fp": fingerprint}).fetchone()
-    return BudgetStatus(float(spent), lifetime, float(held))
+    spent, spent_delta, held, held_delta, lifetime, lifetime_delta = db.execute(
+        _COMMITTED, {"fp": fingerprint}
+    ).fetchone()
+    return BudgetStatus(
+        Budget(float(spent), float(spent_delta)),
+        None
+        if lifetime is None
+        else Budget(lifetime, math.inf if lifetime_delta is None else lifetime_delta),
+        Budget(float(held), float(held_delta)),
+    )
 
 
-def _refuse_past_lifetime(status: BudgetStatus, rho: float) -> None:
-    lifetime = status.lifetime_rho
-    if lifetime is None or status.committed_rho + rho <= lifetime * (1 + 1e-12):
-        return
+def refusal(status: BudgetStatus, cost: Budget) -> str:
+    """Why a run of ``cost`` does not fit the dataset's lifetime budget: which part it would
+    pass and what is committed of it (for the error and for a front end's own message)."""
+    assert status.lifetime is not None, "only a lifetime budget refuses"
+    committed, lifetime = status.committed, status.lifetime
+    after = committed + cost
+    parts = [
+        f"rho {after.rho:.4g} > {lifetime.rho:.4g}" if after.rho > lifetime.rho else "",
+        f"delta {after.delta:.3g} > {lifetime.delta:.3g}" if after.delta > lifetime.delta else "",
+    ]
     held = (
-        f" (of which rho {status.reserved_rho:.4g} is held by runs in progress, or by runs "
-        "that died before recording their spend)"
-        if status.reserved_rho > 0
+        f" (of which {status.held.words} is held by runs in progress, or by runs that died "
+        "before recording their spend)"
+        if status.held.rho > 0 or status.held.delta > 0
         else ""
     )
-    raise BudgetExceededError(
-        f"this dataset has spent rho {status.committed_rho:.4g} of its lifetime budget "
-        f"{lifetime:.4g}{held}; a run of rho {rho:.4g} would exceed it. Re-download an "
-        "earlier release instead, or raise the lifetime budget deliberately"
+    return (
+        f"this dataset has committed {committed.words} of its lifetime budget "
+        f"({lifetime.words}){held}; a run of up to {cost.words} would exceed it "
+        f"({' and '.join(p for p in parts if p)})"
     )
 
 
-def _warn_near_lifetime(status: BudgetStatus, rho: float) -> None:
-    """BudgetWarning once ``rho`` more brings the dataset past ``WARN_SHARE`` of its lifetime
-    budget (raised at the caller of the registry's method)."""
-    lifetime, committed = status.lifetime_rho, status.committed_rho + rho
-    if lifetime is not None and committed > WARN_SHARE * lifetime:
+def _refuse_past_lifetime(status: BudgetStatus, cost: Budget) -> None:
+    if status.lifetime is None or (status.committed + cost).fits(status.lifetime):
+        return
+    raise BudgetExceededError(
+        f"{refusal(status, cost)}. Re-download an earlier release instead, or raise the "
+        "lifetime budget deliberately"
+    )
+
+
+def _warn_near_lifetime(status: BudgetStatus, cost: Budget) -> None:
+    """BudgetWarning once ``cost`` more brings the dataset past ``WARN_SHARE`` of either part
+    of its lifetime budget (raised at the caller of the registry's method)."""
+    lifetime, committed = status.lifetime, status.committed + cost
+    if lifetime is None:
+        return
+    if committed.rho > WARN_SHARE * lifetime.rho or committed.delta > WARN_SHARE * lifetime.delta:
         warnings.warn(
-            f"this dataset has now spent or reserved rho {committed:.4g} of its lifetime "
-            f"budget {lifetime:.4g}",
+            f"this dataset has now spent or reserved {committed.words} of its lifetime "
+            f"budget ({lifetime.words})",
             BudgetWarning,
             stacklevel=3,
         )
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Bring a registry written by an earlier version up to this one (in the caller's
+    transaction): add the columns of :data:`_ADDED`, and fill each old run's delta from
+    the ledger it stored (its ``spent_delta``; the sum of its measurements' deltas when the
+    record lacks it; the run's whole delta when the ledger cannot be read, the most it
+    could have spent)."""
+    for table, column, declared in _ADDED:
+        present = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        if column not in present:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declared}")
+    old = db.execute("SELECT id, delta, ledger FROM runs WHERE spent_delta IS NULL").fetchall()
+    for run_id, delta, ledger in old:
+        db.execute(
+            "UPDATE runs SET spent_delta = ? WHERE id = ?",
+            (_stored_delta(ledger, delta), run_id),
+        )
+
+
+def _stored_delta(ledger: str, whole: float | None) -> float:
+    """The thresholds' delta a stored ledger record says its run spent (see :func:`_migrate`)."""
+    try:
+        record = json.loads(ledger)
+        stated = record.get("spent_delta")
+        if stated is None:
+            stated = math.fsum(m.get("delta", 0.0) for m in record.get("measurements", []))
+        value = float(stated)
+    except (ValueError, TypeError, AttributeError):
+        value = math.nan
+    if math.isfinite(value) and value >= 0:
+        return value
+    return float(whole) if whole is not None else 0.0
 
 
 def _insert_run(
@@ -431,14 +512,15 @@ def _insert_run(
     bundle: bytes | None,
 ) -> int:
     cursor = db.execute(
-        "INSERT INTO runs (fingerprint, created, epsilon, delta, rho, randomness, config, "
-        "ledger, bundle) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO runs (fingerprint, created, epsilon, delta, rho, spent_delta, randomness, "
+        "config, ledger, bundle) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             fingerprint,
             time.time(),
             ledger.epsilon,
             ledger.delta,
             ledger.spent_rho,
+            ledger.spent_delta,
             ledger.randomness,
             json.dumps(config, sort_keys=True, default=str),
             json.dumps(ledger.to_json()),

@@ -354,11 +354,11 @@ def _synthesize(args: argparse.Namespace) -> int:
         )
         if registry is not None:
             total = registry.budget(dataset).committed
-            epsilon, delta = total.guarantee(args.delta)
+            epsilon, delta = total.stated(args.delta)
             print(
                 f"recorded as run {run_id} in {registry.path}; over all its runs this dataset "
-                f"has spent {total.words}: (epsilon {epsilon:.4g}, delta {delta:.3g})-DP at "
-                f"delta {args.delta:g} (see 'privsyn runs list')",
+                f"has spent {total.words}: (epsilon {epsilon:.4g}, delta {delta:.3g})-DP "
+                "(see 'privsyn runs list')",
                 file=sys.stderr,
             )
         decided = _decided_structure(result)
@@ -744,15 +744,14 @@ def _runs_list(args: argparse.Namespace) -> int:
 
 def _books_line(fingerprint: str, status: BudgetStatus, delta: float) -> str:
     """One dataset's books in a line: what its runs spent or hold together, the (epsilon,
-    delta) that composes to (zCDP adds rho; the thresholds' deltas add to the conversion's),
-    and its lifetime budget."""
+    delta) that composes to at ``delta`` (:meth:`~privsyn_core.privacy.budget.Budget.stated`:
+    zCDP adds rho, the thresholds' deltas add to the conversion's), and its lifetime budget."""
     committed = status.committed
-    epsilon, total_delta = committed.guarantee(delta)
+    epsilon, total_delta = committed.stated(delta)
     lifetime = "no lifetime budget" if status.lifetime is None else status.lifetime.words
     return (
         f"dataset {fingerprint[:12]}: together {committed.words} spent or held, so "
-        f"(epsilon {epsilon:.4g}, delta {total_delta:.3g})-DP with rho stated at delta "
-        f"{delta:g}; lifetime budget: {lifetime}"
+        f"(epsilon {epsilon:.4g}, delta {total_delta:.3g})-DP; lifetime budget: {lifetime}"
     )
 
 

@@ -339,7 +339,9 @@ def test_history_lists_the_run_and_its_spend_matches_the_ledger():
     assert runs["rho"][0] == pytest.approx(ledger.spent_rho)
     spent = next(m for m in at.metric if m.label == "rho spent, all runs")
     assert spent.value == f"{ledger.spent_rho:.4g}"
-    assert next(m for m in at.metric if m.label == "lifetime budget (rho)").value == "none"
+    assert next(m for m in at.metric if m.label == "lifetime budget").value == "none"
+    thresholds = next(m for m in at.metric if m.label == "delta spent, all runs").value
+    assert thresholds == f"{ledger.spent_delta:.2g}" and ledger.spent_delta > 0
     labels = [b.label for b in at.get("download_button")]
     assert labels == ["Download the release bundle of run 1"]
     assert any("spends no privacy budget" in c.value for c in at.caption)
@@ -393,12 +395,12 @@ def test_a_lifetime_budget_below_the_spend_refuses_the_next_run_readably():
     at = run_once(app())
     spent = at.session_state["finished"].result.ledger.spent_rho
     go(at, "history")
-    at.radio(key="lifetime_unit").set_value("rho (zCDP)").run()
+    at.radio(key="lifetime_unit").set_value("rho and delta (zCDP)").run()
     at.number_input(key="lifetime_rho").set_value(round(spent / 2, 6)).run()
     at.button(key="set_lifetime").click().run()
     assert not at.exception
     dataset = file_fingerprint(ROOT / "privsyn_core" / "samples" / "adult.csv")
-    assert Registry().budget(dataset).lifetime_rho == pytest.approx(spent / 2, abs=1e-6)
+    assert Registry().budget(dataset).lifetime.rho == pytest.approx(spent / 2, abs=1e-6)
     assert any("already spent" in s.value for s in at.success)
     assert at.get("progress")[0].proto.value == 100
 
@@ -412,15 +414,33 @@ def test_a_lifetime_budget_below_the_spend_refuses_the_next_run_readably():
 
     go(at, "history")
     at.button(key="clear_lifetime").click().run()
-    assert Registry().budget(dataset).lifetime_rho is None
+    assert Registry().budget(dataset).lifetime is None
     run_once(at)
     assert at.session_state["run_state"] == "done" and len(Registry().runs()) == 2
+
+
+def test_a_lifetime_whose_delta_cannot_hold_a_runs_thresholds_refuses_it():
+    """The lifetime set as the (epsilon, delta) the whole history keeps: half its delta for
+    thresholded releases. A run at delta 1e-9 may spend 5e-10 on them, more than 3e-10."""
+    at = go(app(), "history")
+    at.text_input(key="lifetime_delta").set_value("6e-10").run()
+    assert any("delta up to 3e-10 for thresholded releases" in c.value for c in at.caption)
+    at.button(key="set_lifetime").click().run()
+    dataset = file_fingerprint(ROOT / "privsyn_core" / "samples" / "adult.csv")
+    lifetime = Registry().budget(dataset).lifetime
+    assert lifetime.delta == pytest.approx(3e-10)
+    assert lifetime.rho == pytest.approx(rho_from_epsilon_delta(5.0, 3e-10))
+    run_once(at)
+    assert at.session_state["run_state"] == "refused"
+    message = at.error[0].value
+    assert "delta 5e-10 > 3e-10" in message and "rho" not in message.split("would exceed it")[1]
+    assert Registry().runs() == []
 
 
 def test_a_run_near_the_lifetime_budget_warns():
     at = go(app(), "history")
     budget = rho_from_epsilon_delta(1.0, 1e-9)
-    at.radio(key="lifetime_unit").set_value("rho (zCDP)").run()
+    at.radio(key="lifetime_unit").set_value("rho and delta (zCDP)").run()
     at.number_input(key="lifetime_rho").set_value(round(budget * 1.1, 6)).run()
     at.button(key="set_lifetime").click().run()
     run_once(at)

@@ -154,12 +154,14 @@ def show_budget(status: BudgetStatus, mine: list[RunRecord]) -> None:
             },
         )
     if delta is not None and committed.rho > 0:
-        epsilon, total_delta = committed.guarantee(delta)
+        epsilon, total_delta = committed.stated(delta)
+        conversion = total_delta - committed.delta
         st.caption(
             f"Together the runs on this table are (epsilon {epsilon:.4g}, delta "
-            f"{total_delta:.2g})-DP: zCDP adds rho up (rho {committed.rho:.4g}, stated as "
-            f"epsilon at the Privacy page's delta {delta:g}), and the thresholded releases' "
-            f"deltas add on top (delta {committed.delta:.2g})."
+            f"{total_delta:.2g})-DP: zCDP adds rho up (rho {committed.rho:.4g}), and the "
+            f"thresholded releases' deltas add up too (delta {committed.delta:.2g}), on top of "
+            f"the delta at which rho is stated as epsilon (delta {conversion:.2g}"
+            + (", what they leave of the Privacy page's)." if total_delta == delta else ").")
         )
 
 

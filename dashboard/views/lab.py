@@ -373,7 +373,7 @@ except InputError as exc:
     st.stop()
 
 cost = plan.budget(epsilon, delta)
-composed_epsilon, composed_delta = cost.guarantee(delta)
+composed_epsilon, composed_delta = cost.stated(delta)
 shared = [in_words([plan.arms[i].name for i in g]) for g in plan.groups if len(g) > 1]
 st.info(
     f"**Privacy cost: {plan.measurements} measurements of the table** ({len(plan.groups)} per "

@@ -11,7 +11,8 @@ history fits its lifetime when both parts do.
 
 Stated as (epsilon, delta)-DP, a cost of (rho, delta_a) converted at a delta ``d`` is
 ``(epsilon(rho, d), d + delta_a)``-DP (:meth:`Budget.guarantee`): the thresholded releases'
-deltas add to the conversion's, they are not part of it.
+deltas add to the conversion's, they are not part of it. Front ends state it at the user's
+delta (:meth:`Budget.stated`).
 """
 
 from __future__ import annotations
@@ -87,6 +88,16 @@ class Budget:
         return epsilon_from_rho(self.rho, conversion_delta, conversion), (
             conversion_delta + self.delta
         )
+
+    def stated(self, delta: float, conversion: Conversion = "tight") -> tuple[float, float]:
+        """The (epsilon, delta) to state for this cost at the ``delta`` a user chose: rho
+        converted at what the thresholds' delta leaves of it, so that the total is ``delta``
+        itself (one run reads as the (epsilon, delta) it was asked for); once the
+        thresholds have spent ``delta`` or more, rho converted at ``delta`` and theirs added
+        on top (:meth:`guarantee`)."""
+        if self.delta < delta:
+            return self.guarantee(delta - self.delta, conversion)
+        return self.guarantee(delta, conversion)
 
     @property
     def words(self) -> str:

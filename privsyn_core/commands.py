@@ -851,7 +851,15 @@ def _plan(args: argparse.Namespace) -> int:
         if args.max_rows_per_person == 1
         else PrivacyUnit("person", args.max_rows_per_person),
     )
-    print(f"epsilon {args.epsilon:g}, delta {args.delta:g}: rho = {plan.rho:.6g} (zCDP)")
+    print(
+        f"epsilon {args.epsilon:g}, delta {args.delta:g}: rho = {plan.rho:.6g} (zCDP)"
+        + (
+            f", and delta {plan.reserved_delta:.3g} of it for thresholded releases (rho is "
+            f"converted at the rest, {args.delta - plan.reserved_delta:.3g})"
+            if plan.reserved_delta
+            else ""
+        )
+    )
     if args.max_rows_per_person > 1:
         print(
             f"per person, at most {args.max_rows_per_person} rows: every sigma is "

@@ -424,3 +424,15 @@ def test_forecast_names_the_columns_a_run_would_reduce():
         set() if by["gain"].reduced else {"gain"}
     )
     assert forecast.summary().startswith("0 of 4 columns likely left out")
+
+
+def test_the_plan_is_a_budget_of_rho_and_the_thresholds_delta():
+    from privsyn_core.privacy.budget import Budget
+
+    thresholded = plan_budget(1.0, 1e-9, 10, private_categories=3)
+    assert thresholded.budget == Budget(rho_from_epsilon_delta(1.0, 0.5e-9), 0.5e-9)
+    declared = plan_budget(1.0, 1e-9, 10)
+    assert declared.budget == Budget(rho_from_epsilon_delta(1.0, 1e-9), 0.0)
+    # what a front end reserves before reading the table covers either
+    reserved = PrivSynConfig().run_budget(1.0, 1e-9)
+    assert thresholded.budget.fits(reserved) and declared.budget.fits(reserved)

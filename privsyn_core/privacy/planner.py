@@ -42,6 +42,7 @@ from privsyn_core.measuring.private_domain import (
     category_threshold,
     combined_sigma,
 )
+from privsyn_core.privacy.budget import Budget
 from privsyn_core.privacy.ledger import (
     IDENTIFIER_SENSITIVITY,
     ROW,
@@ -122,6 +123,13 @@ class BudgetPlan:
     steps: tuple[StepPlan, ...]
     #: the category threshold, when some column's categories are estimated privately
     categories: CategorySurvival | None = None
+    #: the share of delta set aside for thresholded releases (rho is converted at the rest)
+    reserved_delta: float = 0.0
+
+    @property
+    def budget(self) -> Budget:
+        """What the run may spend: its rho, and the delta its thresholded releases may."""
+        return Budget(self.rho, self.reserved_delta)
 
     def as_rows(self) -> list[dict[str, object]]:
         return [
@@ -269,7 +277,7 @@ def plan_budget(
             )
         )
     steps.append(_marginals_step(split.marginals, n_columns, config, unit))
-    return BudgetPlan(epsilon, delta, rho, tuple(steps), survival)
+    return BudgetPlan(epsilon, delta, rho, tuple(steps), survival, reserved)
 
 
 def _marginals_step(

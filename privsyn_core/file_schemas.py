@@ -32,7 +32,7 @@ MAX_DECLARED_COLUMNS = 100_000
 
 _NAME = {"type": "string", "maxLength": MAX_NAME}
 _NUMBER = {"type": "number"}
-_MAGNITUDE = {"type": "number", "minimum": -MAX_MAGNITUDE, "maximum": MAX_MAGNITUDE}
+_WITHIN = {"minimum": -MAX_MAGNITUDE, "maximum": MAX_MAGNITUDE}
 _NAMES = {"type": "array", "items": _NAME, "maxItems": MAX_DECLARED_COLUMNS}
 _CATEGORY = {"type": ["string", "number", "boolean"]}
 
@@ -192,44 +192,41 @@ MODEL: dict[str, Any] = {
     },
 }  # fmt: skip
 
-#: a schema file (:class:`~privsyn_core.data.schema.Schema`): what each column is
+#: one column of a schema file (:class:`~privsyn_core.data.schema.ColumnSchema`), checked
+#: entry by entry so that the message names the column
+SCHEMA_COLUMN: dict[str, Any] = {
+    "type": "object",
+    "required": ["name"],
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": MAX_NAME},
+        "kind": {"type": ["string", "null"]},
+        # how many: the run's own limit, with its advice (limits.check_codes)
+        "categories": {"type": ["array", "null"], "items": _CATEGORY},
+        "lower": {"type": ["number", "null"], **_WITHIN},
+        "upper": {"type": ["number", "null"], **_WITHIN},
+        "bins": {"type": ["integer", "null"]},
+        "edges": {"type": ["array", "null"], "items": {"type": "number", **_WITHIN}},
+        "integer": {"type": ["boolean", "null"]},
+        "datetime_format": {"type": ["string", "null"], "maxLength": 64},
+        "missing": {"type": ["boolean", "null"]},
+        "exclude": {"type": "boolean"},
+        "reason": {"type": "string", "maxLength": MAX_NAME},
+        "decimals": {"type": ["integer", "null"]},
+        "identifier": {"type": ["boolean", "null"]},
+    },
+}
+
+#: a schema file (:class:`~privsyn_core.data.schema.Schema`): its columns (each a
+#: :data:`SCHEMA_COLUMN`) and rules
 SCHEMA_FILE: dict[str, Any] = {
     "type": "object",
     "required": ["columns"],
-    "additionalProperties": False,
     "properties": {
         "version": {"type": "integer"},
-        "columns": {
-            "type": "array",
-            "maxItems": MAX_DECLARED_COLUMNS,
-            "items": {
-                "type": "object",
-                "required": ["name"],
-                "properties": {
-                    "name": {"type": "string", "minLength": 1, "maxLength": MAX_NAME},
-                    "kind": {"type": ["string", "null"]},
-                    "categories": {
-                        "type": ["array", "null"], "items": _CATEGORY, "maxItems": MAX_CODES + 1,
-                    },
-                    "lower": {"type": ["number", "null"], **_MAGNITUDE},
-                    "upper": {"type": ["number", "null"], **_MAGNITUDE},
-                    "bins": {"type": ["integer", "null"], "minimum": 1},
-                    "edges": {
-                        "type": ["array", "null"], "items": _MAGNITUDE, "maxItems": MAX_CODES + 2,
-                    },
-                    "integer": {"type": ["boolean", "null"]},
-                    "datetime_format": {"type": ["string", "null"], "maxLength": 64},
-                    "missing": {"type": ["boolean", "null"]},
-                    "exclude": {"type": "boolean"},
-                    "reason": {"type": "string", "maxLength": MAX_NAME},
-                    "decimals": {"type": ["integer", "null"]},
-                    "identifier": {"type": ["boolean", "null"]},
-                },
-            },
-        },
+        "columns": {"type": "array", "maxItems": MAX_DECLARED_COLUMNS},
         "rules": {"type": ["array", "null"], "maxItems": MAX_DECLARED_COLUMNS},
     },
-}  # fmt: skip
+}
 
 #: a domain file: each column's number of integer codes, or its list of categories
 DOMAIN_FILE: dict[str, Any] = {
@@ -247,25 +244,28 @@ DOMAIN_FILE: dict[str, Any] = {
 
 _VALIDATORS = {
     id(schema): Draft202012Validator(schema)
-    for schema in (MANIFEST, LEDGER, MODEL, SCHEMA_FILE, DOMAIN_FILE)
+    for schema in (MANIFEST, LEDGER, MODEL, SCHEMA_COLUMN, SCHEMA_FILE, DOMAIN_FILE)
 }
 
 
-def check_file(instance: object, schema: Mapping[str, Any], what: str, fix: str = "") -> None:
+def check_file(
+    instance: object, schema: Mapping[str, Any], what: str, fix: str = "", whole: str = "the file"
+) -> None:
     """Refuse ``instance`` (parsed JSON) unless it has the shape ``schema`` declares: an
     :class:`InputError` line that names ``what`` ("its manifest", "the schema"), the field,
-    what is wrong with it, and ``fix`` (what to do) when given."""
+    what is wrong with it, and ``fix`` (what to do) when given. ``whole``: how the message
+    names ``instance`` itself when the problem is in no one field."""
     validator = _VALIDATORS.get(id(schema)) or Draft202012Validator(schema)
     error = best_match(validator.iter_errors(instance))
     if error is not None:
-        raise InputError(f"{what}: {describe(error)}" + (f"; {fix}" if fix else ""))
+        raise InputError(f"{what}: {describe(error, whole)}" + (f"; {fix}" if fix else ""))
 
 
-def describe(error: ValidationError) -> str:
+def describe(error: ValidationError, whole: str = "the file") -> str:
     """One short line for a validation error: the field's path and the problem, with the
     value shown in at most 40 characters (a schema's messages quote it whole)."""
     path = field_path(error)
-    where = "the file" if not path else f"the field {path}"
+    where = whole if not path else f"the field {path}"
     value = _short(error.instance)
     rule = error.validator
     if "description" in error.schema:

@@ -931,6 +931,24 @@ BUNDLE_REFUSED = [
         ("its manifest: the field model is a list of 1 items, not of type string or null", REFETCH),
     ),
     Refused(
+        "bundle: manifest version as text",
+        generate(
+            bundle=edited_json(
+                "ledger.json", lambda ledger: None, manifest_edit=set_in(("version",), "2")
+            )
+        ),
+        ('its manifest\'s version is "2", not a whole number', REFETCH),
+    ),
+    Refused(
+        "bundle: manifest version 0",
+        generate(
+            bundle=edited_json(
+                "ledger.json", lambda ledger: None, manifest_edit=set_in(("version",), 0)
+            )
+        ),
+        ("its manifest's version is 0", REFETCH),
+    ),
+    Refused(
         "bundle: manifest hash is a number",
         generate(
             bundle=edited_json(
@@ -1117,7 +1135,7 @@ DECLARATION_REFUSED = [
     Refused(
         "schema: a category that is a list",
         declared("schema", schema_of(categorical(["red", ["green"]]))),
-        ("column 'colour': a category must be text, a number or true/false", "list"),
+        ("schema column 'colour': the field categories[1] is a list of 1 items, not of type",),
     ),
     Refused(
         "schema: nested 100,000 deep",
@@ -1298,19 +1316,19 @@ DECLARATION_REFUSED = [
         "schema: bounds near the float limit",
         declared("schema", schema_of(categorical(COLOURS), numeric(lower=-1.7e308, upper=1.7e308))),
         (
-            "the schema: the field columns[1].upper is 1.7e+308, above the largest value allowed",
+            "schema column 'size': the field upper is 1.7e+308, above the largest value allowed",
             "privsyn schema infer",
         ),
     ),
     Refused(
         "schema: bounds beyond 64-bit whole numbers",
         declared("schema", schema_of(categorical(COLOURS), numeric(lower=0, upper=1e30))),
-        ("columns[1].upper is 1e+30",),
+        ("schema column 'size': the field upper is 1e+30",),
     ),
     Refused(
         "schema: a bound as text",
         declared("schema", schema_of(categorical(COLOURS), numeric(lower="0"))),
-        ('the field columns[1].lower is "0", not of type number or null',),
+        ("schema column 'size': the field lower is \"0\", not of type number or null",),
     ),
     Refused(
         "domain: a size as text",

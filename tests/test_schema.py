@@ -372,3 +372,18 @@ def test_detect_kind(values, kind, words):
 def test_loading_a_missing_schema_file_says_so(tmp_path):
     with pytest.raises(InputError, match="no such file"):
         Schema.load(tmp_path / "nope.json")
+
+
+def test_null_fields_are_undeclared_and_bounds_stay_within_two_to_the_62():
+    """Absent and null mean the same (undeclared); a bound past 2^62 (the private range's
+    reach; whole numbers are written as 64-bit integers) is refused naming column and field."""
+    nulls = {"name": "flipper", "kind": "numeric", "lower": None, "upper": None, "bins": None}
+    assert Schema.from_json(schema_json(nulls)).columns[0].lower is None
+    for bound in (2.0**63, 1e30, -1.7e308):
+        column = {"name": "flipper", "kind": "numeric", "lower": -1, "upper": abs(bound)}
+        with pytest.raises(InputError, match="schema column 'flipper': the field upper is"):
+            Schema.from_json(schema_json(column))
+    fits = {"name": "flipper", "kind": "numeric", "lower": -(2.0**62), "upper": 2.0**62}
+    assert Schema.from_json(schema_json(fits)).columns[0].upper == 2.0**62
+    with pytest.raises(InputError, match="2\\^62"):  # built in code, not read from a file
+        ColumnSchema("flipper", "numeric", lower=0, upper=1e30)

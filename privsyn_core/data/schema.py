@@ -60,7 +60,7 @@ from privsyn_core.data.values import (
     written_decimals,
 )
 from privsyn_core.errors import InputError
-from privsyn_core.file_schemas import SCHEMA_FILE, check_file
+from privsyn_core.file_schemas import SCHEMA_COLUMN, SCHEMA_FILE, check_file
 from privsyn_core.limits import MAX_MAGNITUDE, check_codes, check_pairs
 
 SCHEMA_VERSION = 1
@@ -332,7 +332,7 @@ class Schema:
     def from_json(cls, data: Any) -> Schema:
         if not isinstance(data, dict) or not isinstance(data.get("columns"), list):
             raise InputError('a schema must be a JSON object with a "columns" list')
-        check_file(data, SCHEMA_FILE, "the schema", _FIX)  # every field's type and size
+        check_file(data, SCHEMA_FILE, "the schema", _FIX)  # its parts' types and sizes
         unknown_keys = sorted(set(data) - {"version", "columns", "rules"})
         if unknown_keys:
             raise InputError(
@@ -350,6 +350,8 @@ class Schema:
         for i, entry in enumerate(data["columns"]):
             if not isinstance(entry, dict) or "name" not in entry:
                 raise InputError(f'schema column {i} needs at least a "name"')
+            named = repr(entry["name"]) if isinstance(entry["name"], str) else str(i)
+            check_file(entry, SCHEMA_COLUMN, f"schema column {named}", _FIX, whole="it")
             unknown = sorted(set(entry) - known)
             if unknown:
                 raise InputError(

@@ -576,9 +576,17 @@ def _check_manifest(manifest: Any, where: str) -> None:
             "model, so it cannot be sampled again; its synthetic.csv is still a valid release. "
             "A run made with this version writes a bundle that can"
         )
-    if not isinstance(version, int) or version > VERSION:
+    if isinstance(version, bool) or not isinstance(version, int):
+        shown = json.dumps(version)[:40]
         raise BundleError(
-            f"{where} is a release bundle of version {version!r}, newer than this PrivSyn "
+            f"{where} is damaged: its manifest's version is {shown}, not a whole number; {REFETCH}"
+        )
+    if version < 1:
+        raise BundleError(f"{where} is damaged: its manifest's version is {version}; {REFETCH}")
+    if version > VERSION:
+        shown = str(version) if version < 10**9 else f"a number of {len(str(version))} digits"
+        raise BundleError(
+            f"{where} is a release bundle of version {shown}, newer than this PrivSyn "
             f"Studio reads (version {VERSION}); upgrade privsyn-studio to sample from it"
         )
     if not isinstance(manifest.get("files"), dict):

@@ -211,7 +211,6 @@ SCHEMA_COLUMN: dict[str, Any] = {
         "missing": {"type": ["boolean", "null"]},
         "exclude": {"type": "boolean"},
         "reason": {"type": "string", "maxLength": MAX_NAME},
-        "decimals": {"type": ["integer", "null"]},
         "identifier": {"type": ["boolean", "null"]},
     },
 }
@@ -224,7 +223,6 @@ SCHEMA_FILE: dict[str, Any] = {
     "properties": {
         "version": {"type": "integer"},
         "columns": {"type": "array", "maxItems": MAX_DECLARED_COLUMNS},
-        "rules": {"type": ["array", "null"], "maxItems": MAX_DECLARED_COLUMNS},
     },
 }
 

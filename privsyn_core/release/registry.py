@@ -231,8 +231,10 @@ class Registry:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connection() as db:
             db.executescript(_SCHEMA)
-        with self._transaction() as db:
-            _migrate(db)
+            older = _written_before(db)
+        if older:  # a write lock only for a file an earlier version wrote, once
+            with self._transaction() as db:
+                _migrate(db)
 
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
@@ -469,6 +471,15 @@ def _warn_near_lifetime(status: BudgetStatus, cost: Budget) -> None:
             BudgetWarning,
             stacklevel=3,
         )
+
+
+def _written_before(db: sqlite3.Connection) -> bool:
+    """Whether the registry lacks a column of :data:`_ADDED` or an old run's delta (every
+    :class:`Registry` checks; only such a file takes the write lock of :func:`_migrate`)."""
+    for table, column, _ in _ADDED:
+        if column not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
+            return True
+    return db.execute("SELECT 1 FROM runs WHERE spent_delta IS NULL LIMIT 1").fetchone() is not None
 
 
 def _migrate(db: sqlite3.Connection) -> None:

@@ -624,6 +624,91 @@ def test_the_graph_of_a_hundred_attributes_stays_legible(server, chromium):
     user.close()
 
 
+def many_pairs_table(rows: int = 6000, seed: int = 21, n: int = 21) -> bytes:
+    """``n`` columns that each follow two of four shared latent values: at epsilon 20 the
+    selection keeps most pairs (about 150 of 210), the tangle issue 41 shows."""
+    rng = np.random.default_rng(seed)
+    latents = [rng.integers(0, 5, rows) for _ in range(4)]
+    columns = {}
+    for i in range(n):
+        a, b = latents[i % 4], latents[(i // 4) % 4]
+        keep = rng.random(rows) < 0.7
+        columns[f"attribute_{i:02d}"] = np.where(
+            keep, (a + b * (i % 3)) % 6, rng.integers(0, 6, rows)
+        )
+    return pd.DataFrame(columns).to_csv(index=False).encode()
+
+
+def edges_as_drawn(user: Session) -> dict:
+    """How many pairs the graph holds and how many it draws (not hidden)."""
+    frame = graph_frame(user)
+    return frame.evaluate(
+        """() => ({all: edges.length, drawn: edges.get().filter(e => !e.hidden).length})"""
+    )
+
+
+def test_a_graph_of_many_pairs_draws_the_strongest_and_a_control_draws_more(server, chromium):
+    user = Session(chromium, server)
+    user.upload("pairs21.csv", many_pairs_table())
+    user.page.get_by_text("Loaded pairs21.csv").wait_for(timeout=60_000)
+    user.open("Privacy")
+    user.page.get_by_label("epsilon", exact=True).fill("20")
+    user.page.get_by_label("epsilon", exact=True).press("Enter")
+    user.idle()
+    synthesised(user, 20)
+    user.open("Marginals")
+    first = edges_as_drawn(user)
+    assert first["all"] >= 120, first  # the table selects most of its 210 pairs
+    assert first["drawn"] == 40, first
+    drawn = graph_as_drawn(user)
+    assert drawn["nodes"] == 21 and drawn["visible"] == 21
+    assert_labels_apart(drawn)
+    legend = graph_frame(user).evaluate("document.getElementById('legend').textContent")
+    assert f"Showing 40 of the {first['all']} measured pairs" in legend
+    # clicking an attribute shows every one of its pairs, hidden ones included
+    frame = graph_frame(user)
+    target = frame.evaluate(
+        """() => {
+        const id = nodes.getIds().find(id =>
+            edges.get().some(e => e.hidden && (e.from === id || e.to === id)));
+        const p = network.canvasToDOM(network.getPositions([id])[id]);
+        return {id: id, x: p.x, y: p.y};
+    }"""
+    )
+    tap(frame, target["x"], target["y"])
+    frame.wait_for_function("(id) => network.getSelectedNodes()[0] === id", arg=target["id"])
+    mine_hidden = frame.evaluate(
+        """(id) => edges.get().filter(e => (e.from === id || e.to === id) && e.hidden).length""",
+        target["id"],
+    )
+    assert mine_hidden == 0
+    tap(frame, 3, 3)
+    frame.wait_for_function("edges.get().filter(e => !e.hidden).length === 40")
+    user.page.get_by_role("heading", name="Dependency graph").evaluate(
+        "e => e.scrollIntoView({block: 'start'})"
+    )
+    user.page.wait_for_timeout(500)
+    user.shot("marginals-pairs-40.png")
+    # the control draws more: End moves the slider to every pair
+    thumb = user.page.get_by_role("slider", name="Pairs drawn")
+    thumb.focus()
+    thumb.press("End")
+    user.idle()
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            now = edges_as_drawn(user)
+        except PlaywrightError:  # the iframe is being replaced
+            now = {"drawn": -1}
+        if now["drawn"] == first["all"]:
+            break
+        user.page.wait_for_timeout(200)
+    assert now["drawn"] == first["all"], now
+    assert_labels_apart(graph_as_drawn(user))
+    user.assert_offline()
+    user.close()
+
+
 def synthesised(user: Session, iterations: int) -> Session:
     """``user`` after a run of the Run page's default table with ``iterations``."""
     user.open("Run")

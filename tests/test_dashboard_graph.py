@@ -14,16 +14,21 @@ import pytest
 
 from dashboard.views.marginals_graph import (
     CIRCLE_AT_MOST,
+    DEFAULT_PAIRS_DRAWN,
     EDGE_WIDTH_RANGE,
     LAYOUT_WIDTH,
     NODE_SIZE_RANGE,
     ORIGIN_COLOURS,
+    backbone,
+    default_pairs_drawn,
     dependency_groups,
     graph_page,
     label_boxes,
     layout,
     node_radii,
     overlapping,
+    pairs_in_view,
+    pairs_ranked,
 )
 from privsyn_core.generation.synthesis import SelectedMarginal
 
@@ -286,3 +291,88 @@ def test_a_label_box_covers_its_dot_and_the_text_under_it():
     assert x1 - x0 >= 2 * radii["x"], "a short label: the dot sets the width"
     assert overlapping({"a": (0, 0, 10, 10), "b": (10, 0, 20, 10)}) == [], "touching is apart"
     assert overlapping({"a": (0, 0, 10, 10), "b": (9, 9, 20, 20)}) == [("a", "b")]
+
+
+def many_pairs(n: int = 21, seed: int = 4, tree: bool = False):
+    """``n`` attributes with most pairs selected (130 of 210 at 21): a chain of strong
+    dependencies, the rest noise-sized; with ``tree``, the chain is what tree-first measured."""
+    rng = np.random.default_rng(seed)
+    edges = []
+    for i in range(n):
+        for j in range(i + 1, n):
+            chain = j == i + 1
+            if chain or rng.random() < 0.6:
+                strength = float(rng.normal(6000, 500)) if chain else float(rng.normal(0, 1500))
+                edges.append((i, j, strength, "tree" if chain and tree else "selected"))
+    return described(n, edges, names=long_names(n, seed))
+
+
+def drawn_edges(page: str) -> list[dict]:
+    return [e for e in data_sets(page)[1] if not e.get("hidden")]
+
+
+def test_the_backbone_joins_every_attribute_by_its_strongest_pairs():
+    graph, marginals = many_pairs()
+    spine = backbone(graph, marginals)
+    assert len(spine) == graph.number_of_nodes() - 1
+    assert nx.is_tree(nx.Graph(spine))
+    names = list(graph.nodes)
+    chain = {frozenset((names[i], names[i + 1])) for i in range(len(names) - 1)}
+    assert {frozenset(e) for e in spine} == chain, "the strong chain is the maximum tree"
+    ranked = pairs_ranked(graph, marginals)
+    assert len(ranked) == graph.number_of_edges() == len({frozenset(e) for e in ranked})
+    rest = [graph.edges[e]["indif"] for e in ranked[len(spine) :]]
+    assert rest == sorted(rest, reverse=True), "after the backbone, strongest first"
+
+
+def test_where_tree_first_ran_its_tree_is_the_backbone_even_when_weaker():
+    graph, marginals = many_pairs(tree=True)
+    names = list(graph.nodes)
+    weak = (names[0], names[1])
+    graph.edges[weak]["indif"] = -50.0  # a tree pair whose noisy score came out low
+    spine = {frozenset(e) for e in backbone(graph, marginals)}
+    assert frozenset(weak) in spine
+    assert spine == {frozenset(m.attributes) for m in marginals if m.origin == "tree"}
+
+
+def test_the_first_view_draws_at_most_forty_pairs_and_hides_the_rest():
+    graph, marginals = many_pairs()
+    assert graph.number_of_edges() >= 120
+    count = default_pairs_drawn(graph, marginals)
+    assert count == DEFAULT_PAIRS_DRAWN
+    page = graph_page(graph, marginals, count).html
+    _, edges, _ = data_sets(page)
+    assert len(edges) == graph.number_of_edges(), "every pair is in the page, for clicks"
+    assert len(drawn_edges(page)) == count
+    legend = re.search(r'<div id="legend".*?</div>', page, re.S).group(0)
+    assert f"Showing {count} of the {graph.number_of_edges()} measured pairs" in legend
+    assert "Grey dots" not in legend and "in no measured pair" not in legend, "no lone dot"
+    positions = layout(pairs_in_view(graph, marginals, count))
+    assert overlapping(label_boxes(graph, positions)) == []
+    # the layout follows what is drawn: a drawn pair sits closer than a hidden one
+    shown = pairs_in_view(graph, marginals, count)
+    xy = {n: np.array(p) for n, p in positions.items()}
+    near = np.median([np.linalg.norm(xy[a] - xy[b]) for a, b in shown.edges])
+    hidden = [e for e in graph.edges if not shown.has_edge(*e)]
+    far = np.median([np.linalg.norm(xy[a] - xy[b]) for a, b in hidden])
+    assert near < 0.8 * far, (near, far)
+
+
+def test_a_small_selection_is_drawn_whole_and_a_long_tree_is_never_cut():
+    graph, marginals = described(4, [(0, 1, 5.0, "selected"), (2, 3, 9.0, "selected")])
+    assert default_pairs_drawn(graph, marginals) == 2
+    legend = re.search(r'<div id="legend".*?</div>', graph_page(graph, marginals, 2).html, re.S)
+    assert "Showing" not in legend.group(0)
+    graph, marginals = many_pairs(n=60, tree=True)
+    assert default_pairs_drawn(graph, marginals) == 59, "the whole tree, past forty"
+
+
+def test_the_key_shows_the_light_dot_only_for_attributes_in_no_pair():
+    graph, marginals = described(3, [(0, 1, 5.0, "selected")])
+    nodes, _, _ = data_sets(graph_page(graph, marginals).html)
+    colours = {n["label"]: n["color"] for n in nodes}
+    assert colours["col_002"] != colours["col_000"] == colours["col_001"]
+    page = graph_page(graph, marginals).html
+    legend = re.search(r'<div id="legend".*?</div>', page, re.S).group(0)
+    assert "in no measured pair" in legend and colours["col_002"] in legend
+    assert colours["col_000"] in legend

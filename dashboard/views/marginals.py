@@ -15,7 +15,7 @@ __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 from .. import records, release_downloads, state
 from ..charts import indif_heatmap, selection_summary
 from ..state import session
-from .marginals_graph import graph_page
+from .marginals_graph import default_pairs_drawn, graph_page
 
 st.title("Marginals")
 finished = state.finished_or_stop(
@@ -71,14 +71,31 @@ else:
 st.subheader("Dependency graph of the measured marginals")
 state.dp_badge()
 st.caption(
-    "Dots are attributes, lines join attributes measured together; the legend above the "
-    "drawing says what widths and colours mean. Hover a dot or line for sizes, rho, sigma and "
-    "cells; click a dot to keep only its marginals in view. Each group is a connected component; "
-    "with separate-and-join on, GUM synthesises each on its own (paper section 5.3)."
+    "Dots are attributes, lines join attributes measured together; the key above the drawing "
+    "says what widths and colours mean. Hover a dot or line for sizes, rho, sigma and cells; "
+    "click a dot to see all its marginals. Each group is a connected component; with "
+    "separate-and-join on, GUM synthesises each on its own (paper section 5.3)."
 )
-html_key = ("graph_html", finished.fingerprint, id(result))
+graph = result.graph
+measured = graph.number_of_edges()
+count = default_pairs_drawn(graph, result.marginals)
+if measured > count:
+    count = st.slider(
+        "Pairs drawn",
+        min_value=1,
+        max_value=measured,
+        value=count,
+        key=f"pairs_drawn_{finished.run_id}",
+        help=(
+            f"This run measured {measured} pairs; drawing them all makes a tangle. The graph "
+            "first draws the backbone (the tree tree-first selection measured, or a tree of "
+            "the strongest dependencies), then the strongest other pairs. Move right to draw "
+            "more. Clicking an attribute shows all its pairs whatever is set here."
+        ),
+    )
+html_key = ("graph_html", finished.fingerprint, id(result), count)
 if session.graph_key != html_key:
-    session.graph_page = graph_page(result.graph, result.marginals)
+    session.graph_page = graph_page(graph, result.marginals, count)
     session.graph_key = html_key
 page = session.graph_page
 st.iframe(page.html, height=page.height)

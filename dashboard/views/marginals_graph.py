@@ -21,7 +21,13 @@ Readability choices, each because the previous force-directed page failed a read
 * Edges are straight; width follows the noisy InDif of the pair (paper section 4.1), colour the
   origin of the marginal that holds it (Algorithm 1 pair, Algorithm 2 combined clique, or the
   link of an otherwise isolated attribute). The legend sits inside the page, above the canvas.
-* Selecting (clicking) a node dims everything that is not one of its marginals.
+* A table with many selected pairs draws only some of them (:func:`pairs_in_view`): the
+  backbone first (the tree that tree-first selection measured, or else the spanning tree of
+  the strongest noisy InDif), then the strongest other pairs, up to a count the reader
+  chooses. The layout is computed on what is drawn, so attributes joined by a drawn line sit
+  near each other; the other pairs are in the page, hidden.
+* Selecting (clicking) a node shows all its pairs, drawn or hidden, and dims everything that
+  is not one of its marginals.
 
 pyvis's "in_line" mode embeds vis-network, but its template still adds Bootstrap tags from a
 CDN; they are stripped so the page makes no request outside the app. Every text from the
@@ -63,6 +69,9 @@ GROUP_GAP = 60.0
 BLOCK_GAP = 56.0
 FLOW_GAP = 28.0
 CROWDED_EDGES = 150
+#: at most this many lines at first view (past the backbone): 40 strong lines read, a hundred
+#: crossing ones do not
+DEFAULT_PAIRS_DRAWN = 40
 BETWEEN_GROUPS_ALPHA = 0.07
 EDGE_WIDTH_RANGE = (1.5, 9.0)
 
@@ -79,6 +88,8 @@ ORIGIN_LEGEND = {
     "isolated": "isolated link (an attribute no selected pair covered)",
 }
 NODE_COLOUR = "#4d4d4d"
+#: a line hidden until one of its attributes is clicked, then drawn in its origin's colour
+HIDDEN_EDGE = {"hidden": True}
 #: behind every label, so the lines that cross it do not run through its letters
 LABEL_BACKGROUND = "rgba(255,255,255,0.8)"
 LONE_NODE_COLOUR = "#bdbdbd"
@@ -99,6 +110,66 @@ def edge_origin(a: str, b: str, marginals: tuple[SelectedMarginal, ...]) -> str:
         if origin in origins:
             return origin
     return "selected"
+
+
+def _strength(graph: nx.Graph, edge: tuple[str, str]) -> float:
+    indif = float(graph.edges[edge].get("indif", 0.0))
+    return indif if math.isfinite(indif) else -math.inf
+
+
+def backbone(graph: nx.Graph, marginals: tuple[SelectedMarginal, ...]) -> list[tuple[str, str]]:
+    """The pairs that hold the drawing together, strongest first.
+
+    Where tree-first selection ran, the tree it measured first (its pairs' origin is
+    ``tree``); otherwise the maximum spanning forest of the measured pairs weighted by their
+    noisy InDif (Chow and Liu's tree, the structure PrivSyn's selection starts from in
+    spirit, paper section 4.2). Either way every attribute in some pair is joined to the
+    rest by its strongest dependency. Public: it reads only the DP scores and the selection.
+    """
+    tree = [
+        (a, b)
+        for a, b in graph.edges
+        if any(m.origin == "tree" and {a, b} <= set(m.attributes) for m in marginals)
+    ]
+    if not tree:
+        weighted = nx.Graph()
+        weighted.add_nodes_from(graph.nodes)
+        weighted.add_edges_from((a, b, {"w": _strength(graph, (a, b))}) for a, b in graph.edges)
+        tree = list(nx.maximum_spanning_edges(weighted, weight="w", data=False))
+    return sorted(tree, key=lambda e: (-_strength(graph, e), str(e)))
+
+
+def pairs_ranked(graph: nx.Graph, marginals: tuple[SelectedMarginal, ...]) -> list[tuple[str, str]]:
+    """Every measured pair in the order the drawing adds them: the backbone, then the
+    others by noisy InDif, strongest first (ties in the table's column order)."""
+    spine = backbone(graph, marginals)
+    taken = {frozenset(e) for e in spine}
+    order = {node: i for i, node in enumerate(graph.nodes)}
+    rest = sorted(
+        (e for e in graph.edges if frozenset(e) not in taken),
+        key=lambda e: (-_strength(graph, e), sorted((order[e[0]], order[e[1]]))),
+    )
+    return spine + rest
+
+
+def default_pairs_drawn(graph: nx.Graph, marginals: tuple[SelectedMarginal, ...]) -> int:
+    """How many pairs the first view draws: ``DEFAULT_PAIRS_DRAWN``, or the whole backbone
+    where it is longer (a tree over 100 attributes has 99 pairs), or all when fewer."""
+    return min(graph.number_of_edges(), max(DEFAULT_PAIRS_DRAWN, len(backbone(graph, marginals))))
+
+
+def pairs_in_view(
+    graph: nx.Graph, marginals: tuple[SelectedMarginal, ...], count: int | None
+) -> nx.Graph:
+    """The graph as drawn: every attribute, and the first ``count`` pairs of
+    :func:`pairs_ranked` (all of them when ``count`` is None)."""
+    ranked = pairs_ranked(graph, marginals)
+    shown = nx.Graph()
+    shown.add_nodes_from(graph.nodes(data=True))
+    shown.add_edges_from(
+        (a, b, graph.edges[a, b]) for a, b in (ranked if count is None else ranked[:count])
+    )
+    return shown
 
 
 def dependency_groups(graph: nx.Graph) -> dict[str, int]:
@@ -548,13 +619,18 @@ def _scale(value: float, low: float, high: float, lo: float, hi: float) -> float
     return lo + (hi - lo) * (value - low) / (high - low)
 
 
-def graph_page(graph: nx.Graph, marginals: tuple[SelectedMarginal, ...]) -> GraphPage:
+def graph_page(
+    graph: nx.Graph, marginals: tuple[SelectedMarginal, ...], count: int | None = None
+) -> GraphPage:
+    """The page that draws ``graph``: the first ``count`` pairs of :func:`pairs_ranked` as
+    lines (all when None), the others hidden until one of their attributes is clicked."""
     from pyvis.network import Network  # imports IPython: load only when drawing
 
-    groups = dependency_groups(graph)
-    radii = node_radii(graph)
-    positions = layout(graph, groups, radii)
-    boxes = list(label_boxes(graph, positions, radii).values()) or [(0.0, 0.0, 0.0, 0.0)]
+    shown = pairs_in_view(graph, marginals, count)
+    groups = dependency_groups(shown)
+    radii = node_radii(shown)
+    positions = layout(shown, groups, radii)
+    boxes = list(label_boxes(shown, positions, radii).values()) or [(0.0, 0.0, 0.0, 0.0)]
     tall = max(b[3] for b in boxes) - min(b[1] for b in boxes)
     # as tall as the drawing, so the fit (the script's, to the dots and labels) is near 1:1 on
     # a page as wide as the layout: the page scrolls, the labels keep their size
@@ -576,7 +652,7 @@ def graph_page(graph: nx.Graph, marginals: tuple[SelectedMarginal, ...]) -> Grap
         )
     indifs = [float(d.get("indif", 0.0)) for _, _, d in graph.edges(data=True)]
     lo_i, hi_i = min(indifs, default=0.0), max(indifs, default=0.0)
-    crowded = graph.number_of_edges() > CROWDED_EDGES  # let labels and heavy edges show through
+    crowded = shown.number_of_edges() > CROWDED_EDGES  # let labels and heavy edges show through
     for a, b, data in graph.edges(data=True):
         holders = [m for m in marginals if a in m.attributes and b in m.attributes]
         origin = edge_origin(a, b, marginals)
@@ -595,14 +671,22 @@ def graph_page(graph: nx.Graph, marginals: tuple[SelectedMarginal, ...]) -> Grap
             ),
             color=_translucent(ORIGIN_COLOURS[origin], crowded, between=groups[a] != groups[b]),
             origin=origin,
+            **({} if shown.has_edge(a, b) else HIDDEN_EDGE),
         )
     network.set_options(json.dumps(_OPTIONS))
     page = _CDN_TAG.sub("", network.generate_html(notebook=False))
-    origins = {edge_origin(a, b, marginals) for a, b in graph.edges}
-    grouped = any(len(c) > CIRCLE_AT_MOST for c in nx.connected_components(graph))
-    page = page.replace("<body>", "<body>" + _legend(origins, grouped), 1)
+    grouped = any(len(c) > CIRCLE_AT_MOST for c in nx.connected_components(shown))
+    key = Legend(
+        origins=frozenset(edge_origin(a, b, marginals) for a, b in shown.edges),
+        grouped=grouped,
+        drawn=shown.number_of_edges(),
+        measured=graph.number_of_edges(),
+        tree=any(m.origin == "tree" for m in marginals),
+        alone=any(graph.degree[n] == 0 for n in graph.nodes),
+    )
+    page = page.replace("<body>", "<body>" + key.html(), 1)
     page = page.replace("</body>", _SCRIPT + "</body>", 1)
-    return GraphPage(html=page, height=canvas + 90)
+    return GraphPage(html=page, height=canvas + 90 + (22 if key.drawn < key.measured else 0))
 
 
 def _translucent(colour: str, crowded: bool, *, between: bool = False) -> str:
@@ -613,34 +697,64 @@ def _translucent(colour: str, crowded: bool, *, between: bool = False) -> str:
     return f"rgba({r},{g},{b},{BETWEEN_GROUPS_ALPHA if between else 0.3})"
 
 
-def graph_html(graph: nx.Graph, marginals: tuple[SelectedMarginal, ...]) -> str:
-    return graph_page(graph, marginals).html
-
-
-def _legend(origins: set[str], grouped: bool = False) -> str:
-    """The key to the edge colours the drawing uses (a colour it does not use would send
-    people looking for it), then what widths, dots and (in a big drawing) circles mean."""
-    swatches = "".join(
-        f'<span style="margin-right:18px;white-space:nowrap">'
-        f'<span style="display:inline-block;width:26px;height:5px;background:{ORIGIN_COLOURS[o]};'
-        f'vertical-align:middle;margin-right:6px"></span>{text}</span>'
-        for o, text in ORIGIN_LEGEND.items()
-        if o in origins
-    )
-    key = f"{swatches}<br>" if swatches else ""
-    groups = (
-        "Each small circle is a group of attributes that depend strongly on each other; "
-        "faint lines join groups, and the attributes in the rows below the circles belong "
-        "to none. "
-        if grouped
-        else ""
-    )
+def _dot(colour: str) -> str:
     return (
-        '<div id="legend" style="font:14px sans-serif;color:#333;padding:4px 2px 6px">'
-        f"{key}{groups}Edge width: noisy InDif of the pair. Dot size: number of values. "
-        "Grey dots: measured alone. Click an attribute to see only its marginals; "
-        "click the background to reset.</div>"
+        f'<span style="display:inline-block;width:11px;height:11px;border-radius:50%;'
+        f'background:{colour};vertical-align:middle;margin-right:5px"></span>'
     )
+
+
+@dataclass(frozen=True)
+class Legend:
+    """The key above the drawing: only what the drawing shows (a colour it does not use would
+    send people looking for it)."""
+
+    origins: frozenset[str]
+    grouped: bool
+    drawn: int
+    measured: int
+    tree: bool
+    alone: bool
+
+    def html(self) -> str:
+        swatches = "".join(
+            f'<span style="margin-right:18px;white-space:nowrap">'
+            f'<span style="display:inline-block;width:26px;height:5px;'
+            f'background:{ORIGIN_COLOURS[o]};vertical-align:middle;margin-right:6px"></span>'
+            f"{text}</span>"
+            for o, text in ORIGIN_LEGEND.items()
+            if o in self.origins
+        )
+        dots = (
+            f'<span style="margin-right:18px;white-space:nowrap">{_dot(NODE_COLOUR)}an attribute '
+            "(size: its number of values)</span>"
+        )
+        if self.alone:
+            dots += (
+                f'<span style="white-space:nowrap">{_dot(LONE_NODE_COLOUR)}an attribute in no '
+                "measured pair (drawn from its own counts)</span>"
+            )
+        shown = ""
+        if self.drawn < self.measured:
+            spine = "the tree measured first" if self.tree else "a tree of the strongest pairs"
+            shown = (
+                f"<b>Showing {self.drawn} of the {self.measured} measured pairs</b>: {spine}, "
+                "then the strongest others (the control above the graph sets how many). "
+            )
+        groups = (
+            "Each small circle is a group of attributes that depend strongly on each other; "
+            "faint lines join groups, and the attributes in the rows below the circles belong "
+            "to none. "
+            if self.grouped
+            else ""
+        )
+        colours = f"{swatches}<br>" if swatches else ""
+        return (
+            '<div id="legend" style="font:14px sans-serif;color:#333;padding:4px 2px 6px">'
+            f"{colours}{dots}<br>{shown}{groups}Line width: how strongly the pair depends "
+            "(its noisy InDif). Click an attribute to see all its pairs; click the background "
+            "to reset.</div>"
+        )
 
 
 _OPTIONS = {
@@ -686,16 +800,16 @@ _SCRIPT = f"""<script>
   }}
   fitTightly();
   keepLabelsLegible();  // at first view only: zooming out afterwards is the reader's choice
-  var nodeColour = {{}}, edgeColour = {{}};
+  var nodeColour = {{}}, edgeColour = {{}}, edgeHidden = {{}};
   nodes.forEach(function (n) {{ nodeColour[n.id] = n.color; }});
-  edges.forEach(function (e) {{ edgeColour[e.id] = e.color; }});
+  edges.forEach(function (e) {{ edgeColour[e.id] = e.color; edgeHidden[e.id] = !!e.hidden; }});
   function focus(params) {{
     if (!params.nodes.length) {{
       nodes.update(nodes.map(function (n) {{
         return {{id: n.id, color: nodeColour[n.id], font: {{color: "#111"}}}};
       }}));
       edges.update(edges.map(function (e) {{
-        return {{id: e.id, color: edgeColour[e.id], hidden: false}};
+        return {{id: e.id, color: edgeColour[e.id], hidden: edgeHidden[e.id]}};
       }}));
       return;
     }}
@@ -709,7 +823,8 @@ _SCRIPT = f"""<script>
     }}));
     edges.update(edges.map(function (e) {{
       var mine = e.from === chosen || e.to === chosen;
-      return {{id: e.id, color: mine ? edgeColour[e.id] : "rgba(0,0,0,0.05)"}};
+      return {{id: e.id, color: mine ? edgeColour[e.id] : "rgba(0,0,0,0.05)",
+              hidden: mine ? false : edgeHidden[e.id]}};
     }}));
   }}
   network.on("click", focus);

@@ -12,7 +12,9 @@ import plotly.graph_objects as go
 
 from privsyn_core.dependency_report import WITHIN_NOISE_SIGMAS, DependencyReport
 from privsyn_core.generation.gum import GumIterationRecord
+from privsyn_core.generation.kept import KeptTable
 from privsyn_core.generation.synthesis import SelectedMarginal
+from privsyn_core.progress import GumProgress
 from privsyn_core.selection.greedy import WELL_MEASURED_L1
 
 
@@ -264,102 +266,256 @@ def selection_summary(report: DependencyReport) -> str:
     return line + "."
 
 
-def convergence_chart(
-    history: Sequence[GumIterationRecord], iterations: int, *, live: bool = False
-) -> go.Figure:
-    """Mean and per-marginal L1 against the noisy targets, and alpha, per GUM iteration;
-    on a wide table the Markov random field's sweeps that follow GUM (``method`` "mrf") are
-    shaded and carry no alpha (their step is fixed).
+#: the convergence chart's trace groups, in plain words (the legend and the tests read these)
+CONVERGENCE_NAMES = {
+    "marginals": "each selected marginal",
+    "mean": "average of the selected marginals",
+    "table": "whole table after each iteration (picks the table kept)",
+    "kept": "the table kept",
+    "best": "closest table so far",
+    "alpha": "step size \u03b1",
+}
+_MARGINAL_GREY = "rgba(110, 110, 110, 0.3)"
+_TABLE_BLUE = "#1f6fb4"
+_KEPT_GOLD = "#f2a900"
 
-    ``live``: for a run in progress, redrawn every half second, the marginals are drawn as
-    one band from the best to the worst marginal instead of a line each: hundreds of lines
-    cost the page a good part of a second per redraw, and the band tells the same story.
+
+def convergence_chart(
+    history: Sequence[GumIterationRecord | GumProgress],
+    iterations: int,
+    *,
+    live: bool = False,
+    kept: KeptTable | None = None,
+) -> go.Figure:
+    """GUM's convergence: how far the synthetic table is from the noisy marginals, iteration
+    by iteration (counted from 1; 0 is the starting table), and the step size below.
+
+    The lines: each selected marginal's L1 error when GUM reached it (faint, one legend entry
+    for all of them), their average (the curve of the paper's Figures 10 and 11), and the
+    whole table's error after each iteration (:attr:`GumIterationRecord.table_error`), the
+    score by which GUM keeps its closest table rather than its last. ``kept`` (a finished
+    run) marks the table returned; while a run is ``live`` the closest table so far is
+    marked instead. Below, on its own small axis, the step size alpha (paper 5.3); on a wide
+    table the Markov random field's sweeps that follow GUM (``method`` "mrf") are shaded and
+    carry no alpha (their step is fixed).
+
+    The marginals are one trace with gaps between them, not a trace each: hundreds of traces
+    cost the page a good part of a second per redraw while a run is watched live.
     """
-    traces = []
+    from plotly.subplots import make_subplots
+
+    figure = make_subplots(
+        rows=2, cols=1, shared_xaxes=True, row_heights=[0.8, 0.2], vertical_spacing=0.05
+    )
+    last = 0
+    start = None if kept is None else kept.start_score
     if history:
-        # NumPy arrays and one go.Figure(data=...) call: plotly validates arrays at once, not
-        # value by value, so the figure stays cheap to rebuild while a run redraws it live
-        x = np.array([h.iteration for h in history])
+        # NumPy arrays: plotly validates arrays at once, not value by value, so the figure
+        # stays cheap to rebuild while a run redraws it live
+        x = np.array([h.iteration + 1 for h in history], dtype=float)
+        last = int(x.max())
         keys = list(history[-1].errors)
         errors = np.array(
             [[h.errors.get(key, np.nan) for h in history] for key in keys], dtype=float
         ).reshape(len(keys), len(history))
-        if live:
-            band = {"mode": "lines", "line": {"width": 0}, "hoverinfo": "skip"}
-            traces = [
-                go.Scatter(x=x, y=np.nanmin(errors, axis=0), showlegend=False, **band),
-                go.Scatter(
-                    x=x,
-                    y=np.nanmax(errors, axis=0),
-                    fill="tonexty",
-                    fillcolor="rgba(70, 130, 180, 0.25)",
-                    name="best to worst marginal",
-                    **band,
-                ),
-            ]
-        else:
-            traces = [
-                go.Scatter(
-                    x=x,
-                    y=errors[i],
-                    mode="lines",
-                    line={"width": 1},
-                    opacity=0.35,
-                    name=html.escape(" x ".join(key)),
-                    showlegend=False,
-                )
-                for i, key in enumerate(keys)
-            ]
-        traces.append(
+        gap = np.full((len(keys), 1), np.nan)  # a break between one marginal and the next
+        names = np.repeat(_safe([" \u00d7 ".join(key) for key in keys]), len(history) + 1)
+        figure.add_trace(
+            go.Scatter(
+                x=np.tile(np.append(x, np.nan), len(keys)),
+                y=np.hstack([errors, gap]).ravel(),
+                text=names,
+                mode="lines",
+                line={"width": 1, "color": _MARGINAL_GREY},
+                name=CONVERGENCE_NAMES["marginals"],
+                hovertemplate="%{text}<br>iteration %{x}: error %{y:.3f}<extra></extra>",
+            ),
+            row=1,
+            col=1,
+        )
+        figure.add_trace(
             go.Scatter(
                 x=x,
                 y=np.array([h.mean_error for h in history]),
-                mode="lines+markers",
-                name="mean L1",
+                mode="lines+markers" if len(history) <= 40 else "lines",
+                name=CONVERGENCE_NAMES["mean"],
                 line={"width": 3, "color": "black"},
-            )
+                marker={"size": 5},
+                hovertemplate="iteration %{x}: average error %{y:.4f}<extra></extra>",
+            ),
+            row=1,
+            col=1,
         )
+        table = np.array(
+            [np.nan if h.table_error is None else h.table_error for h in history], dtype=float
+        )
+        if np.isfinite(table).any():
+            tx, ty = (np.r_[0.0, x], np.r_[start, table]) if start is not None else (x, table)
+            figure.add_trace(
+                go.Scatter(
+                    x=tx,
+                    y=ty,
+                    mode="lines+markers" if len(history) <= 40 else "lines",
+                    connectgaps=True,  # the MRF's table is judged every few sweeps only
+                    name=CONVERGENCE_NAMES["table"],
+                    line={"width": 2, "color": _TABLE_BLUE},
+                    marker={"size": 5},
+                    hovertemplate="iteration %{x}: whole-table error %{y:.4f}<extra></extra>",
+                ),
+                row=1,
+                col=1,
+            )
         sweeps = np.array([_is_sweep(h) for h in history])
-        traces.append(
+        figure.add_trace(
             go.Scatter(
                 x=x,
                 y=np.where(sweeps, np.nan, np.array([h.alpha for h in history])),
                 mode="lines",
-                name="alpha",
-                yaxis="y2",
-                line={"dash": "dot", "color": "firebrick"},
+                name=CONVERGENCE_NAMES["alpha"],
+                line={"color": "firebrick", "width": 2},
+                hovertemplate="iteration %{x}: step size \u03b1 = %{y:.2f}<extra></extra>",
+            ),
+            row=2,
+            col=1,
+        )
+        if sweeps.any():
+            figure.add_vrect(
+                x0=float(x[sweeps].min()) - 0.5,
+                x1=float(x[sweeps].max()) + 0.5,
+                fillcolor="rgba(46, 139, 87, 0.12)",
+                line_width=0,
+                annotation_text="MRF sweeps (a Markov random field fitted to the same marginals)",
+                annotation_position="top left",
+                row=1,
+                col=1,
             )
-        )
-    figure = go.Figure(data=traces)
-    last = int(x.max()) + 1 if history else 0
-    if history and sweeps.any():
-        figure.add_vrect(
-            x0=float(x[sweeps].min()) - 0.5,
-            x1=float(x[sweeps].max()) + 0.5,
-            fillcolor="rgba(46, 139, 87, 0.12)",
-            line_width=0,
-            annotation_text="MRF sweeps (a Markov random field fitted to the same marginals)",
-            annotation_position="top left",
-        )
     # live: the room GUM may still use; finished: up to the last point, so that a run
     # that stopped early does not leave its points in a corner of an empty axis
     right = max(1, iterations, last) if live else max(4, last)
+    if history:
+        _mark_kept(figure, history, kept, start, live, right)
+    figure.update_xaxes(range=[-0.5, right + 0.5], **({"dtick": 1} if right <= 10 else {}))
+    figure.update_xaxes(
+        title={"text": "iteration (0: the starting table)", "standoff": 4}, row=2, col=1
+    )
+    top = _story_top(history, start)
+    figure.update_yaxes(
+        title="error against the noisy marginals<br>(L1: 0 = exact, lower is better)",
+        rangemode="tozero",
+        row=1,
+        col=1,
+        **({} if top is None else {"range": [0, top]}),
+    )
+    figure.update_yaxes(title="step \u03b1", range=[0, 1.15], tickvals=[0, 0.5, 1], row=2, col=1)
     figure.update_layout(
-        height=380,
-        xaxis={
-            "title": "iteration",
-            "range": [-0.5, right],
-            **({"dtick": 1} if right <= 10 else {}),
-        },
-        yaxis={"title": "L1 vs noisy target (0..2)", "rangemode": "tozero"},
-        yaxis2={"title": "alpha", "overlaying": "y", "side": "right", "range": [0, 1.05]},
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        legend={"orientation": "h"},
+        height=470,
+        margin={"l": 10, "r": 10, "t": 70, "b": 10},
+        legend={"orientation": "h", "x": 0, "xanchor": "left", "y": 1.02, "yanchor": "bottom"},
+        hovermode="closest",
     )
     return figure
 
 
-def _is_sweep(record: GumIterationRecord) -> bool:
+def _story_top(
+    history: Sequence[GumIterationRecord | GumProgress], start: float | None
+) -> float | None:
+    """The top of the error axis: room above the average's and the whole table's highest
+    points. A few marginals' errors jump far higher at their visits and would squash the
+    lines that tell the story into the bottom fifth (plotly's double-click shows them all);
+    None, plotly's own range, when there is nothing to go by."""
+    lines = [h.mean_error for h in history]
+    lines += [h.table_error for h in history if h.table_error is not None]
+    lines += [] if start is None else [start]
+    finite = [v for v in lines if math.isfinite(v)]
+    if not finite or max(finite) <= 0:
+        return None
+    return 1.4 * max(finite)
+
+
+def _mark_kept(
+    figure: go.Figure,
+    history: Sequence[GumIterationRecord | GumProgress],
+    kept: KeptTable | None,
+    start: float | None,
+    live: bool,
+    right: float,
+) -> None:
+    """A star (and a dotted line) at each step whose table the run returned, or, while it is
+    live, at the closest table so far; on the whole-table line, else on the average."""
+    if kept is not None:
+        made = [p for p in kept.parts if p.source != "independent"]
+        steps = sorted({p.at for p in made})
+        name = CONVERGENCE_NAMES["kept"]
+        labels = [
+            f"kept: {kept.step_name(at)}"
+            if kept.at is not None
+            else f"kept for {sum(p.at == at for p in made)} of {len(kept.parts)} parts: "
+            f"{kept.step_name(at)}"
+            for at in steps
+        ]
+    elif live and history and history[-1].kept and len(set(history[-1].kept)) == 1:
+        steps = [history[-1].kept[0]]
+        name = CONVERGENCE_NAMES["best"]
+        labels = [f"closest so far: {'the start' if steps[0] == 0 else f'iteration {steps[0]}'}"]
+    else:
+        return
+    by_step = {h.iteration + 1: h for h in history}
+    ys = []
+    for at in steps:
+        record = by_step.get(at)
+        if at == 0:
+            ys.append(start)
+        elif record is None:
+            ys.append(None)
+        else:
+            ys.append(record.mean_error if record.table_error is None else record.table_error)
+    shown = [
+        (at, y, label)
+        for at, y, label in zip(steps, ys, labels, strict=True)
+        if y is not None and math.isfinite(y)
+    ]
+    if not shown:
+        return
+    figure.add_trace(
+        go.Scatter(
+            x=[at for at, _, _ in shown],
+            y=[y for _, y, _ in shown],
+            mode="markers",
+            marker={
+                "symbol": "star",
+                "size": 18,
+                "color": _KEPT_GOLD,
+                "line": {"color": "black", "width": 1},
+            },
+            name=name,
+            text=[label for _, _, label in shown],
+            hovertemplate="%{text}<br>whole-table error %{y:.4f}<extra></extra>",
+        ),
+        row=1,
+        col=1,
+    )
+    for at, y, label in shown:
+        figure.add_vline(x=at, line={"dash": "dot", "color": _KEPT_GOLD, "width": 1.5})
+        # near either end of the axis the label leans inwards, so that it is never cut off
+        lean = "right" if at > 0.7 * right else "left" if at < 0.3 * right else "center"
+        figure.add_annotation(
+            x=at,
+            y=y,
+            xref="x",
+            yref="y",
+            text=f"<b>{label}</b>",
+            showarrow=True,
+            arrowhead=0,
+            xanchor=lean,
+            ax={"right": -24, "left": 24, "center": 0}[lean],
+            ay=-34,
+            bgcolor="rgba(255, 255, 255, 0.85)",
+            bordercolor=_KEPT_GOLD,
+            font={"color": "#222"},
+        )
+
+
+def _is_sweep(record: GumIterationRecord | GumProgress) -> bool:
     """Whether a history record is an MRF sweep rather than a GUM iteration."""
     return record.method == "mrf"
 

@@ -352,6 +352,8 @@ def _synthesize(args: argparse.Namespace) -> int:
             f"guarantee {ledger.unit.words}",
             file=sys.stderr,
         )
+        if result.kept is not None:
+            print(f"GUM: {result.kept.words()}", file=sys.stderr)
         if registry is not None:
             total = registry.budget(dataset).committed
             epsilon, delta = total.stated(args.delta)
@@ -498,6 +500,9 @@ def _generate(args: argparse.Namespace) -> int:
             + ("seed " + str(args.seed) if args.seed is not None else "no seed"),
             file=sys.stderr,
         )
+        if drawn.kept is not None:
+            first = " (the first block's)" if drawn.blocks > 1 else ""
+            print(f"GUM{first}: {drawn.kept.words()}", file=sys.stderr)
         if "not for release" in ledger.randomness:
             print(
                 "privsyn: note: the bundle's measurements used debug-mode noise (a seed): "

@@ -73,6 +73,13 @@ class GumProgress:
     #: "gum", or "mrf" for a sweep of the Markov random field that follows GUM on wide
     #: tables (``synthesis="auto"``)
     method: str = "gum"
+    #: the whole table's error after the iteration, the score that picks the table GUM
+    #: returns (:attr:`~privsyn_core.generation.gum.GumIterationRecord.table_error`)
+    table_error: float | None = None
+    #: the step each part of the table would return from if the run ended now (counted
+    #: from 1, 0 the starting table; see
+    #: :attr:`~privsyn_core.generation.gum.GumIterationRecord.kept`)
+    kept: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -148,7 +148,7 @@ def test_the_convergence_chart_shades_the_mrf_sweeps_and_shows_every_iteration()
     """On a wide table GUM's iterations are followed by the MRF's sweeps: the chart's x axis
     reaches the last of them, their span is shaded and named, and alpha (GUM's step) is
     drawn for GUM's iterations only."""
-    from dashboard.charts import convergence_chart
+    from dashboard.charts import CONVERGENCE_NAMES, convergence_chart
     from privsyn_core.generation.gum import GumIterationRecord
 
     errors = {("a", "b"): 0.2, ("b", "c"): 0.1}
@@ -158,9 +158,9 @@ def test_the_convergence_chart_shades_the_mrf_sweeps_and_shows_every_iteration()
     figure = convergence_chart(history, 10)
     assert figure.layout.xaxis.range[1] >= 48
     (shade,) = figure.layout.shapes
-    assert (shade.x0, shade.x1) == (7.5, 47.5)
+    assert (shade.x0, shade.x1) == (8.5, 48.5)  # iterations counted from 1
     assert "MRF sweeps" in figure.layout.annotations[0].text
-    (alpha,) = [t for t in figure.data if t.name == "alpha"]
+    (alpha,) = [t for t in figure.data if t.name == CONVERGENCE_NAMES["alpha"]]
     assert np.isfinite(alpha.y[:8]).all() and np.isnan(alpha.y[8:]).all()
     assert not convergence_chart(history[:8], 100).layout.shapes  # GUM alone: no shade
 
@@ -174,11 +174,108 @@ def test_a_finished_run_that_stopped_early_says_so_and_its_chart_ends_at_its_las
 
     errors = {("a", "b"): 0.2}
     one = [GumIterationRecord(0, 0.9, errors, 0.05)]
-    assert convergence_chart(one, 100).layout.xaxis.range[1] == 4
-    assert convergence_chart(one, 100, live=True).layout.xaxis.range[1] == 100
+    assert convergence_chart(one, 100).layout.xaxis.range[1] == 4.5
+    assert convergence_chart(one, 100, live=True).layout.xaxis.range[1] == 100.5
     assert iterations_done(one) == "1 GUM iteration"
     assert stopped_early(one, 100).startswith("GUM ran 1 of at most 100 iterations")
     both = one * 6 + [GumIterationRecord(6, 0.1, errors, 0.05, None, "mrf")] * 40
     assert iterations_done(both) == "6 GUM iterations and 40 MRF sweeps"
     assert stopped_early([*one] * 100, 100) == ""  # ran every iteration it could
     assert stopped_early([], 100) == ""
+
+
+def _wandering(steps: int = 6, marginals: int = 60) -> list:
+    """A run whose whole-table error falls to iteration 3 and rises again after it, with
+    ``marginals`` marginals (each of its own error)."""
+    from privsyn_core.generation.gum import GumIterationRecord
+
+    table = [0.09, 0.08, 0.076, 0.081, 0.085, 0.090][:steps]
+    keys = [(f"c{i}", f"c{i + 1}") for i in range(marginals)]
+    return [
+        GumIterationRecord(
+            t,
+            1.0,
+            {key: e * (1 + i / marginals) for i, key in enumerate(keys)},
+            0.1,
+            e,
+            kept=(min(t + 1, 3),),
+        )
+        for t, e in enumerate(table)
+    ]
+
+
+def _kept(*ats: int, iterations: int = 6):
+    from privsyn_core.generation.kept import KeptPart, KeptTable
+
+    parts = tuple(KeptPart("gum", at, 30) for at in ats)
+    return KeptTable(parts, iterations, 0, 0.076, 0.2)
+
+
+def test_the_convergence_chart_marks_the_kept_iteration_with_a_star_and_a_label():
+    """The error went down and back up: the chart says which iteration's table came out,
+    on the whole-table line whose lowest point picked it (and starts from the start)."""
+    from dashboard.charts import CONVERGENCE_NAMES, convergence_chart
+
+    figure = convergence_chart(_wandering(), 100, kept=_kept(3))
+    (star,) = [t for t in figure.data if t.name == CONVERGENCE_NAMES["kept"]]
+    assert list(star.x) == [3] and list(star.y) == [0.076]
+    assert star.marker.symbol == "star"
+    assert any("kept: iteration 3" in a.text for a in figure.layout.annotations)
+    assert {s.x0 for s in figure.layout.shapes if s.type == "line"} == {3}  # both panels
+    (table,) = [t for t in figure.data if t.name == CONVERGENCE_NAMES["table"]]
+    assert table.x[0] == 0 and table.y[0] == 0.2  # the starting table's score
+    assert float(np.nanmin(table.y)) == star.y[0]
+    # kept the starting table: the star sits at 0, on the start's score
+    start = convergence_chart(_wandering(), 100, kept=_kept(0))
+    (star,) = [t for t in start.data if t.name == CONVERGENCE_NAMES["kept"]]
+    assert list(star.x) == [0] and list(star.y) == [0.2]
+    assert any("the starting table" in a.text for a in start.layout.annotations)
+
+
+def test_parts_that_kept_different_iterations_get_a_star_each():
+    from dashboard.charts import CONVERGENCE_NAMES, convergence_chart
+
+    figure = convergence_chart(_wandering(), 100, kept=_kept(3, 5, 5))
+    (star,) = [t for t in figure.data if t.name == CONVERGENCE_NAMES["kept"]]
+    assert list(star.x) == [3, 5]
+    labels = [a.text for a in figure.layout.annotations]
+    assert any("kept for 1 of 3 parts: iteration 3" in t for t in labels)
+    assert any("kept for 2 of 3 parts: iteration 5" in t for t in labels)
+
+
+@pytest.mark.parametrize("live", [False, True])
+def test_the_legend_names_every_trace_group_and_nothing_hides_the_lines(live):
+    """Sixty marginals are one faint trace with one legend entry, the alpha schedule has its
+    own small axis with readable ticks, and no filled band covers the lines while a run is
+    watched live (the closest table so far is starred instead)."""
+    from dashboard.charts import CONVERGENCE_NAMES, convergence_chart
+
+    kept = None if live else _kept(3)
+    figure = convergence_chart(_wandering(), 100, live=live, kept=kept)
+    names = [t.name for t in figure.data]
+    star = CONVERGENCE_NAMES["best" if live else "kept"]
+    expected = [CONVERGENCE_NAMES[k] for k in ("marginals", "mean", "table", "alpha")]
+    assert sorted(names) == sorted([*expected, star])
+    assert all(t.showlegend is not False for t in figure.data)
+    (marginals,) = [t for t in figure.data if t.name == CONVERGENCE_NAMES["marginals"]]
+    assert np.isnan(marginals.y).sum() == 60  # a gap after each of the 60 marginals
+    assert "c0 \u00d7 c1" in marginals.text
+    assert not [t for t in figure.data if t.fill not in (None, "none")]
+    assert list(figure.layout.yaxis2.tickvals) == [0, 0.5, 1]
+    assert figure.layout.yaxis2.title.text == "step \u03b1"
+    assert "lower is better" in figure.layout.yaxis.title.text
+    (alpha,) = [t for t in figure.data if t.name == CONVERGENCE_NAMES["alpha"]]
+    assert alpha.yaxis == "y2"
+    if live:
+        assert any("closest so far: iteration 3" in a.text for a in figure.layout.annotations)
+
+
+def test_the_convergence_chart_escapes_marginal_names():
+    from dashboard.charts import CONVERGENCE_NAMES, convergence_chart
+    from privsyn_core.generation.gum import GumIterationRecord
+
+    history = [GumIterationRecord(0, 1.0, {("<b>x</b>", "y"): 0.1}, 0.1)]
+    (marginals,) = [
+        t for t in convergence_chart(history, 5).data if t.name == CONVERGENCE_NAMES["marginals"]
+    ]
+    assert "<b>" not in "".join(marginals.text)

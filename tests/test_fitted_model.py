@@ -239,21 +239,6 @@ def test_a_duckdb_fit_of_a_file_samples_as_the_in_memory_fit(tmp_path):
     )
 
 
-def test_the_gum_stage_says_which_table_it_kept_when_not_the_last():
-    from privsyn_core.generation.fitted import _kept
-    from privsyn_core.generation.gum import GumIterationRecord
-
-    def history(*errors):
-        return [GumIterationRecord(t, 1.0, {}, 0.1, e) for t, e in enumerate(errors)]
-
-    assert _kept(history(0.3, 0.2, 0.1), start=0.5) == ""  # the last is the best
-    assert _kept(history(0.3, 0.2, 0.25), start=0.5).endswith(
-        "kept iteration 2's table, the closest to the noisy marginals and InDif scores"
-    )
-    assert "kept the starting table (score 0.1000" in _kept(history(0.3, 0.2), start=0.1)
-    assert _kept([GumIterationRecord(0, 1.0, {}, 0.1)], start=0.1) == ""  # nothing measured
-
-
 def test_the_guard_replaces_a_table_that_independent_columns_beat_and_keeps_a_good_one():
     """Issue 22: never worse than the cheapest model, judged on DP outputs only."""
     from types import SimpleNamespace

@@ -505,3 +505,171 @@ def test_the_shared_loop_stops_on_the_plateau_a_caller_stop_or_a_cancel():
         [(records, targets)], settings, lambda *_: 0.1, lambda record: record.iteration < 2
     )
     assert not finished and len(history) == 3
+
+
+def _two_parts(rng: np.random.Generator) -> list[tuple[np.ndarray, list[GumTarget]]]:
+    """Two independent parts of a table (separate and join), each of three independent
+    columns that two correlated pair marginals pull together."""
+    n, k = 5_000, 5
+    parts = []
+    for _ in range(2):
+        records = np.vstack([shuffled_column(np.ones(k), n, rng) for _ in range(3)])
+        targets = [
+            GumTarget(("a", "b"), (0, 1), (k, k), correlated_target(k, 0.9)),
+            GumTarget(("b", "c"), (1, 2), (k, k), correlated_target(k, 0.5)),
+        ]
+        parts.append((records, targets))
+    return parts
+
+
+def test_the_kept_iteration_gum_reports_is_the_table_it_returns():
+    """Each part keeps its own closest table: the step the last record names for a part is
+    the iteration whose table comes back, and it is the part's closest table (by
+    ``table_score``) among the start and every iteration, the earliest of equals."""
+    from privsyn_core.generation.gum import table_score
+
+    rng = np.random.default_rng(0)
+    parts = _two_parts(rng)
+    tables = [[records.copy() for records, _ in parts]]  # index 0: the starting tables
+
+    def snapshot(record) -> bool:
+        tables.append([records.copy() for records, _ in parts])
+        return True
+
+    settings = GumSettings(iterations=15, patience=None, noise_floor=None)
+    history, finished = run_gum(parts, settings, rng, snapshot)
+    assert finished and len(history) == 15
+    kept = history[-1].kept
+    assert len(kept) == 2
+    # what makes this case worth testing: at least one part kept a table before the last
+    assert min(kept) < 15, kept
+    for c, (records, targets) in enumerate(parts):
+        scores = [table_score(step[c], targets, None) for step in tables]
+        assert kept[c] == int(np.argmin(scores))
+        assert np.array_equal(records, tables[kept[c]][c])
+    # each record names the closest so far: never later than itself, never going back
+    for t, record in enumerate(history):
+        assert all(at <= t + 1 for at in record.kept)
+    assert all(
+        all(a <= b for a, b in zip(h.kept, later.kept, strict=True))
+        for h, later in itertools.pairwise(history)
+    )
+
+
+def test_gum_names_no_kept_table_when_it_returns_its_last():
+    rng = np.random.default_rng(1)
+    parts = _two_parts(rng)
+    settings = GumSettings(iterations=3, patience=None, noise_floor=None, keep_best=False)
+    history, _ = run_gum(parts, settings, rng)
+    assert [h.kept for h in history] == [(), (), ()]
+
+
+def test_the_kept_table_is_named_in_words():
+    from privsyn_core.generation.kept import KeptPart, KeptTable
+
+    def kept(*ats, iterations=14, sweeps=0, score=0.0326):
+        parts = tuple(KeptPart("gum" if at <= iterations else "mrf", at, 5) for at in ats)
+        return KeptTable(parts, iterations, sweeps, score, 0.09)
+
+    middle = kept(9)
+    assert middle.at == 9 and not middle.is_last
+    assert middle.words().startswith("Kept the table from iteration 9 of 14: the lowest error")
+    assert "(0.0326, lower is better)" in middle.words()
+    assert kept(14).is_last and "the last step, iteration 14" in kept(14).words()
+    assert kept(0).words().startswith("Kept the starting table")
+    assert "MRF sweep 3" in kept(17, sweeps=40).words()
+    mixed = kept(9, 12, 12)
+    assert mixed.at is None
+    assert (
+        "3 independent parts" in mixed.words() and "iteration 9 and iteration 12" in mixed.words()
+    )
+    guarded = KeptTable((KeptPart("gum", 4), KeptPart("independent", 0)), 6, 0, 0.05, 0.1)
+    assert "1 of them independent columns" in guarded.words()
+    alone = KeptTable((KeptPart("independent", 0),), 6, 0, 0.05, 0.1)
+    assert alone.words().startswith("Kept independent columns")
+    unjudged = kept(14, score=None)
+    assert unjudged.words() == "Kept the table from the last iteration 14 (of 14)."
+
+
+def test_a_sample_reports_the_table_it_kept_with_its_score():
+    """Through the fitted model: the sample's kept step is the one its history names, and
+    its score is that step's whole-table error (one part) or the start's."""
+    import pandas as pd
+
+    from privsyn_core import PrivSyn
+    from privsyn_core.generation.fitted import SamplingSettings
+
+    rng = np.random.default_rng(3)
+    n = 4000
+    a = rng.integers(0, 4, n)
+    table = pd.DataFrame(
+        {
+            "a": a,
+            "b": np.where(rng.random(n) < 0.8, a, rng.integers(0, 4, n)),
+            "c": np.where(rng.random(n) < 0.6, a, rng.integers(0, 4, n)),
+        }
+    )
+    model = PrivSyn(1.0, 1e-6, domain={"a": 4, "b": 4, "c": 4}).fit(table, rng=rng)
+    gum = GumSettings(iterations=12, patience=None, noise_floor=None)
+    sample = model.generate(n, seed=4, settings=SamplingSettings(gum, False))
+    kept = sample.kept
+    assert kept is not None and kept.iterations == len(sample.history) == 12
+    assert kept.at == sample.history[-1].kept[0]
+    expected = kept.start_score if kept.at == 0 else sample.history[kept.at - 1].table_error
+    assert kept.score == pytest.approx(expected, rel=1e-9)
+
+
+def test_the_command_line_names_the_table_gum_kept(tmp_path, capsys):
+    """``privsyn synthesize`` ends with a line naming the iteration whose table came out."""
+    import json
+    import re
+
+    import pandas as pd
+
+    from privsyn_core.cli import main
+
+    rng = np.random.default_rng(0)
+    n = 2000
+    a = rng.integers(0, 4, n)
+    table = pd.DataFrame(  # three pairwise dependent columns: no pair is appended after GUM
+        {
+            "a": a,
+            "b": np.where(rng.random(n) < 0.8, a, rng.integers(0, 4, n)),
+            "c": np.where(rng.random(n) < 0.6, a, rng.integers(0, 4, n)),
+        }
+    )
+    csv, domain, out = tmp_path / "t.csv", tmp_path / "d.json", tmp_path / "s.csv"
+    table.to_csv(csv, index=False)
+    domain.write_text(json.dumps({"a": 4, "b": 4, "c": 4}))
+    argv = ["synthesize", str(csv), "-o", str(out), "--epsilon", "2", "--domain", str(domain)]
+    assert main([*argv, "--iterations", "6", "--seed", "3"]) == 0
+    err = capsys.readouterr().err
+    line = next(x for x in err.splitlines() if x.startswith("GUM: "))
+    named = r"GUM: Kept the (starting table|table from (the last step, )?iteration \d)"
+    assert re.match(named, line), line
+
+
+def test_the_kept_table_follows_the_mrf_and_the_guard_part_by_part():
+    """On a wide table the MRF's sweeps follow GUM's iterations and each part keeps the
+    closer table; the guard may replace a part by independent columns: the kept table says
+    which, in the history's steps."""
+    from privsyn_core.generation.fitted import _after, _kept_table
+    from privsyn_core.generation.gum import GumIterationRecord
+
+    target = GumTarget(("x", "y"), (0, 1), (2, 2), np.full(4, 0.25))
+    components = [
+        (names, np.zeros((2, 4)), [target]) for names in (["a", "b"], ["c", "d"], ["e", "f"])
+    ]
+    components.append((["z"], np.zeros((1, 4)), []))  # no targets: not a part
+    gum = [GumIterationRecord(t, 1.0, {}, 0.0, 0.1, kept=(t + 1, 1, 0)) for t in range(5)]
+    sweeps = [
+        _after(GumIterationRecord(t, 0.1, {}, 0.0, 0.1, "mrf", (t + 1, 0, 2)), 5) for t in range(4)
+    ]
+    assert sweeps[-1].iteration == 8 and sweeps[-1].kept == (9, 0, 7)
+    mrf_closer = [True, False, True, False]
+    kept = _kept_table(components, [*gum, *sweeps], 5, mrf_closer, {"e", "f"}, (0.3, 0.05))
+    assert kept is not None and (kept.iterations, kept.sweeps) == (5, 4)
+    assert [(p.source, p.at) for p in kept.parts] == [("mrf", 9), ("gum", 1), ("independent", 0)]
+    assert kept.at is None and kept.score == 0.05 and kept.start_score == 0.3
+    words = kept.words()
+    assert "MRF sweep 4" in words and "iteration 1" in words and "1 of them independent" in words

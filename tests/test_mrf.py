@@ -219,9 +219,12 @@ def test_closer_takes_per_component_the_table_nearer_the_measurements():
     for row in range(3):  # the same 1-way marginals, no pair left
         shuffled[row] = rng.permutation(shuffled[row])
     good, bad = (records.copy(), targets), (shuffled.copy(), targets)
-    assert _closer([bad], [good], [None]) == 1 and np.array_equal(bad[0], records)
+    assert _closer([bad], [good], [None]) == [True] and np.array_equal(bad[0], records)
     kept, other = (records.copy(), targets), (shuffled.copy(), targets)
-    assert _closer([kept, other], [(shuffled, targets), (records, targets)], [None, None]) == 1
+    assert _closer([kept, other], [(shuffled, targets), (records, targets)], [None, None]) == [
+        False,
+        True,
+    ]
     assert np.array_equal(kept[0], records) and np.array_equal(other[0], records)
 
 

@@ -28,6 +28,8 @@ import streamlit as st
 from privsyn_core import synthesize
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.errors import InputError
+from privsyn_core.generation.gum import GumSettings
+from privsyn_core.generation.kept import KeptTable
 from privsyn_core.release.registry import fingerprint as registry_fingerprint
 
 # Streamlit runs a page as a script, without a package: it is named after its folders
@@ -148,10 +150,52 @@ def request(config: PrivSynConfig) -> worker.RunRequest:
 
 
 def draw(
-    history: list | tuple, key: str, iterations: int | None = None, live: bool = False
+    history: list | tuple,
+    key: str,
+    iterations: int | None = None,
+    live: bool = False,
+    kept: KeptTable | None = None,
 ) -> None:
-    chart = convergence_chart(history, iterations or config.gum.iterations, live=live)
+    chart = convergence_chart(history, iterations or config.gum.iterations, live=live, kept=kept)
     st.plotly_chart(chart, key=key)
+
+
+#: the step size's letter (written as an escape: ruff flags a bare Greek alpha)
+ALPHA = "\u03b1"
+
+
+def how_to_read(gum: GumSettings, live: bool = False) -> str:
+    """The chart's lines in plain words, and the step size alpha of paper section 5.3."""
+    if gum.decay_schedule == "step":
+        schedule = (
+            f"it starts at {gum.alpha0:g} and is multiplied by {gum.decay:g} every "
+            f"{gum.decay_every} iterations"
+        )
+    elif gum.decay_schedule == "none":
+        schedule = f"it stays at {gum.alpha0:g}"
+    else:
+        schedule = f"it starts at {gum.alpha0:g} and shrinks ({gum.decay_schedule} decay)"
+    star = (
+        "The star marks the closest table so far: GUM returns its closest table, not "
+        "necessarily its last."
+        if live
+        else "The star marks the table that came out."
+    )
+    return (
+        "**How to read this chart.** GUM changes a starting table step by step until its "
+        "counts match the noisy marginals (the measured counts of the column pairs and "
+        "triples it selected). Error is the L1 distance between two tables' shares: 0 means "
+        "they match exactly, 2 that they have nothing in common. Each faint line is one "
+        "selected marginal, seen as GUM reaches it (the axis stops a little above the black "
+        "line; double-click the chart to see every faint line in full); the black line is "
+        "their average. The blue "
+        "line is the whole table after each iteration, against the noisy marginals and the "
+        "noisy dependency scores of the pairs no marginal covers: GUM keeps the table where "
+        f"it is lowest. {star} All of it is computed from the released noisy measurements, so "
+        f"choosing costs no privacy budget. **Step size {ALPHA}** (bottom strip): how far one "
+        f"update may move the table, at most {ALPHA} times the records already in a cell "
+        f"(PrivSyn paper, section 5.3); {schedule}, so that GUM settles."
+    )
 
 
 def not_ready() -> str | None:
@@ -198,6 +242,7 @@ def live_chart() -> None:
     # the x axis grows with the run (up to its iteration cap), so early iterations are legible
     shown = min(snap.iterations, max(10, len(snap.history) * 3 // 2 + 1))
     draw(snap.history, key="live", iterations=shown, live=True)
+    st.caption(how_to_read(config.gum, live=True))
 
 
 @st.fragment(run_every=WAIT_POLL)
@@ -301,13 +346,14 @@ finished = session.finished
 if finished is not None:
     result = finished.result
     st.progress(1.0, text=f"done in {finished.seconds:.1f} s")
-    draw(list(result.history), key="final")
-    # the run's own cap: the sidebar's may have changed since it started
-    planned = (
-        config.gum.iterations if result.model is None else result.model.defaults.gum.iterations
-    )
-    if note := stopped_early(result.history, planned):
+    draw(list(result.history), key="final", kept=result.kept)
+    # the run's own settings: the sidebar's may have changed since it started
+    gum = config.gum if result.model is None else result.model.defaults.gum
+    if result.kept is not None:
+        st.markdown(f"**Which table came out.** {result.kept.words()}")
+    if note := stopped_early(result.history, gum.iterations):
         st.caption(note)
+    st.caption(how_to_read(gum))
     state.dp_badge()
     st.success(
         f"Synthesised {result.n_records:,} rows from {finished.table_name} at epsilon "

@@ -82,6 +82,7 @@ from privsyn_core.generation.independence import (
     noise_pairs_message,
 )
 from privsyn_core.generation.initial import Initial, Tree, dependency_tree, initial_columns
+from privsyn_core.generation.kept import KeptPart, KeptSource, KeptTable
 from privsyn_core.generation.mcf import run_mcf
 from privsyn_core.generation.mrf import MrfSettings, run_mrf
 from privsyn_core.generation.planned import PlannedSynthesis, plan_synthesis
@@ -185,6 +186,9 @@ class Sample:
     #: GUM's iterations in each block, when there were several (``history`` is the first
     #: block's; a hundred million rows are thousands of blocks, whose histories are not kept)
     block_iterations: tuple[int, ...] = ()
+    #: which of GUM's tables came out (of the first block, like ``history``); None when GUM
+    #: had no marginal to iterate on
+    kept: KeptTable | None = None
 
     @property
     def blocks(self) -> int:
@@ -728,6 +732,7 @@ def _joined(blocks: Sequence[Sample]) -> Sample:
         first.settings,
         tuple(dict.fromkeys(a for block in blocks for a in block.independent)),
         tuple(_iterations_of(block) for block in blocks),
+        first.kept,
     )
 
 
@@ -790,22 +795,25 @@ def draw_block(
     done_before = 0  # GUM's iterations, when the MRF's sweeps follow them
 
     def on_iteration(record: GumIterationRecord) -> bool:
+        record = _after(record, done_before)
         return report.send(
             GumProgress(
-                done_before + record.iteration,
+                record.iteration,
                 planned,
                 record.alpha,
                 record.mean_error,
                 record.errors,
                 record.seconds,
                 record.method,
+                record.table_error,
+                record.kept,
             )
         )
 
     problems = [(arr, targets) for _, arr, targets in components]
     independent: list[str] = []
     judged: list[UnmeasuredPairs | None] = [None] * len(components)
-    chosen: int | None = None  # "gum+mrf": the components whose kept table is the MRF's
+    chosen: list[bool] | None = None  # "gum+mrf": each component's kept table is the MRF's
     if method == "mcf":
         start = 0.0
         history, finished = run_mcf(problems, settings.gum, rng, on_iteration)
@@ -847,10 +855,7 @@ def draw_block(
                 sweeps, finished = run_mrf(
                     starts, trees, rows, rng, on_iteration=on_iteration, unmeasured=judged
                 )
-                history = [
-                    *history,
-                    *(replace(r, iteration=done_before + r.iteration) for r in sweeps),
-                ]
+                history = [*history, *(_after(r, done_before) for r in sweeps)]
                 chosen = _closer(problems, starts, judged)
             del starts
         else:
@@ -860,6 +865,16 @@ def draw_block(
     if method != "mcf" and settings.gum.keep_best:
         # its own stream: a table the guard keeps is drawn exactly as without the guard
         independent = _guard(components, judged, model, rng.spawn(1)[0])
+    returned = _kept_table(
+        components,
+        history,
+        done_before if method == "gum+mrf" else len(history) if method != "mrf" else 0,
+        chosen,
+        set(independent),
+        (start, _start_score(problems, judged))
+        if settings.gum.keep_best and method != "mcf"
+        else None,
+    )
     for names, arr, _ in components:
         # one transposing copy: reading a record-major attribute alone streams the whole array
         columns = columns_of(arr, len(names))
@@ -869,7 +884,7 @@ def draw_block(
     if chosen is not None:
         done = (
             f"{done_before} GUM iterations and {len(history) - done_before} MRF sweeps over "
-            f"{len(gum_marginals)} marginals; kept the MRF's table in {chosen} of "
+            f"{len(gum_marginals)} marginals; kept the MRF's table in {sum(chosen)} of "
             f"{len(components)} components, GUM's in the rest (whichever is closer to the "
             "noisy marginals and InDif scores)"
         )
@@ -877,7 +892,7 @@ def draw_block(
         done = (
             f"{len(history)} {'MRF sweeps' if method == 'mrf' else 'iterations'} "
             f"over {len(gum_marginals)} marginals"
-            + _kept(history, start)
+            + ("" if returned is None or returned.is_last else f"; {_clause(returned.words())}")
             + (
                 "; GUM's table is within its noise floor, so no MRF was fitted"
                 if method == "gum+mrf" and finished
@@ -933,7 +948,62 @@ def draw_block(
         dict(report.seconds),
         settings,
         tuple(a for a in engine if a in independent),
+        kept=returned,
     )
+
+
+def _clause(sentence: str) -> str:
+    """A sentence as a clause of the stage's summary: lower case, no full stop."""
+    return sentence[:1].lower() + sentence[1:].rstrip(".")
+
+
+def _after(record: GumIterationRecord, steps: int) -> GumIterationRecord:
+    """``record`` of an MRF run that follows ``steps`` GUM iterations, its steps counted
+    on from theirs (a starting table stays 0); unchanged when ``steps`` is 0."""
+    if not steps or record.method != "mrf":
+        return record
+    kept = tuple(at + steps if at else 0 for at in record.kept)
+    return replace(record, iteration=steps + record.iteration, kept=kept)
+
+
+def _kept_table(
+    components: Sequence[tuple[list[str], np.ndarray, list[GumTarget]]],
+    history: Sequence[GumIterationRecord],
+    iterations: int,
+    mrf_chosen: Sequence[bool] | None,
+    independent: set[str],
+    scores: tuple[float, float] | None,
+) -> KeptTable | None:
+    """Which table each component with targets returned (:class:`KeptTable`): read off the
+    last record of GUM (and of the MRF) the step each one's kept table was made at, as GUM
+    recorded it; then the MRF's table where it was closer, and the guard's independent
+    columns where they replaced GUM's. ``scores``: the starting tables' score and the
+    returned table's (both :func:`_start_score`), None when GUM returned its last table."""
+    parts = [(names, len(targets)) for names, _, targets in components if targets]
+    if not parts or not history:
+        return None
+    gum = history[iterations - 1] if iterations else None
+    sweep = history[-1] if len(history) > iterations else None
+    everywhere = [True] * len(components)  # the MRF alone: its table in every component
+    chosen = [
+        c
+        for c, (_, _, targets) in zip(mrf_chosen or everywhere, components, strict=True)
+        if targets
+    ]
+    kept: list[KeptPart] = []
+    for k, (names, marginals) in enumerate(parts):
+        source: KeptSource = "gum"
+        at = iterations
+        if gum is not None and gum.kept:
+            at = gum.kept[k]
+        if sweep is not None and chosen[k]:
+            source = "mrf"
+            at = sweep.kept[k] if sweep.kept else len(history)
+        if set(names) <= independent:
+            source, at = "independent", 0
+        kept.append(KeptPart(source, at, marginals))
+    start, score = scores if scores is not None else (None, None)
+    return KeptTable(tuple(kept), iterations, len(history) - iterations, score, start)
 
 
 def _guard(
@@ -980,16 +1050,19 @@ def _closer(
     kept: Sequence[tuple[np.ndarray, Sequence[GumTarget]]],
     others: Sequence[tuple[np.ndarray, Sequence[GumTarget]]],
     judged: Sequence[UnmeasuredPairs | None],
-) -> int:
+) -> list[bool]:
     """Per component, the table of ``kept`` or ``others`` closer to the measurements
     (:func:`~privsyn_core.generation.gum.table_score`: DP outputs only), written into
-    ``kept``; how many came from ``others``. Components are drawn independently of each
+    ``kept``; whether each came from ``others``. Components are drawn independently of each
     other (paper 5.3), so each may come from either method."""
-    taken = 0
+    taken = []
     for (mine, targets), (theirs, _), pairs in zip(kept, others, judged, strict=True):
-        if targets and table_score(theirs, targets, pairs) < table_score(mine, targets, pairs):
+        closer = bool(targets) and table_score(theirs, targets, pairs) < table_score(
+            mine, targets, pairs
+        )
+        if closer:
             mine[...] = theirs
-            taken += 1
+        taken.append(closer)
     return taken
 
 
@@ -1006,22 +1079,6 @@ def _start_score(
     ]
     weight = sum(w for _, w in scored)
     return sum(s * w for s, w in scored) / weight if weight else 0.0
-
-
-def _kept(history: Sequence[GumIterationRecord], start: float) -> str:
-    """Which table GUM returned, when it kept its best and the best was not the last."""
-    measured = [h.table_error for h in history if h.table_error is not None]
-    if not measured or measured[-1] <= min(start, *measured):
-        return ""
-    if start <= min(measured):
-        return (
-            f"; kept the starting table (score {start:.4f} against the noisy marginals and "
-            "InDif scores): no iteration came closer"
-        )
-    best = int(np.argmin(measured))
-    return (
-        f"; kept iteration {best + 1}'s table, the closest to the noisy marginals and InDif scores"
-    )
 
 
 def noise_l1(model: FittedModel) -> dict[tuple[str, ...], float]:

@@ -311,6 +311,10 @@ class GumIterationRecord:
     #: "gum", or "mrf" for a sweep of :mod:`~privsyn_core.generation.mrf` (``alpha`` is then
     #: its step, and ``errors`` each target's L1 before the sweep's move)
     method: str = "gum"
+    #: the table each component with targets would return if the run ended here: the
+    #: iteration (counted from 1) of its closest table so far, 0 its starting table
+    #: (:attr:`GumSettings.keep_best`); empty when the run returns its last table
+    kept: tuple[int, ...] = ()
 
     @property
     def mean_error(self) -> float:
@@ -848,6 +852,8 @@ class PassOutcome:
 
     table_error: float | None = None
     stop: bool = False
+    #: see :attr:`GumIterationRecord.kept`
+    kept: tuple[int, ...] = ()
 
 
 def _full_step(iteration: int) -> float:
@@ -895,6 +901,7 @@ def run_passes(
             errors={components[c][1][k].attributes: e for (c, k), e in errors.items()},
             seconds=time.perf_counter() - started,
             table_error=outcome.table_error,
+            kept=outcome.kept,
         )
         history.append(record)
         if on_iteration is not None and on_iteration(record) is False:
@@ -1017,6 +1024,7 @@ class _GumPasses:
         return PassOutcome(
             table_error=None if best is None else best.consider(components, measured),
             stop=floor.reached(measured),
+            kept=() if best is None else best.kept,
         )
 
     def finish(self) -> None:
@@ -1063,6 +1071,15 @@ class _BestTables:
             records.copy() if targets else records[:, :0] for records, targets in components
         ]
         self.latest = list(self.scores)
+        #: each component's saved table: the pass (counted from 1) that made it, 0 the start
+        self.made = [0] * len(components)
+        self.passes = 0
+        self.judged = [bool(targets) for _, targets in components]
+
+    @property
+    def kept(self) -> tuple[int, ...]:
+        """The pass of each component with targets whose table is kept (0: the start)."""
+        return tuple(made for made, judged in zip(self.made, self.judged, strict=True) if judged)
 
     def consider(
         self,
@@ -1072,6 +1089,7 @@ class _BestTables:
         """Keep each component's table if it is its best yet; the whole table's score (the
         components' scores weighted by their number of targets). ``measured``: each
         component's :func:`target_errors`."""
+        self.passes += 1
         total = 0.0
         for c, (records, targets) in enumerate(components):
             if not targets:
@@ -1084,6 +1102,7 @@ class _BestTables:
             total += score * len(targets)
             if exact and score < self.scores[c]:
                 self.scores[c] = score
+                self.made[c] = self.passes
                 np.copyto(self.saved[c], records)
         return total / max(1, sum(len(targets) for _, targets in components))
 

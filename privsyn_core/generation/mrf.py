@@ -137,6 +137,8 @@ def _run(
         _judged(records, field, pairs, rng)
         for (records, _), field, pairs in zip(components, fields, judged, strict=True)
     ]
+    made = [0] * len(components)  # the sweep (from 1) of each kept table; 0: the start
+    judged_parts = [bool(targets) for _, targets in components]
     history: list[GumIterationRecord] = []
     for sweep in range(settings.sweeps):
         began = time.perf_counter()
@@ -154,10 +156,17 @@ def _run(
                 scores.append(score)
                 if score < kept[k][0]:
                     kept[k] = (score, codes)
+                    made[k] = sweep + 1
             table_error = float(np.mean(scores)) if scores else None
         history.append(
             GumIterationRecord(  # counted from 0, as GUM's iterations
-                sweep, settings.step, errors, time.perf_counter() - began, table_error, "mrf"
+                sweep,
+                settings.step,
+                errors,
+                time.perf_counter() - began,
+                table_error,
+                "mrf",
+                tuple(m for m, j in zip(made, judged_parts, strict=True) if j),
             )
         )
         if on_iteration is not None and on_iteration(history[-1]) is False:

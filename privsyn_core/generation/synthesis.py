@@ -30,6 +30,7 @@ from privsyn_core.generation.fitted import (
 )
 from privsyn_core.generation.grouping import ValueGrouping
 from privsyn_core.generation.gum import GumIterationRecord
+from privsyn_core.generation.kept import KeptTable
 from privsyn_core.marginals import NoisyMarginal
 from privsyn_core.privacy.ledger import PrivacyLedger, charged_on_refusal
 from privsyn_core.progress import ProgressCallback, Stage
@@ -102,6 +103,9 @@ class SynthesisResult:
     #: the rows went to ``write`` block by block (more than one block, see :func:`generate`)
     #: and ``synthetic`` holds none of them, only the columns
     synthetic_written: bool = False
+    #: which of GUM's tables was returned (its iteration and score), for the page and the
+    #: command line to name; of the first block when there were several
+    kept: KeptTable | None = None
 
     @cached_property
     def graph(self) -> nx.Graph:
@@ -345,6 +349,7 @@ def _generated(
         model=model,
         independent=drawn.independent,
         synthetic_written=len(drawn.table) < n,
+        kept=drawn.kept,
     )
 
 

@@ -1,5 +1,12 @@
 """Privacy: epsilon, delta and the budget split, with a live preview of the noise.
 
+Plain words first, the paper's words on demand: every input, slider and number says what it
+means in its help, and the paper's term comes after it ("In the paper: ..."). The engine
+counts the budget in rho (zCDP, paper section 2.3); wherever a rho is shown, the epsilon it
+amounts to at the user's delta stands beside it (:meth:`Budget.stated`). The split is shown
+once, in one unit (each step's share of the whole budget, in the noise table); the sliders
+set it, and their caption says how their shares become the table's.
+
 The noise plan uses only public inputs (epsilon, delta, the number of columns and which
 domains are declared): it never touches the data. Below it, the owner-only forecast of which
 columns a run at these settings is likely to leave out, and why, is the engine's
@@ -20,9 +27,12 @@ from privsyn_core.data.schema import Schema
 from privsyn_core.errors import InputError
 from privsyn_core.measuring.counters import FrameTable
 from privsyn_core.measuring.private_domain import FIRST_CATEGORY_SHARE
+from privsyn_core.privacy.budget import Budget
 from privsyn_core.privacy.planner import (
+    BudgetPlan,
     ColumnForecast,
     CountsOnce,
+    StepPlan,
     TableForecast,
     forecast_columns,
     plan_budget,
@@ -37,10 +47,97 @@ from .. import review, state
 from ..settings import current_config, parse_delta, parse_epsilon
 from ..state import session
 
+#: what each of the planner's steps does, in plain words, by the planner's step name; the
+#: engine's own note (the paper's terms) follows it in "What each step does"
+STEP_WORDS = {
+    "column kinds": "decides whether each column you left open holds numbers, dates or text "
+    "(and whether its numbers are whole), from noisy counts of what its values look like.",
+    "domains": "finds which categories each open column has, and the range of its numbers, "
+    "from noisy counts. A category too rare to stand out of the noise is merged into "
+    "'(other)'.",
+    "1-way marginals": "counts how often each value of each column occurs, with noise. These "
+    "counts also decide which values are too rare to keep.",
+    "InDif scores": "scores, with noise, how strongly each pair of columns depends on each "
+    "other, to choose which pairs are worth measuring. The more pairs are scored, the "
+    "thinner this step's budget is spread and the noisier each score. In the paper: InDif, "
+    "the independent difference (section 4.1); m below is the number of pairs, rho_2 this "
+    "step's rho.",
+    "parent sets": "chooses, for each column, the columns it depends on most (PrivBayes): a "
+    "random choice that favours the better ones, with no noise added to counts.",
+    "selected marginals": "counts each chosen pair (or group) of columns together, with "
+    "noise: these counts are what the synthetic table is fitted to. A pair with more "
+    "combinations of values gets more of this step's budget. In the paper: the marginals "
+    "chosen in section 4.2, each given a budget in proportion to its number of cells (its "
+    "combinations of values) to the power 2/3, written cells^(2/3) below.",
+}
+
+#: how the engine converts (epsilon, delta) to rho, by its conversion setting
+CONVERSION_WORDS = {
+    "tight": "the tightest known bound (Canonne, Kamath and Steinke 2020), which gives the "
+    "largest rho, hence the least noise",
+    "proposition": "the paper's Proposition C.2",
+}
+
+#: the sliders' help: what each share buys, in plain words, then the paper's term
+ONE_WAY_HELP = (
+    "How much of the budget counts each column on its own. More: single-column counts are "
+    "more accurate and fewer rare values are merged; less: more is left for the pairs. A "
+    "share of what is left after the column estimates (see the caption below and the table's "
+    "'share of budget' column for the share of your whole budget). In the paper: the 1-way "
+    "marginals' budget of Algorithm 3 (the paper gives it 10%; 30% measured better here)."
+)
+INDIF_HELP = (
+    "How much of the budget scores which pairs of columns depend on each other, to choose the "
+    "pairs worth measuring. More: better choices, less: more precise counts of the chosen "
+    "pairs. A share of what is left after the column estimates. In the paper: the budget of "
+    "the InDif scores (section 4.1, Algorithm 3)."
+)
+DOMAIN_HELP = (
+    "How much of your whole budget estimates what you did not declare about the columns: "
+    "their categories and the range of their numbers (the Data page says which are open). "
+    "More keeps more rare categories and whole columns; whatever the estimates leave unspent "
+    "goes to the steps after them. Not used when every column is declared. In the paper: not "
+    "part of it (the paper assumes the domains are public)."
+)
+
+
+def _stated(step: StepPlan, plan: BudgetPlan, config: PrivSynConfig) -> float:
+    """The epsilon one step's rho amounts to at the user's delta; the domains step also
+    spends the delta set aside for its category thresholds."""
+    spent = plan.reserved_delta if step.step == "domains" else 0.0
+    return Budget(step.rho, spent).stated(plan.delta, config.conversion)[0]
+
+
+def _number(value: float) -> str:
+    """A small number as the user types it: 1e-9, not 1e-09."""
+    return f"{value:.2g}".replace("e-0", "e-")
+
+
+def _split_words(plan: BudgetPlan) -> str:
+    """How the sliders' shares become each step's share of the whole budget."""
+    first = [s for s in plan.steps if s.step in ("column kinds", "domains")]
+    if not first:
+        return (
+            "Every column's kind and domain is declared (or read off the data), so nothing is "
+            "estimated first: the first two sliders split your whole budget, the selected "
+            "marginals get the rest, and the last slider is not used."
+        )
+    taken = sum(s.rho for s in first) / plan.rho
+    return (
+        f"Estimating the columns you left open takes {taken:.1%} of your budget first; the "
+        f"first two sliders split the other {1 - taken:.1%}, and the selected marginals get "
+        "the rest of it. The table below shows every step as a share of your whole budget."
+    )
+
+
 st.title("Privacy budget")
 st.write(
-    "PrivSyn satisfies (epsilon, delta)-differential privacy. Smaller epsilon means more noise. "
-    "The budget is converted once to rho-zCDP and split over the steps below."
+    "Differential privacy limits what the synthetic table can give away about any one "
+    "person in yours, however it is used. You set how much with **epsilon** (smaller: more "
+    "privacy, more noise) and **delta** (a tiny chance that the promise fails). Each step "
+    "of PrivSyn spends part of this budget; the table below shows how much and how much "
+    "noise that adds. In the paper: (epsilon, delta)-differential privacy, converted once "
+    "to rho of zero-concentrated DP (zCDP), which adds up over the steps."
 )
 
 left, right = st.columns(2)
@@ -54,13 +151,17 @@ with left:
         key="epsilon",
         persist_state="session",
         format="%.2f",
-        help="a positive number such as 1: smaller means more privacy and more noise",
+        help="How much the synthetic table may give away about any one person: a positive "
+        "number such as 1. Smaller means more privacy and more noise; 0.1 is very private, 10 "
+        "protects little. In the paper: epsilon of (epsilon, delta)-differential privacy.",
     )
     st.text_input(
         "delta",
         key="delta_text",
         persist_state="session",
-        help="for example 1e-9; must be below 1/rows",
+        help="The chance that the promise does not hold at all: keep it far below 1 divided "
+        "by your table's rows, for example 1e-9 (it suits tables up to 30,000 rows). In the "
+        "paper: delta of (epsilon, delta)-DP, set to 1/n^2 for n rows.",
     )
     names = [c.name for c in session.schema.included()]
     if session.target not in (None, *names):  # a column of an earlier table
@@ -79,23 +180,34 @@ with left:
     )
 with right:
     st.slider(
-        "share for 1-way marginals",
+        "1-way marginals (share of the rest)",
         0.02,
         0.5,
         key="one_way_share",
         persist_state="session",
         step=0.01,
+        format="percent",
+        help=ONE_WAY_HELP,
     )
     st.slider(
-        "share for InDif scores", 0.02, 0.5, key="indif_share", persist_state="session", step=0.01
+        "pair scores, InDif (share of the rest)",
+        0.02,
+        0.5,
+        key="indif_share",
+        persist_state="session",
+        step=0.01,
+        format="percent",
+        help=INDIF_HELP,
     )
     st.slider(
-        "share for private domains",
+        "column estimates (share of the whole budget)",
         0.01,
         0.2,
         key="domain_share",
         persist_state="session",
         step=0.01,
+        format="percent",
+        help=DOMAIN_HELP,
     )
 
 try:
@@ -122,9 +234,12 @@ plan = plan_budget(
     private_undecided=0 if raw else len(parts.undecided),
     unit=unit,
 )
-st.subheader("Noise per step")
+right.caption(_split_words(plan))
+stated_epsilon, stated_delta = plan.budget.stated(delta, config.conversion)
+
+st.subheader("How the budget is spent, and the noise it buys")
 st.caption(
-    f"At epsilon {epsilon:g} and delta {delta:g}, {unit.words}, computed from your settings "
+    f"At epsilon {epsilon:g} and delta {_number(delta)}, {unit.words}, computed from your settings "
     "alone: no data is read."
     + (
         ""
@@ -133,41 +248,127 @@ st.caption(
         f"so every sigma below is {unit.rows_per_person} times the per-row one."
     )
 )
-st.metric("total rho (zCDP)", f"{plan.rho:.4g}")
+total, as_epsilon, as_delta = st.columns(3)
+total.metric(
+    "your budget as rho",
+    f"{plan.rho:.4g}",
+    help="The same budget in the unit the engine adds up: each step below spends a part of "
+    "it, and the parts add up to this number (epsilons do not add up that way). It amounts "
+    f"to epsilon {stated_epsilon:.3g} at delta {_number(stated_delta)}, beside it. In the paper: "
+    "rho of zero-concentrated DP (zCDP, section 2.3 and appendix C), converted from "
+    f"(epsilon, delta) by {CONVERSION_WORDS.get(config.conversion, config.conversion)}.",
+)
+as_epsilon.metric(
+    "the same budget as epsilon",
+    f"{stated_epsilon:.3g}",
+    help="The rho beside it, stated back as epsilon at your delta: the guarantee the whole "
+    "run gives (it is your epsilon again, up to rounding).",
+)
+as_delta.metric(
+    "at delta",
+    _number(stated_delta),
+    help="The chance that the promise does not hold at all, for the whole run."
+    + (
+        f" {_number(plan.reserved_delta)} of it is set aside for the category estimates (a "
+        "category released by its noisy count), the rest converts epsilon to rho."
+        if plan.reserved_delta
+        else ""
+    ),
+)
+rows = pd.DataFrame(plan.as_rows())
+rows["share"] *= 100  # in percent, rounded as the captions round it
+rows["epsilon"] = [_stated(step, plan, config) for step in plan.steps]
+rows = rows[["step", "share", "rho", "epsilon", "sigma", "queries"]]
 st.dataframe(
-    pd.DataFrame(plan.as_rows()),
+    rows,
     key="plan",
     hide_index=True,
     width="stretch",
     column_config={
-        "rho": st.column_config.NumberColumn(format="%.2g"),
-        "share": st.column_config.NumberColumn(format="percent"),
-        "sigma": st.column_config.NumberColumn(format="%.1f"),
+        "step": st.column_config.TextColumn(
+            "step", help="What PrivSyn measures, in order: see 'What each step does' below."
+        ),
+        "share": st.column_config.NumberColumn(
+            "share of budget",
+            format="%.1f%%",
+            help="This step's part of your whole budget: the shares add up to 100%.",
+        ),
+        "rho": st.column_config.NumberColumn(
+            "rho",
+            format="%.2g",
+            help="This step's part of the budget in the engine's unit; the rhos add up to "
+            "your budget as rho, and the epsilon beside each is what it amounts to. In the "
+            "paper: rho of rho-zCDP.",
+        ),
+        "epsilon": st.column_config.NumberColumn(
+            "as epsilon",
+            format="%.3g",
+            help=f"The epsilon this step alone amounts to at your delta {_number(delta)}. "
+            "The steps' epsilons do not add up to yours: their rhos do, and the whole costs "
+            "less epsilon than its parts added up.",
+        ),
+        "sigma": st.column_config.NumberColumn(
+            "noise (sigma)",
+            format="%.1f",
+            help="How far a noisy count typically lands from the true one (InDif: a noisy "
+            "score from the true score), in rows: about two counts in three are within one "
+            "sigma. In the paper: the standard deviation of the Gaussian noise.",
+        ),
+        "queries": st.column_config.TextColumn(
+            "measures", help="How many counts (or scores) this step measures."
+        ),
     },
 )
 st.caption(
-    "sigma is the standard deviation of the Gaussian noise on each count (InDif: on each score)."
-    f" Selection on {included} columns: {selection_account(config.selection, included)}."
-    " A column the private domain step leaves out does not count."
+    "Each step counts something in your table and adds random noise to the counts: a larger "
+    "share of the budget means less noise. Open *What each step does* for the details."
 )
+with st.expander("What each step does, in plain words and in the paper's"):
+    for step in plan.steps:
+        st.markdown(
+            f"**{step.step}** ({step.rho / plan.rho:.1%} of your budget: rho {step.rho:.2g}, "
+            f"epsilon {_stated(step, plan, config):.3g} alone at delta {_number(delta)}): "
+            f"{STEP_WORDS.get(step.step, '')}  \n*In detail:* {step.note}."
+        )
+    st.caption(
+        "sigma is the standard deviation of the Gaussian noise on each count (InDif: on each "
+        f"score). Selection on {included} columns: {selection_account(config.selection, included)}."
+        " A column the private domain step leaves out does not count."
+    )
 survival = plan.categories
 if survival is not None:
     st.subheader("How common must a category be?")
     small, sure = st.columns(2)
-    small.metric("records a category needs, at most: kept half the time", f"{survival.count_50:,}")
-    sure.metric("records a category needs, at most: kept 95% of the time", f"{survival.count_95:,}")
+    needs = (
+        "A category (a value of a column whose categories you did not declare) is released "
+        "only when its noisy count clears a threshold, so a rare one is merged into "
+        "'(other)'. 'At most': this assumes every open column is categorical; when some hold "
+        "numbers, the categories get more of the budget and need fewer rows. In the paper: "
+        "not part of it (the paper assumes the categories are public)."
+    )
+    small.metric(
+        "records a category needs, at most: kept half the time",
+        f"{survival.count_50:,}",
+        help=f"A category with this many rows survives in one run of two. {needs}",
+    )
+    sure.metric(
+        "records a category needs, at most: kept 95% of the time",
+        f"{survival.count_95:,}",
+        help=f"A category with this many rows survives in 19 runs of 20. {needs}",
+    )
     st.info(
         f"Up to {survival.columns} column(s) may have their categories estimated privately "
-        "(their kind is left open, or declared categorical without categories): each value's "
-        f"count gets noise and only values whose noisy count reaches the threshold are kept. "
-        f"The numbers above are for a first estimate and assume all {survival.columns} are "
-        f"categorical (sigma {survival.sigma:.1f}, threshold {survival.threshold:.1f}); "
-        "columns read as numbers take less of the domain budget, so the real threshold is "
-        f"lower (your table's is below). Rarer values become '(other)'. "
+        "(their kind is left open, or they are declared categorical without a list of "
+        "categories). Each value's count gets noise, and only values whose noisy count "
+        "clears a threshold are kept: rarer values become '(other)'. The numbers above "
+        f"assume all {survival.columns} are categorical; columns that turn out to hold "
+        "numbers leave more of the budget to the others, so the real threshold is lower "
+        "(your table's is below). "
         f"{1 - FIRST_CATEGORY_SHARE:.0%} of the categories' budget is kept for a second "
-        "estimate, added to the first: of the "
-        "columns in which no value survived, or of every column when each kept some. A column "
-        "in which no value survives either estimate is dropped."
+        "try, added to the first: on the columns in which no value survived, or on every "
+        "column when each kept some. A column in which no value survives either try is "
+        f"dropped. In detail: noise sigma {survival.sigma:.1f} and threshold "
+        f"{survival.threshold:.1f} on each count of the first estimate."
     )
 
 
@@ -181,6 +382,8 @@ def _forecast(
     """The engine's forecast for the session's table at these settings, kept in the session
     (the exact counts once per table, the forecast once per table, schema and settings)."""
     table = session.table
+    if table is None:  # a table on disk is not forecast (the caller says so)
+        return None
     fingerprint = state.dataset_fingerprint()
     unit = state.unit()
     key = (fingerprint, unit, schema.dumps(), epsilon, delta, config.domain_share)
@@ -295,7 +498,7 @@ else:
                 "public: review a drafted schema* drafts them from your table; tick the lines "
                 "you would publish. From the command line: `privsyn schema infer table.csv -o "
                 "schema.json`, review it, then `privsyn synthesize table.csv --schema "
-                "schema.json ...`. A larger epsilon or a larger share for private domains "
+                "schema.json ...`. A larger epsilon or a larger share for the column estimates "
                 "(above) also keeps more."
             )
             st.page_link(

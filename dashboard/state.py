@@ -37,6 +37,7 @@ from . import sources, worker
 from .sources import DiskTable
 
 if TYPE_CHECKING:  # the types of single pages' keys: only named here, never imported at run time
+    from privsyn_core.copied_rows import CopiedRowsReport
     from privsyn_core.lab import LabResult
     from privsyn_core.privacy.planner import CountsOnce, TableForecast
     from privsyn_core.release.bundle import Release
@@ -195,8 +196,12 @@ class Session:
     lab_result: _Key[tuple[str, str | None, LabResult, tuple[int, ...]] | None] = _Key(None)
     lab_stopped: _Key[LabStopped | None] = _Key(None)
     lab_notes: _Key[tuple[str, ...]] = _Key(())
+    #: the comparison whose spend the user was asked to confirm (its settings), or None
+    lab_confirming: _Key[tuple[Any, ...] | None] = _Key(None)
     # the Learn page's last play of the distinguishing game, with its inputs
     learn_game: _Key[GamePlay | None] = _Key(None)
+    #: the Results page's owner-only check for copied rows: (the run's fingerprint, its report)
+    copied_rows: _Key[tuple[str, CopiedRowsReport] | None] = _Key(None)
     # read once per session and run: a stored bundle never changes
     releases: _Key[dict[int, Release]] = _Store(dict)
     release_reports: _Key[dict[int, bytes]] = _Store(dict)

@@ -385,14 +385,24 @@ def build_parser() -> argparse.ArgumentParser:
     report.set_defaults(run=_command("_report"))
 
     ev = commands.add_parser(
-        "evaluate", help="fidelity of a synthetic table against the real one (owner-only)"
+        "evaluate",
+        help="fidelity of a synthetic table against the real one, and a check for copied real "
+        "rows (owner-only)",
     )
     ev.add_argument("real", help="the real table (CSV)")
     ev.add_argument("synthetic", help="the synthetic table (CSV)")
     ev.add_argument("--label", help="column to predict for the SVM measure")
     ev.add_argument(
-        "--seed", type=_count(0), default=0, help="seed of the train/test split and queries"
+        "--holdout",
+        metavar="FILE",
+        help="real rows that were NOT given to the synthesizer (same columns, read like the "
+        "real table): the copied-rows check compares the synthetic rows with them (default: "
+        "half the real rows, held out at random)",
     )
+    ev.add_argument(
+        "--seed", type=_count(0), default=0,
+        help="seed of the train/test split, the queries and the copied-rows check's samples",
+    )  # fmt: skip
     ev.set_defaults(run=_command("_evaluate"))
     _add_read_options(ev)
 

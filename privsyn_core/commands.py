@@ -883,11 +883,24 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
+    """Owner-only: the fidelity measures and the check for copied rows, both of which read the
+    real rows (printed for the owner, never written into a release)."""
+    from privsyn_core.copied_rows import copied_rows_report
     from privsyn_core.evaluation import fidelity_report
 
-    # owner-only: numbers are read as numbers so range queries order them as numbers
+    if args.holdout is not None and _same_file(Path(args.holdout), Path(args.real)):
+        raise UsageError(
+            f"--holdout {printable(args.holdout)} is the real table itself: give real rows "
+            "that were never given to the synthesizer, or leave out --holdout to hold out half "
+            "the real rows"
+        )
+    # numbers are read as numbers so range queries order them as numbers
     real = _read(args.real, args, infer_types=True)
     synthetic = _read(args.synthetic, argparse.Namespace(), infer_types=True)
+    holdout = None if args.holdout is None else _read(args.holdout, args, infer_types=True)
     report = fidelity_report(real, synthetic, label=args.label, seed=args.seed)
+    copies = copied_rows_report(real, synthetic, holdout=holdout, seed=args.seed)
     print(report.format())
+    print()
+    print(copies.format())
     return 0

@@ -396,6 +396,89 @@ def test_evaluate_missing_synthetic_file(real_and_synthetic, tmp_path, capsys):
     assert "gone.csv" in line
 
 
+def people(n: int, seed: int) -> pd.DataFrame:
+    """Rows that rarely repeat (a measured weight), so a copied row stands out."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "age": rng.integers(18, 80, n),
+            "kg": rng.normal(75, 12, n).round(1),
+            "town": np.array(COLOURS)[rng.integers(0, 3, n)],
+        }
+    )
+
+
+def copied_rows_section(out: str) -> str:
+    start = out.index("Copied rows")
+    return out[start:]
+
+
+def test_evaluate_warns_about_a_synthesizer_that_copies_rows(tmp_path, capsys):
+    real, copying, fresh = tmp_path / "real.csv", tmp_path / "copy.csv", tmp_path / "fresh.csv"
+    table = people(1000, seed=0)
+    table.to_csv(real, index=False)
+    table.sample(n=1000, replace=True, random_state=1).to_csv(copying, index=False)
+    people(1000, seed=2).to_csv(fresh, index=False)
+
+    assert main(["evaluate", str(real), str(copying)]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert out.index("Fidelity") < out.index("Copied rows")  # after the fidelity measures
+    section = copied_rows_section(out)
+    assert "owner-only" in section.splitlines()[0]
+    assert "identical to one of the 1,000 real rows: 100.0%" in section
+    assert "split at random into a reference half of 500" in section
+    assert "verdict: Warning:" in section
+
+    assert main(["evaluate", str(real), str(fresh)]) == 0
+    section = copied_rows_section(capsys.readouterr().out)
+    assert "verdict: No sign of copied rows" in section
+
+
+def test_evaluate_holdout_compares_with_rows_the_synthesizer_never_saw(tmp_path, capsys):
+    real, copying, holdout = tmp_path / "real.csv", tmp_path / "copy.csv", tmp_path / "hold.csv"
+    table = people(800, seed=3)
+    table.to_csv(real, index=False)
+    table.sample(n=600, replace=True, random_state=4).to_csv(copying, index=False)
+    people(300, seed=5).to_csv(holdout, index=False)
+    assert main(["evaluate", str(real), str(copying), "--holdout", str(holdout)]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    section = copied_rows_section(out)
+    assert "the 300 held-out real rows you gave" in section
+    assert "compared with all 800 real rows" in section
+    copies = re.search(r"exact copies \(of all rows\) +(\S+%) +(\S+%)", section)
+    assert copies and copies[1] == "100.0%", section
+    assert "verdict: Warning:" in section
+
+
+def test_evaluate_refuses_the_real_table_as_its_own_holdout(real_and_synthetic, tmp_path, capsys):
+    real, synthetic = real_and_synthetic
+    before = files_under(tmp_path)
+    status = main(["evaluate", str(real), str(synthetic), "--holdout", str(real)])
+    line = assert_clean_failure(status, capsys, tmp_path, before)
+    assert "is the real table itself" in line and "--holdout" in line
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (None, "gone.csv"),
+        ("zeta,a,b\n1,2,3\n", "missing from the held-out table: 'colour'"),
+        ("zeta,a,b,colour\n", "gone.csv has a header but no rows"),
+    ],
+)
+def test_evaluate_bad_holdout_is_one_line(real_and_synthetic, tmp_path, capsys, content, words):
+    real, synthetic = real_and_synthetic
+    holdout = tmp_path / "gone.csv"
+    if content is not None:
+        holdout.write_text(content)
+    before = files_under(tmp_path)
+    status = main(["evaluate", str(real), str(synthetic), "--holdout", str(holdout)])
+    line = assert_clean_failure(status, capsys, tmp_path, before)
+    assert words in line, line
+
+
 # --------------------------------------------------------------------------------------------
 # The module run as a program
 # --------------------------------------------------------------------------------------------

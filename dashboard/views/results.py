@@ -1,5 +1,5 @@
 """Results: download the synthetic table and its release bundle; compare it with the real
-one (owner-only)."""
+one and check it for copied real rows (owner-only)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 from .. import downloads, records, release_downloads, resample, state
 from ..charts import pair_error_heatmap, side_by_side
 from ..state import session
+from .results_copies import copied_rows_panel
 
 st.title("Results")
 finished = state.finished_or_stop("Run a synthesis first (Run page).")
@@ -107,33 +108,34 @@ real = session.table
 if real is None:
     st.info(
         "The table is a file on disk, counted where it lies: the dashboard does not load it, "
-        "so it cannot compare it row by row with the synthetic table."
+        "so it cannot compare it row by row with the synthetic table, nor check the synthetic "
+        "rows for copies of real ones. On the command line, `privsyn evaluate` does both."
     )
     st.stop()
-if not st.toggle("Show the owner-only comparison", key="show_fidelity"):
-    st.stop()
+if st.toggle("Show the owner-only comparison", key="show_fidelity"):
+    column = st.selectbox("Column", list(synthetic.columns), key="fidelity_column")
+    st.plotly_chart(side_by_side(real[column], synthetic[column]), key="histograms")
 
-column = st.selectbox("Column", list(synthetic.columns), key="fidelity_column")
-st.plotly_chart(side_by_side(real[column], synthetic[column]), key="histograms")
-
-real_codes = coded_frame(result.columns, real)
-syn_codes = coded_frame(result.columns, synthetic)
-real_array, syn_array, sizes = encode_tables(real_codes, syn_codes)
-errors = pd.DataFrame(
-    pairwise_l1(real_array, syn_array, sizes),
-    index=real_codes.columns,
-    columns=real_codes.columns,
-)
-st.plotly_chart(pair_error_heatmap(errors), key="pair_errors")
-label = st.selectbox("Classifier label", ["(none)", *real_codes.columns], key="label")
-report = fidelity_report(real_codes, syn_codes, label=None if label == "(none)" else label)
-left, middle, right = st.columns(3)
-left.metric("average 2-way L1 (0..2)", f"{report.two_way_l1:.4f}")
-middle.metric("3-way range queries, mean error", f"{report.range_query_error:.4f}")
-if report.svm_misclassification is not None:
-    right.metric(
-        "SVM trained on synthetic, misclassified",
-        f"{report.svm_misclassification:.3f}",
-        help=f"trained on real rows: {report.nonprivate_svm_misclassification:.3f}; "
-        f"majority class: {report.majority_misclassification:.3f}",
+    real_codes = coded_frame(result.columns, real)
+    syn_codes = coded_frame(result.columns, synthetic)
+    real_array, syn_array, sizes = encode_tables(real_codes, syn_codes)
+    errors = pd.DataFrame(
+        pairwise_l1(real_array, syn_array, sizes),
+        index=real_codes.columns,
+        columns=real_codes.columns,
     )
+    st.plotly_chart(pair_error_heatmap(errors), key="pair_errors")
+    label = st.selectbox("Classifier label", ["(none)", *real_codes.columns], key="label")
+    report = fidelity_report(real_codes, syn_codes, label=None if label == "(none)" else label)
+    left, middle, right = st.columns(3)
+    left.metric("average 2-way L1 (0..2)", f"{report.two_way_l1:.4f}")
+    middle.metric("3-way range queries, mean error", f"{report.range_query_error:.4f}")
+    if report.svm_misclassification is not None:
+        right.metric(
+            "SVM trained on synthetic, misclassified",
+            f"{report.svm_misclassification:.3f}",
+            help=f"trained on real rows: {report.nonprivate_svm_misclassification:.3f}; "
+            f"majority class: {report.majority_misclassification:.3f}",
+        )
+
+copied_rows_panel(real, finished)

@@ -228,8 +228,8 @@ def test_ten_sessions_at_once_each_get_their_own_run(server, chromium, capsys):
     for user in users:
         user.open("Marginals")
         # the session's own ledger: the spend its run recorded (it grows with epsilon)
-        spent = f"spent {runs[user.run_id].rho:.4g}"
-        user.page.get_by_text(re.compile(r"Budget rho .*" + re.escape(spent))).first.wait_for(
+        spent = f"rho {runs[user.run_id].rho:.4g} of "
+        user.page.get_by_text(re.compile(r"zCDP\): " + re.escape(spent))).first.wait_for(
             timeout=60_000
         )
         user.open("Results")

@@ -114,12 +114,24 @@ release_downloads.offer_marginals(
 st.subheader("Privacy ledger")
 state.dp_badge()
 ledger = result.ledger
+budget_eps, budget_delta = ledger.budget.stated(finished.delta)
+spent_eps, spent_delta = ledger.spent.stated(finished.delta)
 st.caption(
-    f"Budget rho {ledger.budget_rho:.4g}, spent {ledger.spent_rho:.4g}"
+    f"What this run spent, step by step: epsilon {spent_eps:.3g} (delta {spent_delta:.2g}) of "
+    f"the epsilon {budget_eps:.3g} it was given. In the paper's units (zCDP): rho "
+    f"{ledger.spent_rho:.4g} of {ledger.budget_rho:.4g}"
     + (
-        f"; delta reserved for thresholding {ledger.reserved_delta:.2g}"
+        f"; delta set aside for the thresholds that hide rare values {ledger.reserved_delta:.2g}"
         if ledger.reserved_delta
         else ""
     )
+    + ". Each row is one release: its sensitivity, the rho it cost, the noise (sigma) it got."
 )
-st.dataframe(result.ledger_frame(), key="ledger_table", hide_index=True, width="stretch")
+frame = result.ledger_frame()
+everyone = set(result.engine.attributes)
+frame["attributes"] = [
+    f"all {len(everyone)} attributes" if set(names.split(", ")) == everyone and len(everyone) > 3
+    else names
+    for names in frame["attributes"]
+]  # fmt: skip
+st.dataframe(frame, key="ledger_table", hide_index=True, width="stretch")

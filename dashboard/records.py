@@ -1,6 +1,7 @@
 """The dashboard's side of the run registry: open it with a readable error, reserve a run's
 cost against the table's lifetime budget before it measures anything, record what it spent
-(with its bundle when done) against that reservation, and give back the rest.
+(with its bundle when done) against that reservation, and give back the rest; and keep with
+each dataset what tells its owner which table it is (a name of their own, its size).
 
 This is the registry's one way of keeping books (``privsyn_core.release.registry``: reserve,
 then measure) with the dashboard's messages: the worker's runs and the Lab's comparisons both
@@ -39,6 +40,7 @@ from privsyn_core.release.registry import (
     BudgetWarning,
     Registry,
     Reservation,
+    TableRecord,
     default_path,
 )
 from privsyn_core.release.registry import refusal as registry_refusal
@@ -92,6 +94,41 @@ def refusal(status: BudgetStatus, cost: Budget, delta: float) -> str:
 
 def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:]
+
+
+def known_table(dataset: str) -> TableRecord | None:
+    """What the registry holds about the dataset besides its books (its owner's name for it,
+    its size), or None: not recorded yet, or a registry that cannot be used (the pages that
+    need the registry say so; the Data page works without it)."""
+    try:
+        found = Registry().tables(dataset)
+    except REGISTRY_ERRORS:
+        return None
+    return found[0] if found else None
+
+
+def describe_table(dataset: str, name: str, columns: int, rows: int | None) -> None:
+    """Keep the table's numbers of columns and rows with its dataset, so that History can tell
+    apart two tables with one file name after either is gone from the session. Written only
+    when the registry lacks them: pages call this on every rerun, and a write would queue
+    behind a run recording its result. A registry that cannot be used is left to the pages
+    that need it to report."""
+    known = known_table(dataset)
+    if known is not None and known.columns == columns and rows in (None, known.rows):
+        return
+    try:
+        Registry().describe_table(dataset, name, columns, rows)
+    except REGISTRY_ERRORS:
+        return
+
+
+def name_table(dataset: str, name: str, label: str) -> str | None:
+    """Store the owner's name for the table (blank: none); why it could not be, or None."""
+    try:
+        Registry().name_table(dataset, name, label)
+    except REGISTRY_ERRORS as exc:
+        return unavailable(exc)
+    return None
 
 
 @dataclass(frozen=True)

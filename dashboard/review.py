@@ -108,7 +108,8 @@ def section(table: pd.DataFrame, busy: bool) -> None:
     if st.button(label, key="review_apply", disabled=busy or not ticked, type="primary"):
         session.schema = apply_ticks(session.schema, draft, ticked)
         session.finished = None
-        session.forget("schema_editor")  # its edits were made on the old schema
+        session.forget("schema_editor")  # their edits were made on the old schema
+        session.forget("schema_values_editor")
         session.review_draft = None
         session.review_applied = sorted(ticked)
         st.rerun()

@@ -651,3 +651,35 @@ def test_an_input_error_after_a_spend_leaves_the_spend_on_the_books(
     assert run.rho > 0 and run.config["outcome"].startswith("failed: planted")
     assert run.rho == pytest.approx(run.ledger["spent_rho"])
     assert registry.held() == [] and not out.exists()
+
+
+def test_a_dataset_keeps_its_owners_name_and_size_and_an_earlier_file_gains_them(tmp_path):
+    """What tells two tables of one file name apart (TableRecord): a registry written before
+    it existed gains the fields, empty, and keeps its books; a size given without rows (a
+    file on disk) keeps the rows known; a blank name takes the name away."""
+    path = tmp_path / "old.sqlite3"
+    db = sqlite3.connect(path)
+    db.executescript(OLD_SCHEMA)
+    db.execute("INSERT INTO datasets VALUES ('fp', 'raw.csv', 0, 0.5)")
+    db.commit()
+    db.close()
+    registry = Registry(path)
+    (old,) = registry.tables()
+    assert (old.fingerprint, old.name, old.label, old.columns, old.rows) == (
+        "fp", "raw.csv", None, None, None,
+    )  # fmt: skip
+    assert registry.budget("fp").lifetime == Budget(0.5, math.inf)
+    registry.describe_table("fp", "raw.csv", 15, 48842)
+    registry.describe_table("fp", "raw.csv", 15)  # rows not counted this time: kept
+    registry.name_table("fp", "raw.csv", "  census extract ")
+    registry.name_table("other", "raw.csv", "second")  # a dataset not seen yet: recorded
+    tables = {t.fingerprint: t for t in Registry(path).tables()}
+    assert (tables["fp"].label, tables["fp"].columns, tables["fp"].rows) == (
+        "census extract", 15, 48842,
+    )  # fmt: skip
+    assert (tables["other"].name, tables["other"].label) == ("raw.csv", "second")
+    assert Registry(path).tables("other") == [tables["other"]]
+    registry.name_table("fp", "raw.csv", "   ")
+    assert registry.tables("fp")[0].label is None
+    record(registry, "fp", "raw.csv", spent_ledger(0.1), {})
+    assert registry.runs()[0].name == "raw.csv"  # the name a run was first recorded under

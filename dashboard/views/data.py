@@ -18,9 +18,9 @@ from privsyn_core.release.registry import bytes_fingerprint
 # ("dashboard" in a checkout, "privsyn_dashboard" installed) for the imports below.
 __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 
-from .. import review, sources, state
+from .. import records, review, sources, state
 from ..state import session
-from .data_structure_tables import structure_frame, structure_plan_frame
+from .data_structure_tables import structure_frame, structure_plan_frame, table_height
 
 st.title("Data")
 st.write(
@@ -131,6 +131,41 @@ with st.expander(
             state.set_disk(described)
 
 
+def name_field(columns: int, rows: int | None) -> None:
+    """The owner's own name for the table, kept with its dataset in the run registry, and its
+    size (``rows`` None: a file on disk, never counted outside a run): History names the
+    table's runs by them, so two files both called raw.csv are told apart. A fingerprint is
+    computed here only to store a name typed for a table not yet fingerprinted (a file on
+    disk is hashed whole); an unusable registry leaves the field without a stored name."""
+    known = session.dataset_fingerprint
+    stored = None
+    if known is not None:
+        records.describe_table(known, session.table_name, columns, rows)
+        found = records.known_table(known)
+        stored = found.label if found is not None else None
+    field, _ = st.columns([3, 2])
+    typed = field.text_input(
+        "Your name for this table (optional)",
+        value=stored or "",
+        max_chars=60,
+        placeholder=f"e.g. {Path(session.table_name).stem} 2024, second extract",
+        # a field per table: the next table starts from its own stored name
+        key=f"table_label_{session.table_token}",
+        help="Shown in History with the runs on this table, so that two files with the same "
+        "name are told apart. Kept in the run registry on this machine, never in a release.",
+    ).strip()
+    if typed == (stored or ""):
+        return
+    with st.spinner("Reading the table to recognise it"):
+        dataset = state.dataset_fingerprint()
+    problem = records.name_table(dataset, session.table_name, typed)
+    if problem is not None:
+        st.error(problem)
+    else:
+        records.describe_table(dataset, session.table_name, columns, rows)
+        st.caption("Name kept: History shows it with this table's runs.")
+
+
 def codes_editor(on_disk: sources.DiskTable) -> None:
     """Numbers of codes per column of a pre-coded file on disk, typed or from a domain file."""
     st.subheader("Number of codes per column")
@@ -187,6 +222,9 @@ def codes_editor(on_disk: sources.DiskTable) -> None:
         st.success("Every column has its number of codes: ready to run (Run page).")
 
 
+#: how the preview shows a cell with no value: pale, so that no value of the file (drawn dark),
+#: not even the text "None" (Streamlit's own mark for a missing cell), reads like it
+MISSING = "(missing)"
 PRECODED = "pre-coded: whole numbers 0..k-1 (declare k per column)"
 RAW = "raw values: text, numbers, dates (encoded in SQL with the schema below)"
 
@@ -199,6 +237,7 @@ if on_disk is not None:
         f"{len(on_disk.columns)} columns. Its rows are never shown and never counted here (the "
         "number of rows is private too); a run reads them through DuckDB, where the file lies."
     )
+    name_field(len(on_disk.columns), None)
     names, mode = st.columns([1, 2])
     names.dataframe(
         pd.DataFrame({"column": list(on_disk.columns)}),
@@ -223,24 +262,20 @@ if on_disk is not None:
         st.stop()
 else:
     table = session.table
+    assert table is not None, "without a file on disk the table is in memory"
     st.subheader(session.table_name)
     state.owner_badge()
     st.caption(f"{table.shape[0]:,} rows x {table.shape[1]} columns (true counts: owner-only).")
-    st.dataframe(table.head(200), key="preview", width="stretch")
+    name_field(table.shape[1], table.shape[0])
+    st.dataframe(table.head(200), key="preview", width="stretch", placeholder=MISSING)
+    st.caption(
+        f"The first {min(200, table.shape[0]):,} rows. A gray *{MISSING}* is a cell with no "
+        "value (empty in the file, or a spelling read as missing: NA, null, None, NaN...); "
+        "whatever is in dark text is a value of the file, even one that reads None."
+    )
 
 if on_disk is None:
     review.section(table, busy)  # the reviewed-schema path (dashboard/review.py)
-
-st.subheader("Columns")
-st.write(
-    "Everything about a column is either **declared** by you (public, free), **estimated "
-    "privately** when you run (paid from the budget), or **read off the data** (not private: "
-    "only with the demo switch below). Left open, a column's kind, whether its numbers are "
-    "whole, their decimals and its date format are decided from noisy counts of how its "
-    "values read (numbers by their decimals, dates, text), so one record cannot change them; "
-    "its categories or bounds are estimated privately. Declare what you would publish "
-    "anyway: it costs nothing."
-)
 
 PRIVATE = "decide privately"
 FLAG_OPTIONS = [PRIVATE, "yes", "no"]
@@ -306,14 +341,119 @@ def _schema_from(rows: pd.DataFrame, rules: tuple = ()) -> Schema:
     return Schema(tuple(columns), rules=rules)
 
 
+st.subheader("Columns")
+st.write(
+    "Everything about a column is either **declared** by you (public, free), **estimated "
+    "privately** when you run (paid from the budget), or **read off the data** (not private: "
+    "only with the demo switch below). Left open, a column's kind, whether its numbers are "
+    "whole, their decimals and its date format are decided from noisy counts of how its "
+    "values read (numbers by their decimals, dates, text), so one record cannot change them; "
+    "its categories or bounds are estimated privately. Declare what you would publish "
+    "anyway: it costs nothing."
+)
+raw = st.toggle(
+    "Read undeclared structure and domains off the raw data (demo shortcut: NOT end-to-end DP)",
+    key="raw_domains",
+    persist_state="session",
+)
+# Two editors of one schema, so that every column of each is on screen at 1280 px: what each
+# column is, then its values. Both start from the session's schema and are read together.
+WHAT = ["column", "include", "kind", "whole numbers", "date format", "may be missing", "row id"]
+VALUES = ["column", "categories", "lower", "upper", "bins", "decimals"]
+declared = _rows(session.schema)
+st.markdown("**What each column is**")
+what = st.data_editor(
+    declared[WHAT],
+    key="schema_editor",
+    hide_index=True,
+    width="stretch",
+    height=table_height(len(declared)),
+    disabled=["column"],
+    column_config={
+        "include": st.column_config.CheckboxColumn(),
+        "kind": st.column_config.SelectboxColumn(
+            options=[PRIVATE, *(k.value for k in Kind)], required=True
+        ),
+        "whole numbers": st.column_config.SelectboxColumn(
+            options=FLAG_OPTIONS, required=True, help="numeric columns only"
+        ),
+        "date format": st.column_config.TextColumn(
+            help="datetime columns only, e.g. %Y-%m-%d; empty: decided privately"
+        ),
+        "may be missing": st.column_config.SelectboxColumn(
+            options=FLAG_OPTIONS,
+            required=True,
+            help="left open, the column gets a missing code and its rate is measured privately",
+        ),
+        "row id": st.column_config.SelectboxColumn(
+            options=FLAG_OPTIONS,
+            required=True,
+            help="a row id is not modelled: the synthetic table gets fresh ids 1 to n; left "
+            "open, text and whole-number columns whose values are almost all distinct are "
+            "found privately",
+        ),
+    },
+)
+st.markdown("**Its values: categories, bounds, bins and decimals** (empty: estimated privately)")
+values = st.data_editor(
+    declared[VALUES],
+    key="schema_values_editor",
+    hide_index=True,
+    width="stretch",
+    height=table_height(len(declared)),
+    disabled=["column"],
+    placeholder="",  # an open cell is empty, as in the text columns, never "None"
+    column_config={
+        "categories": st.column_config.TextColumn(
+            width="medium",
+            help="categorical columns: every category, separated by commas",
+        ),
+        "lower": st.column_config.NumberColumn(
+            help="numeric and datetime columns: the smallest value (a date: seconds since "
+            "1970-01-01)"
+        ),
+        "upper": st.column_config.NumberColumn(
+            help="numeric and datetime columns: the largest value (a date: seconds since "
+            "1970-01-01)"
+        ),
+        "bins": st.column_config.NumberColumn(
+            min_value=1, step=1, help="numeric and datetime columns: intervals to count in"
+        ),
+        "decimals": st.column_config.NumberColumn(
+            min_value=0,
+            max_value=MAX_DECIMALS,
+            step=1,
+            help="numeric columns: decimals in the output (0: whole numbers); empty: counted "
+            "privately with the kind (a tenth of the narrowest bin when the kind and whole "
+            "numbers are declared)",
+        ),
+    },
+)
+try:
+    updated = _schema_from(
+        pd.concat([what, values.drop(columns="column")], axis=1), session.schema.rules
+    )
+except (InputError, ValueError) as exc:
+    st.error(f"That schema edit cannot be used: {exc}")
+else:
+    if updated != session.schema:
+        session.schema = updated
+        session.finished = None
+        st.rerun()
+if raw:
+    st.warning(
+        "Undeclared kinds, formats, categories and bounds will be read off the data: the "
+        "result is **not end-to-end differentially private** and will say so."
+    )
+
 st.subheader("Whose privacy")
-names = [c.name for c in session.schema.columns]
-if session.person not in (None, *names):
+column_names = [c.name for c in session.schema.columns]
+if session.person not in (None, *column_names):
     session.person = None  # a column of another table
 person_column, rows_per_person = st.columns([2, 1])
 person_column.selectbox(
     "Person column (a person-level guarantee)",
-    [None, *names],
+    [None, *column_names],
     format_func=lambda name: "none: the guarantee is per row" if name is None else name,
     # Streamlit shows the placeholder, not format_func(None), while the value is None
     placeholder="none: the guarantee is per row",
@@ -336,67 +476,7 @@ if session.person is not None:
     st.caption(
         f"The guarantee: {state.unit().words}. The noise of every step is "
         f"{session.max_rows_per_person} times the per-row noise; the column "
-        f"{session.person!r} is left out of the schema below for the run."
-    )
-
-raw = st.toggle(
-    "Read undeclared structure and domains off the raw data (demo shortcut: NOT end-to-end DP)",
-    key="raw_domains",
-    persist_state="session",
-)
-edited = st.data_editor(
-    _rows(session.schema),
-    key="schema_editor",
-    hide_index=True,
-    width="stretch",
-    disabled=["column"],
-    column_config={
-        "kind": st.column_config.SelectboxColumn(
-            options=[PRIVATE, *(k.value for k in Kind)], required=True
-        ),
-        "whole numbers": st.column_config.SelectboxColumn(
-            options=FLAG_OPTIONS, required=True, help="numeric columns only"
-        ),
-        "may be missing": st.column_config.SelectboxColumn(
-            options=FLAG_OPTIONS,
-            required=True,
-            help="left open, the column gets a missing code and its rate is measured privately",
-        ),
-        "date format": st.column_config.TextColumn(
-            help="datetime columns only, e.g. %Y-%m-%d; empty: decided privately"
-        ),
-        "include": st.column_config.CheckboxColumn(),
-        "row id": st.column_config.SelectboxColumn(
-            options=FLAG_OPTIONS,
-            required=True,
-            help="a row id is not modelled: the synthetic table gets fresh ids 1 to n; left "
-            "open, text and whole-number columns whose values are almost all distinct are "
-            "found privately",
-        ),
-        "bins": st.column_config.NumberColumn(min_value=1, step=1),
-        "decimals": st.column_config.NumberColumn(
-            min_value=0,
-            max_value=MAX_DECIMALS,
-            step=1,
-            help="numeric columns: decimals in the output (0: whole numbers); empty: counted "
-            "privately with the kind (a tenth of the narrowest bin when the kind and whole "
-            "numbers are declared)",
-        ),
-    },
-)
-try:
-    updated = _schema_from(edited, session.schema.rules)
-except (InputError, ValueError) as exc:
-    st.error(f"That schema edit cannot be used: {exc}")
-else:
-    if updated != session.schema:
-        session.schema = updated
-        session.finished = None
-        st.rerun()
-if raw:
-    st.warning(
-        "Undeclared kinds, formats, categories and bounds will be read off the data: the "
-        "result is **not end-to-end differentially private** and will say so."
+        f"{session.person!r} is left out of the schema above for the run."
     )
 
 st.subheader("Where each structural choice comes from")
@@ -414,17 +494,22 @@ if finished is not None and finished.result.columns:
         "As decided by the last run on this table. Estimated choices come from that run's DP "
         "measurements (the ledger's structure and domain steps)."
     )
+    decided = structure_frame(finished.result.columns, finished.result.excluded)
     st.dataframe(
-        structure_frame(finished.result.columns, finished.result.excluded),
-        key="structure_decided",
+        decided,
+        # keyed by the table: another table's choices start at the top, not where these were
+        key=f"structure_decided_{session.table_token}",
         hide_index=True,
         width="stretch",
+        height=table_height(len(decided)),
     )
 else:
     st.caption("Before a run: what is declared, and what the run will estimate or read.")
+    plan = structure_plan_frame(session.schema, raw=raw)
     st.dataframe(
-        structure_plan_frame(session.schema, raw=raw),
-        key="structure_plan",
+        plan,
+        key=f"structure_plan_{session.table_token}",
         hide_index=True,
         width="stretch",
+        height=table_height(len(plan)),
     )

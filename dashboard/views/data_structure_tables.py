@@ -17,6 +17,18 @@ from privsyn_core.data.schema import ColumnSchema, Kind, Provenance, Schema
 
 DECLARED = Provenance.DECLARED.value
 
+#: rows a table shows before it scrolls: a finished run has about six choices per column, so
+#: a 15-column table's 90 rows would otherwise fill several screens
+MAX_SHOWN_ROWS = 20
+#: Streamlit's default height of a table row and of its header row, in pixels
+ROW_PX = 35
+
+
+def table_height(rows: int) -> int:
+    """Pixels for a table of ``rows`` rows: all of them, up to :data:`MAX_SHOWN_ROWS` (its
+    header and borders too), so a short table has no empty space and a long one scrolls."""
+    return ROW_PX * (min(max(rows, 1), MAX_SHOWN_ROWS) + 1) + 3
+
 
 def structure_frame(
     columns: Sequence[PreparedColumn], excluded: Sequence[tuple[str, str]]
@@ -50,10 +62,12 @@ def structure_plan_frame(schema: Schema, *, raw: bool) -> pd.DataFrame:
                 "column": column.name,
                 "kind": _declared(column.kind.value if column.kind else None, open_source),
                 "whole numbers / date format": _detail(column, open_source),
+                # left open, a missing code is added and its rate measured privately, even
+                # with the demo switch on
                 "may be missing": (
                     f"{'yes' if column.missing else 'no'} ({DECLARED})"
                     if column.missing is not None
-                    else "measured privately (missing code)"
+                    else Provenance.PRIVATE.value
                 ),
                 "domain": f"{DECLARED}" if column.has_domain else open_source,
                 "decimals": _decimals(column, open_source),
@@ -76,7 +90,7 @@ def _decimals(column: ColumnSchema, open_source: str) -> str:
     if column.integer:
         return f"0: whole numbers ({DECLARED})"
     if needs_structure(column):
-        return f"counted with the kind: {open_source} (whole numbers: 0)"
+        return f"with the kind: {open_source}"  # whole numbers get 0
     return "a tenth of the narrowest bin"
 
 

@@ -2,9 +2,11 @@
 stored release of any run.
 
 Everything here comes from what the registry stored per run (public settings, ledger, bundle):
-DP artifacts only. The private table is read for one thing, its fingerprint, to pick the runs
-made on it. Nothing is cached: the registry file is the truth, and other sessions and the CLI
-write to it too.
+DP artifacts only, but for what names each table to its owner (its fingerprint, its size and
+the name they gave it: owner-only, never in a bundle). The private table is read for its
+fingerprint, to pick the runs made on it, and its size, to name it. Runs are shown and
+compared per table: two files of one name are two tables. Nothing is cached: the registry
+file is the truth, and other sessions and the CLI write to it too.
 """
 
 from __future__ import annotations
@@ -18,13 +20,20 @@ from privsyn_core.config import PrivSynConfig
 from privsyn_core.errors import InputError
 from privsyn_core.privacy.budget import Budget
 from privsyn_core.privacy.conversion import MAX_DELTA
-from privsyn_core.release.registry import WARN_SHARE, BudgetStatus, Registry, RunRecord
+from privsyn_core.release.registry import (
+    WARN_SHARE,
+    BudgetStatus,
+    Registry,
+    RunRecord,
+    TableRecord,
+)
 
 # Streamlit runs a page as a script, without a package: it is named after its folders
 # ("dashboard" in a checkout, "privsyn_dashboard" installed) for the imports below.
 __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 
 from .. import records, resample, state
+from ..review import literal
 from ..settings import parse_delta
 from ..state import session
 from . import history_runs
@@ -33,7 +42,8 @@ st.title("History")
 st.caption(
     "Every run the dashboard or the `privsyn` command line finished is kept in the run "
     "registry with its ledger, settings and release bundle. Shown here: those stored DP "
-    "artifacts only; the table itself is read just to recognise it (its fingerprint)."
+    "artifacts, and what tells your tables apart (their names, sizes and fingerprints: "
+    "owner-only, kept on this machine)."
 )
 if notice := session.history_notice:
     session.history_notice = None
@@ -42,13 +52,23 @@ if notice := session.history_notice:
 registry = records.registry_or_stop()
 with st.spinner("Reading the table to recognise its runs (once per table)"):
     dataset = state.dataset_fingerprint()
-show_all = st.toggle("Show runs on every dataset", key="history_all")
+if session.disk is not None:  # a file on disk is never counted outside a run
+    records.describe_table(dataset, session.table_name, len(session.disk.columns), None)
+elif session.table is not None:
+    rows, columns = session.table.shape
+    records.describe_table(dataset, session.table_name, columns, rows)
+show_all = st.toggle("Show runs on every table", key="history_all")
 try:
     listed = registry.runs(None if show_all else dataset)
+    tables = registry.tables()
     status = registry.budget(dataset)
     held_here = registry.held(dataset)
 except records.REGISTRY_ERRORS as exc:
     records.stop_with(records.unavailable(exc))
+titles = history_runs.titles(listed, tables)
+here = next((t for t in tables if t.fingerprint == dataset), None)
+titles[dataset] = history_runs.table_title(here or TableRecord(dataset, session.table_name, 0))
+groups = history_runs.by_table(listed, dataset)
 try:
     delta: float | None = parse_delta(session.delta_text)
 except InputError:
@@ -63,8 +83,10 @@ def badges(shown: list[RunRecord]) -> None:
 
 
 def show_runs(listed: list[RunRecord]) -> None:
-    st.subheader("Runs" + ("" if show_all else f" on {session.table_name}"))
+    st.subheader("Runs on every table" if show_all else "Runs on this table")
     badges(listed)
+    if not show_all:
+        st.markdown(f"**{literal(titles[dataset])}**")
     if not listed:
         st.info(
             "No runs recorded yet"
@@ -72,17 +94,28 @@ def show_runs(listed: list[RunRecord]) -> None:
             + f". Registry: {registry.path}"
         )
         return
-    st.dataframe(
-        history_runs.runs_frame(listed),
-        key="history_runs",
-        hide_index=True,
-        width="stretch",
-        column_config={
-            "delta": st.column_config.NumberColumn(format="%.1e"),
-            "rho": st.column_config.NumberColumn(format="%.4g"),
-        },
+    for fingerprint, runs in groups.items():
+        if show_all:
+            in_use = " (the table in use)" if fingerprint == dataset else ""
+            st.markdown(f"**{literal(titles[fingerprint])}**{in_use}")
+        st.dataframe(
+            history_runs.runs_frame(runs),
+            key=f"history_runs_{fingerprint[:16]}",
+            hide_index=True,
+            width="stretch",
+            column_config={
+                "delta": st.column_config.NumberColumn(format="%.1e"),
+                "rho": st.column_config.NumberColumn(format="%.4g"),
+            },
+        )
+    st.caption(
+        "The code after # in a table's title (#"
+        f"{dataset[: history_runs.SHORT_PRINT]} for the table in use) is the start of its "
+        "fingerprint, a hash of its values: two tables with one file name have different "
+        "ones. It and the numbers of rows (true counts) are owner-only: they stay in the "
+        f"registry on this machine and never go into a bundle. Registry: {registry.path}. "
+        "rho is what each run spent, in zCDP."
     )
-    st.caption(f"Registry: {registry.path}. rho is what each run spent, in zCDP.")
 
 
 def show_budget(status: BudgetStatus, mine: list[RunRecord]) -> None:
@@ -256,26 +289,44 @@ def budget_controls(status: BudgetStatus) -> None:
     st.rerun()
 
 
-def pick(title: str, listed: list[RunRecord], index: int, key: str) -> int:
-    """A run id chosen from ``listed``, newest first."""
-    labels = {r.id: history_runs.label(r) for r in reversed(listed)}
-    return st.selectbox(title, list(labels), index=index, key=key, format_func=labels.get)
+def pick(title: str, listed: list[RunRecord], index: int, key: str, named: bool = False) -> int:
+    """A run id chosen from ``listed``, newest first; ``named``: each with its table's title
+    (runs of several tables in one list)."""
+    labels = {
+        r.id: history_runs.label(r, titles[r.fingerprint] if named else None)
+        for r in reversed(listed)
+    }
+    chosen = st.selectbox(title, list(labels), index=index, key=key, format_func=labels.__getitem__)
+    assert chosen is not None, "a selectbox with an index always holds a choice"
+    return chosen
 
 
-def compare(listed: list[RunRecord]) -> None:
+def compare() -> None:
+    """Two runs of one table side by side: the table first (when runs of several are listed),
+    then its runs, by default its two newest."""
     st.subheader("Compare two runs")
-    if len(listed) < 2:
-        st.info("Two recorded runs are needed to compare.")
+    choices = history_runs.comparable(groups)
+    if not choices:
+        st.info("Two recorded runs of one table are needed to compare.")
         return
+    chosen = choices[0]  # the table in use when it has two runs, else the latest one run twice
+    if len(groups) > 1:
+        chosen = st.selectbox(
+            "Table", choices, key="compare_table", format_func=titles.__getitem__,
+            help="Only runs of one table are compared: runs of two tables differ by their "
+            "data first. Listed: the tables with two runs or more.",
+        )  # fmt: skip
+    runs = groups[chosen]
     left, right = st.columns(2)
+    # the run pickers are the table's own: another table starts again from its two newest
     with left:
-        a = pick("First run", listed, index=1, key="compare_a")
+        a = pick("First run", runs, index=1, key=f"compare_a_{chosen[:16]}")
     with right:
-        b = pick("Second run", listed, index=0, key="compare_b")
+        b = pick("Second run", runs, index=0, key=f"compare_b_{chosen[:16]}")
     if a == b:
         st.info("Pick two different runs.")
         return
-    first, second = (next(r for r in listed if r.id == i) for i in (a, b))
+    first, second = (next(r for r in runs if r.id == i) for i in (a, b))
     badges([first, second])
     st.markdown("**Settings**")
     st.dataframe(
@@ -295,7 +346,9 @@ def redownload(listed: list[RunRecord]) -> None:
     if not listed:
         st.info("No recorded runs to download.")
         return
-    run_id = pick("Run to download or sample again", listed, index=0, key="bundle_run")
+    run_id = pick(
+        "Run to download or sample again", listed, index=0, key="bundle_run", named=len(groups) > 1
+    )
     run = next(r for r in listed if r.id == run_id)
     badges([run])
     try:
@@ -314,5 +367,5 @@ show_runs(listed)
 mine = [r for r in listed if r.fingerprint == dataset] if show_all else listed
 show_budget(status, mine)
 budget_controls(status)
-compare(listed)
+compare()
 redownload(listed)

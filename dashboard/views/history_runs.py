@@ -8,12 +8,12 @@ History page can show all of it.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
 from privsyn_core.privacy.ledger import PrivacyUnit
-from privsyn_core.release.registry import HeldBudget, RunRecord
+from privsyn_core.release.registry import HeldBudget, RunRecord, TableRecord
 
 #: ledger steps in the order the pipeline spends them
 STEP_ORDER = ("domain", "one_way", "indif", "marginal")
@@ -56,19 +56,78 @@ def units(runs: Sequence[RunRecord]) -> list[PrivacyUnit]:
     return list(dict.fromkeys(unit(run) for run in runs))
 
 
-def label(run: RunRecord) -> str:
+#: a setting a run's record holds as None (no person column, no declared domain...)
+NOT_SET = "not set"
+
+#: hex digits of a fingerprint shown to tell two tables apart (8: one chance in about four
+#: billion that two tables of one registry share them)
+SHORT_PRINT = 8
+
+
+def table_name(table: TableRecord) -> str:
+    """What its owner calls the table: the name they gave it, else its file name."""
+    return table.label or table.name
+
+
+def table_title(table: TableRecord) -> str:
+    """The table's name with what tells it apart from another of that name: its file name
+    (when it has a name of its own), numbers of columns and rows when known, and the start of
+    its fingerprint, e.g. "raw.csv · 15 columns · 48,842 rows · #1a2b3c4d". Owner-only: the
+    rows are a true count and the fingerprint a hash of the values."""
+    parts = [table_name(table)]
+    if table.label and table.label != table.name:
+        parts.append(table.name)
+    if table.columns is not None:
+        parts.append(f"{table.columns:,} column{'s' * (table.columns != 1)}")
+    if table.rows is not None:
+        parts.append(f"{table.rows:,} row{'s' * (table.rows != 1)}")
+    parts.append(f"#{table.fingerprint[:SHORT_PRINT]}")
+    return " · ".join(parts)
+
+
+def titles(runs: Sequence[RunRecord], tables: Sequence[TableRecord]) -> dict[str, str]:
+    """Each runs' table's title by fingerprint; a table the registry did not list (recorded
+    since it was read) by the name on its runs."""
+    known = {t.fingerprint: t for t in tables}
+    return {
+        run.fingerprint: table_title(
+            known.get(run.fingerprint) or TableRecord(run.fingerprint, run.name, run.created)
+        )
+        for run in runs
+    }
+
+
+def by_table(runs: Sequence[RunRecord], first: str | None = None) -> dict[str, list[RunRecord]]:
+    """The runs of each table, in the order recorded; the tables ``first`` (the one in use)
+    first, then by their newest run, newest first."""
+    groups: dict[str, list[RunRecord]] = {}
+    for run in runs:
+        groups.setdefault(run.fingerprint, []).append(run)
+    order = sorted(groups, key=lambda fp: (fp != first, -max(r.id for r in groups[fp])))
+    return {fp: groups[fp] for fp in order}
+
+
+def label(run: RunRecord, table: str | None = None) -> str:
+    """A run as a choice in a list: its id, ``table`` (when runs of several tables are listed
+    together), epsilon and time."""
     epsilon = "-" if run.epsilon is None else f"{run.epsilon:g}"
-    return f"run {run.id}: {run.name}, epsilon {epsilon}, {when(run)}"
+    on = "" if table is None else f" on {table}"
+    return f"run {run.id}{on}: epsilon {epsilon}, {when(run)}"
+
+
+def comparable(groups: Mapping[str, Sequence[RunRecord]]) -> list[str]:
+    """The tables with two runs or more, in the order of ``groups`` (:func:`by_table`): only
+    runs of one table are compared, since runs of two tables differ by their data first."""
+    return [fp for fp, runs in groups.items() if len(runs) >= 2]
 
 
 def runs_frame(runs: Sequence[RunRecord]) -> pd.DataFrame:
-    """One row per run, newest first."""
+    """One row per run of one table, newest first (the table is named above it)."""
     return pd.DataFrame(
         [
             {
                 "id": run.id,
                 "time": when(run),
-                "table": run.name,
                 "epsilon": run.epsilon,
                 "delta": run.delta,
                 "rho": run.rho,
@@ -82,7 +141,7 @@ def runs_frame(runs: Sequence[RunRecord]) -> pd.DataFrame:
             for run in reversed(runs)
         ],
         columns=[
-            "id", "time", "table", "epsilon", "delta", "rho", "delta spent", "noise",
+            "id", "time", "epsilon", "delta", "rho", "delta spent", "noise",
             "privacy unit",
             "marginals", "bundle", "outcome",
         ],
@@ -117,7 +176,8 @@ def held_frame(held: Sequence[HeldBudget]) -> pd.DataFrame:
 
 
 def settings_frame(a: RunRecord, b: RunRecord) -> pd.DataFrame:
-    """Both runs' stored settings and budget, one row per setting (as text: they mix types)."""
+    """Both runs' stored settings and budget, one row per setting (as text: they mix types;
+    a setting left unset reads "not set", never "None", which could be a value)."""
 
     def described(run: RunRecord) -> dict[str, str]:
         return {
@@ -125,7 +185,7 @@ def settings_frame(a: RunRecord, b: RunRecord) -> pd.DataFrame:
             "time": when(run),
             "noise": run.randomness,
             "rho spent": f"{run.rho:.6g}",
-            **{key: str(value) for key, value in run.config.items()},
+            **{key: NOT_SET if v is None else str(v) for key, v in run.config.items()},
         }
 
     left, right = described(a), described(b)

@@ -21,7 +21,9 @@ dashboard's runs and its Lab) keeps its books this one way.
 
 Writes are single transactions (``BEGIN IMMEDIATE``, WAL journal): a process killed midway
 leaves no half-written run, and concurrent writers queue instead of corrupting the file.
-The fingerprint is a hash of the private table; it stays on this machine.
+The fingerprint is a hash of the private table; it stays on this machine, with what tells the
+owner which table it is (:class:`TableRecord`: the name they gave it, its numbers of columns
+and rows).
 """
 
 from __future__ import annotations
@@ -95,6 +97,10 @@ _ADDED = (
     ("reservations", "delta", "REAL NOT NULL DEFAULT 0"),
     # the lifetime's cap on that delta (NULL with a lifetime rho: set before deltas counted)
     ("datasets", "lifetime_delta", "REAL"),
+    # the owner's name for the table, and its number of columns and rows (see TableRecord)
+    ("datasets", "label", "TEXT"),
+    ("datasets", "columns", "INTEGER"),
+    ("datasets", "rows", "INTEGER"),
 )
 
 #: the budget a dataset has committed: what its runs spent plus what running (or dead) runs hold
@@ -167,6 +173,27 @@ class RunRecord:
     def spent(self) -> Budget:
         """What the run spent: its rho and its thresholds' delta."""
         return Budget(self.rho, self.spent_delta)
+
+
+@dataclass(frozen=True)
+class TableRecord:
+    """What the registry knows of a dataset besides its books, to tell its owner which table
+    it is: two files both called ``raw.csv`` share a name but not a fingerprint.
+
+    Owner-only, like the fingerprint: ``rows`` is the table's true number of rows, not a DP
+    count, so it stays in this file on this machine and never goes into a bundle.
+    """
+
+    fingerprint: str
+    #: the file name it was first recorded under
+    name: str
+    first_seen: float
+    #: the owner's own name for it (None: none given)
+    label: str | None = None
+    #: its number of columns and rows when last described (None: not known; a file on disk
+    #: is never counted outside a run, so its rows stay None)
+    columns: int | None = None
+    rows: int | None = None
 
 
 @dataclass(frozen=True)
@@ -315,6 +342,36 @@ class Registry:
                       json.loads(r[8]), bool(r[9]), r[10], r[11] or 0.0)
             for r in self._rows(query, fingerprint)
         ]  # fmt: skip
+
+    def tables(self, fingerprint: str | None = None) -> list[TableRecord]:
+        """Every dataset the registry knows (only ``fingerprint``'s unless it is None)."""
+        query = "SELECT fingerprint, name, first_seen, label, columns, rows FROM datasets"
+        arguments: tuple = ()
+        if fingerprint is not None:
+            query += " WHERE fingerprint = ?"
+            arguments = (fingerprint,)
+        with self._connection() as db:
+            rows = db.execute(query + " ORDER BY first_seen", arguments).fetchall()
+        return [TableRecord(*row) for row in rows]
+
+    def describe_table(
+        self, fingerprint: str, name: str, columns: int, rows: int | None = None
+    ) -> None:
+        """Store the dataset's number of columns and, when known, rows (see
+        :class:`TableRecord`); a row count already stored is kept when ``rows`` is None."""
+        with self._transaction() as db:
+            self._ensure_dataset(db, fingerprint, name)
+            db.execute(
+                "UPDATE datasets SET columns = ?, rows = COALESCE(?, rows) WHERE fingerprint = ?",
+                (columns, rows, fingerprint),
+            )
+
+    def name_table(self, fingerprint: str, name: str, label: str | None) -> None:
+        """Give the dataset the owner's own name (None or blank: take it away)."""
+        label = (label or "").strip() or None
+        with self._transaction() as db:
+            self._ensure_dataset(db, fingerprint, name)
+            db.execute("UPDATE datasets SET label = ? WHERE fingerprint = ?", (label, fingerprint))
 
     def _rows(self, query: str, fingerprint: str | None) -> list[tuple]:
         """``query``'s rows in id order, only those of ``fingerprint`` unless it is None."""

@@ -12,6 +12,11 @@ from privsyn_core.privacy.ledger import check_epsilon_delta
 from .state import session
 
 
+def small_number(value: float) -> str:
+    """A small number (a delta) as the user types it: 1e-9, not 1e-09."""
+    return f"{value:.2g}".replace("e-0", "e-")
+
+
 def parse_epsilon(value: object) -> float:
     """The session's epsilon by the command line's rule and message (positive and finite).
     The Privacy page's box has no bounds and no default of its own: a bounded box keeps a value

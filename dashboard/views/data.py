@@ -267,7 +267,8 @@ else:
     state.owner_badge()
     st.caption(f"{table.shape[0]:,} rows x {table.shape[1]} columns (true counts: owner-only).")
     name_field(table.shape[1], table.shape[0])
-    st.dataframe(table.head(200), key="preview", width="stretch", placeholder=MISSING)
+    with st.container(key="preview_rows"):  # rows as wide as the table: may scroll sideways
+        st.dataframe(table.head(200), key="preview", width="stretch", placeholder=MISSING)
     st.caption(
         f"The first {min(200, table.shape[0]):,} rows. A gray *{MISSING}* is a cell with no "
         "value (empty in the file, or a spelling read as missing: NA, null, None, NaN...); "

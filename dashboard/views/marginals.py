@@ -14,6 +14,7 @@ __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 
 from .. import records, release_downloads, state
 from ..charts import indif_heatmap, selection_summary
+from ..settings import small_number
 from ..state import session
 from .marginals_graph import default_pairs_drawn, graph_page
 
@@ -114,19 +115,8 @@ release_downloads.offer_marginals(
 st.subheader("Privacy ledger")
 state.dp_badge()
 ledger = result.ledger
-budget_eps, budget_delta = ledger.budget.stated(finished.delta)
+budget_eps, _ = ledger.budget.stated(finished.delta)
 spent_eps, spent_delta = ledger.spent.stated(finished.delta)
-st.caption(
-    f"What this run spent, step by step: epsilon {spent_eps:.3g} (delta {spent_delta:.2g}) of "
-    f"the epsilon {budget_eps:.3g} it was given. In the paper's units (zCDP): rho "
-    f"{ledger.spent_rho:.4g} of {ledger.budget_rho:.4g}"
-    + (
-        f"; delta set aside for the thresholds that hide rare values {ledger.reserved_delta:.2g}"
-        if ledger.reserved_delta
-        else ""
-    )
-    + ". Each row is one release: its sensitivity, the rho it cost, the noise (sigma) it got."
-)
 frame = result.ledger_frame()
 everyone = set(result.engine.attributes)
 frame["attributes"] = [
@@ -134,4 +124,22 @@ frame["attributes"] = [
     else names
     for names in frame["attributes"]
 ]  # fmt: skip
+# the mechanism's full name is a sentence: said once below the table, short in it
+mechanisms = sorted(set(frame["mechanism"]))
+frame["mechanism"] = [m.split(" (")[0] for m in frame["mechanism"]]
+st.caption(
+    f"What this run spent, step by step: epsilon {spent_eps:.3g} (delta "
+    f"{small_number(spent_delta)}) of the epsilon {budget_eps:.3g} it was given. In the "
+    f"paper's units (zCDP): rho {ledger.spent_rho:.4g} of {ledger.budget_rho:.4g}"
+    + (
+        "; delta set aside for the thresholds that hide rare values "
+        f"{small_number(ledger.reserved_delta)}"
+        if ledger.reserved_delta
+        else ""
+    )
+    + ". Each row is one release: its sensitivity, the rho it cost, the noise (sigma) it got. "
+    + "Noise: "
+    + "; ".join(mechanisms)
+    + "."
+)
 st.dataframe(frame, key="ledger_table", hide_index=True, width="stretch")

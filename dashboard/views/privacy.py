@@ -44,7 +44,7 @@ from privsyn_core.selection.methods import selection_account
 __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 
 from .. import review, state
-from ..settings import current_config, parse_delta, parse_epsilon
+from ..settings import current_config, parse_delta, parse_epsilon, small_number
 from ..state import session
 
 #: what each of the planner's steps does, in plain words, by the planner's step name; the
@@ -106,11 +106,6 @@ def _stated(step: StepPlan, plan: BudgetPlan, config: PrivSynConfig) -> float:
     spends the delta set aside for its category thresholds."""
     spent = plan.reserved_delta if step.step == "domains" else 0.0
     return Budget(step.rho, spent).stated(plan.delta, config.conversion)[0]
-
-
-def _number(value: float) -> str:
-    """A small number as the user types it: 1e-9, not 1e-09."""
-    return f"{value:.2g}".replace("e-0", "e-")
 
 
 def _split_words(plan: BudgetPlan) -> str:
@@ -239,8 +234,8 @@ stated_epsilon, stated_delta = plan.budget.stated(delta, config.conversion)
 
 st.subheader("How the budget is spent, and the noise it buys")
 st.caption(
-    f"At epsilon {epsilon:g} and delta {_number(delta)}, {unit.words}, computed from your settings "
-    "alone: no data is read."
+    f"At epsilon {epsilon:g} and delta {small_number(delta)}, {unit.words}, computed from your "
+    "settings alone: no data is read."
     + (
         ""
         if unit.is_row
@@ -254,8 +249,8 @@ total.metric(
     f"{plan.rho:.4g}",
     help="The same budget in the unit the engine adds up: each step below spends a part of "
     "it, and the parts add up to this number (epsilons do not add up that way). It amounts "
-    f"to epsilon {stated_epsilon:.3g} at delta {_number(stated_delta)}, beside it. In the paper: "
-    "rho of zero-concentrated DP (zCDP, section 2.3 and appendix C), converted from "
+    f"to epsilon {stated_epsilon:.3g} at delta {small_number(stated_delta)}, beside it. In the "
+    "paper: rho of zero-concentrated DP (zCDP, section 2.3 and appendix C), converted from "
     f"(epsilon, delta) by {CONVERSION_WORDS.get(config.conversion, config.conversion)}.",
 )
 as_epsilon.metric(
@@ -266,10 +261,10 @@ as_epsilon.metric(
 )
 as_delta.metric(
     "at delta",
-    _number(stated_delta),
+    small_number(stated_delta),
     help="The chance that the promise does not hold at all, for the whole run."
     + (
-        f" {_number(plan.reserved_delta)} of it is set aside for the category estimates (a "
+        f" {small_number(plan.reserved_delta)} of it is set aside for the category estimates (a "
         "category released by its noisy count), the rest converts epsilon to rho."
         if plan.reserved_delta
         else ""
@@ -303,7 +298,7 @@ st.dataframe(
         "epsilon": st.column_config.NumberColumn(
             "as epsilon",
             format="%.3g",
-            help=f"The epsilon this step alone amounts to at your delta {_number(delta)}. "
+            help=f"The epsilon this step alone amounts to at your delta {small_number(delta)}. "
             "The steps' epsilons do not add up to yours: their rhos do, and the whole costs "
             "less epsilon than its parts added up.",
         ),
@@ -327,7 +322,7 @@ with st.expander("What each step does, in plain words and in the paper's"):
     for step in plan.steps:
         st.markdown(
             f"**{step.step}** ({step.rho / plan.rho:.1%} of your budget: rho {step.rho:.2g}, "
-            f"epsilon {_stated(step, plan, config):.3g} alone at delta {_number(delta)}): "
+            f"epsilon {_stated(step, plan, config):.3g} alone at delta {small_number(delta)}): "
             f"{STEP_WORDS.get(step.step, '')}  \n*In detail:* {step.note}."
         )
     st.caption(

@@ -30,7 +30,8 @@ st.subheader("Synthetic table")
 state.dp_badge()
 if not result.end_to_end_dp:
     st.warning("NOT end-to-end DP: some domains were read off the raw data.")
-st.dataframe(synthetic.head(200), key="synthetic_preview", width="stretch")
+with st.container(key="synthetic_rows"):  # rows as wide as the table: may scroll sideways
+    st.dataframe(synthetic.head(200), key="synthetic_preview", width="stretch")
 downloads.offer_csv("Download the synthetic CSV", synthetic, "synthetic.csv", key="download")
 
 st.subheader("What the synthetic table changes")

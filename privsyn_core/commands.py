@@ -335,6 +335,9 @@ def _synthesize(args: argparse.Namespace) -> int:
         if reservation is not None:  # on the books before anything is written
             run_id, bundle = reservation.record_result(result, config, settings)
             reservation.give_back()
+        if registry is not None:  # History names a table by its columns (kept or left out)
+            width = len(result.synthetic.columns) + len(result.excluded)
+            registry.describe_table(dataset, Path(args.input).name, width)
         output.commit()  # the rows were written to a temporary file as they were made
         cells.report()
         if args.bundle:

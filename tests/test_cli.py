@@ -118,6 +118,17 @@ def test_synthesize_writes_columns_in_order_with_codes_in_the_domain(inputs, tmp
     assert f"wrote {len(synthetic)} synthetic rows to {out}" in err
 
 
+def test_a_run_records_its_table_by_its_columns_for_history(inputs, tmp_path):
+    """History names a table by its columns: a command-line run stores how many it had."""
+    from privsyn_core.release.registry import Registry, file_fingerprint
+
+    csv, domain = inputs
+    assert main(synthesize_argv(csv, domain, tmp_path / "s.csv", "--seed", "1", "-q")) == 0
+    (table,) = Registry().tables(file_fingerprint(csv))
+    assert table.columns == len(pd.read_csv(csv, nrows=0).columns) == 4
+    assert table.name == csv.name and table.rows is None  # the CLI counts no rows
+
+
 def test_quiet_run_prints_nothing(inputs, tmp_path, capsys):
     csv, domain = inputs
     assert main(synthesize_argv(csv, domain, tmp_path / "s.csv", "--seed", "1", "-q")) == 0

@@ -10,6 +10,8 @@ from scipy.stats import norm
 
 from privsyn_core.domain import Domain
 from privsyn_core.privacy.audit import (
+    SEPARATION_ERRORS,
+    AuditResult,
     Neighbours,
     audit_engine,
     audit_indif,
@@ -190,3 +192,43 @@ def test_audit_engine_with_a_rho_multiplier_runs_a_broken_engine_the_audit_catch
     # the marginal steps reach the bound, so halving their noise shows at once (InDif's
     # neighbours stay below it and need more trials: see test_the_audit_catches_...)
     assert broken[0].violates_claim and broken[2].violates_claim and broken[3].violates_claim
+
+
+def audited(mu: float, se: float, allowed: float, epsilon_bound: float = 0.5) -> AuditResult:
+    """An audit's numbers as given, claimed epsilon 1: for the decision rule at its edges."""
+    return AuditResult(
+        mechanism="made up", trials=1000, delta=DELTA, claimed_rho=allowed**2 / 2,
+        claimed_epsilon=1.0, epsilon_lower_bound=epsilon_bound, confidence=0.99,
+        mu_estimate=mu, mu_standard_error=se, mu_claimed=allowed, mu_of_neighbours=allowed,
+    )  # fmt: skip
+
+
+def test_a_leak_is_a_separation_range_wholly_above_the_bound_and_touching_it_is_not():
+    """Dyadic numbers, so the range's ends hit the bound exactly: se 1/16 makes the range
+    the estimate ± 1/4 (SEPARATION_ERRORS is 4)."""
+    assert SEPARATION_ERRORS == 4.0
+    se, allowed, tiny = 1 / 16, 0.5, 2.0**-20
+    cases = {
+        # the issue's numbers: 0.24 ± 0.02 against 0.22 is within noise of the bound
+        (0.24, 0.02, 0.22): "across",
+        (0.31, 0.02, 0.22): "above",  # range 0.23 to 0.39
+        (0.13, 0.02, 0.22): "below",  # range 0.05 to 0.21
+        (0.75, se, allowed): "across",  # the low end on the bound: not above it
+        (0.75 + tiny, se, allowed): "above",
+        (0.25, se, allowed): "across",  # the high end on the bound: not below it
+        (0.25 - tiny, se, allowed): "below",
+    }
+    for (mu, error, bound), where in cases.items():
+        result = audited(mu, error, bound)
+        low, high = result.mu_range
+        assert (low, high) == pytest.approx((mu - 4 * error, mu + 4 * error), abs=1e-15)
+        assert result.separation == where, (mu, error, bound)
+        assert result.violates_claim == (where == "above")
+
+
+def test_an_epsilon_bound_above_the_claim_is_a_leak_whatever_the_separation():
+    across = audited(0.24, 0.02, 0.22, epsilon_bound=1.0)
+    assert across.separation == "across" and not across.violates_claim  # equal: not above
+    proved = audited(0.24, 0.02, 0.22, epsilon_bound=1.01)
+    assert proved.epsilon_refuted and proved.violates_claim
+    assert audited(0.13, 0.02, 0.22, epsilon_bound=1.01).violates_claim

@@ -168,8 +168,13 @@ def test_learn_page_plays_the_distinguishing_game_once_and_keeps_it():
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["claimed epsilon"] == "1.00"
     assert metrics["measured epsilon ≥"] == f"{one_way.epsilon_lower_bound:.2f}"
-    assert metrics["measured separation"].startswith(f"{one_way.mu_estimate:.2f} ± ")
-    assert "no leak found beyond the claim" in at.success[0].value
+    assert metrics["measured separation"] == f"{one_way.mu_estimate:.2f}"
+    low, high = one_way.mu_range
+    assert metrics["range of the measurement"] == f"{low:.2f} to {high:.2f}"
+    assert at.success[0].value == f"**{learn_game.verdict(one_way).headline}** " + (
+        learn_game.verdict(one_way).reason
+    )
+    assert "No leak shown." in at.success[0].value
     assert any("generated tables, no private data" in m.value for m in at.markdown)
 
     # reruns and a change of step reuse the stored play: nothing is run again
@@ -188,7 +193,7 @@ def test_breaking_the_noise_in_the_game_is_caught_by_the_audit():
     result = at.session_state["learn_game"].results[0]
     assert result.violates_claim
     assert result.claimed_epsilon == pytest.approx(4.0)
-    assert at.error and "leak beyond the claim, caught by the audit" in at.error[0].value
+    assert at.error and "Leak caught." in at.error[0].value
     metrics = {m.label: float(m.value.split()[0]) for m in at.metric if "epsilon" in m.label}
     # the best possible attack on the broken code exceeds what it claims
     assert metrics["best possible epsilon"] > metrics["claimed epsilon"] == 4.0
@@ -529,13 +534,15 @@ def test_history_shows_the_current_tables_runs_unless_asked_for_all():
     run_once(at)
     go(at, "history")
     runs = frame(at, "noise")
-    assert list(runs["id"]) == [2] and list(runs["table"]) == ["small.csv"]
+    assert list(runs["id"]) == [2]
+    assert any(m.value.startswith("**small\\.csv · 3 columns · 6,000 rows") for m in at.markdown)
     spent = next(m for m in at.metric if m.label == "rho spent, all runs").value
     assert spent == f"{at.session_state['finished'].result.ledger.spent_rho:.4g}"
     at.toggle(key="history_all").set_value(True).run()
-    runs = frame(at, "noise")
-    assert list(runs["id"]) == [2, 1]
-    assert list(runs["table"]) == ["small.csv", "UCI Adult sample (bundled adult.csv)"]
+    # one table of runs per table, each under its name: the one in use first
+    assert [list(f.value["id"]) for f in at.dataframe if "noise" in f.value.columns] == [[2], [1]]
+    named = [m.value.split(" · ")[0] for m in at.markdown if " · " in m.value]
+    assert named[:2] == ["**small\\.csv", "**UCI Adult sample \\(bundled adult\\.csv\\)"]
 
 
 def test_a_result_the_registry_cannot_record_is_discarded_and_its_reservation_kept(monkeypatch):
@@ -580,7 +587,7 @@ def test_data_page_says_where_each_structural_choice_comes_from():
     plan = frame(at, "whole numbers / date format").set_index("column")
     assert plan.loc["age", "kind"] == "private estimate"
     assert plan.loc["age", "domain"] == "private estimate"
-    assert plan.loc["age", "may be missing"] == "measured privately (missing code)"
+    assert plan.loc["age", "may be missing"] == "private estimate"
     at.toggle(key="raw_domains").set_value(True).run()
     plan = frame(at, "whole numbers / date format").set_index("column")
     assert plan.loc["age", "kind"] == "raw data, not private"
@@ -612,10 +619,7 @@ def test_declared_decimals_show_in_the_plan_and_bound_the_output():
     and the synthetic column carries no more decimals."""
     at = app()
     plan = frame(at, "whole numbers / date format").set_index("column")
-    assert (
-        plan.loc["fnlwgt", "decimals"]
-        == "counted with the kind: private estimate (whole numbers: 0)"
-    )
+    assert plan.loc["fnlwgt", "decimals"] == "with the kind: private estimate"
     hours = ColumnSchema(
         "hours-per-week", Kind.NUMERIC, integer=False, lower=1, upper=99, bins=20, decimals=1
     )
@@ -1085,8 +1089,8 @@ def test_privacy_page_plans_and_forecasts_for_the_person_unit_the_data_page_set(
     assert np.allclose(sigmas(Unit("who", 4)), 4 * sigmas(ROW), rtol=1e-6)
     assert not np.allclose(per_row, per_person)
     assert any("at most 4 rows" in c.value and "4 times" in c.value for c in at.caption)
-    notes = at.dataframe[0].value.set_index("step")["note"]
-    assert notes["InDif scores"].startswith("sensitivity 16; noise variance 128m")
+    (indif,) = [m.value for m in at.markdown if m.value.startswith("**InDif scores**")]
+    assert "*In detail:* sensitivity 16; noise variance 128m" in indif
     forecast = at.session_state["forecast"][1]
     assert "who" not in {c.name for c in forecast.columns}
     assert at.session_state["forecast_counts"][0][1] == Unit("who", 4)

@@ -419,7 +419,7 @@ def test_the_distinguishing_game_plays_in_the_browser(server, chromium):
     while bars.count() <= 20 and time.time() < deadline:  # plotly may still be drawing
         user.page.wait_for_timeout(200)
     assert bars.count() > 20, bars.count()
-    user.page.get_by_text("no leak found beyond the claim").first.wait_for(timeout=30_000)
+    user.page.get_by_text("No leak shown.").first.wait_for(timeout=30_000)
     chart.scroll_into_view_if_needed()
     user.shot("learn-game.png")
     assert user.page.locator("[data-testid='stException']").count() == 0

@@ -1,6 +1,6 @@
-"""The Lab page in AppTest: cost shown before the click, the comparison in the background with
-progress and Cancel, shared measurements recorded, charts, owner-only labelling, refusals
-(issue 12)."""
+"""The Lab page in AppTest: cost shown before the click, a second click to confirm the spend
+(issue 41), the comparison in the background with progress and Cancel, shared measurements
+recorded, charts, owner-only labelling, refusals (issue 12)."""
 
 from __future__ import annotations
 
@@ -16,12 +16,18 @@ import streamlit as st
 from conftest import ROOT, only_slot_held, planted_pair
 from streamlit.testing.v1 import AppTest
 
+from dashboard import records
 from dashboard.views import lab_jobs
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.generation.gum import STRATEGY_NAMES, GumSettings
 from privsyn_core.lab import LabArm, plan_lab, run_lab
 from privsyn_core.privacy.budget import Budget
-from privsyn_core.privacy.ledger import BudgetExceededError, PrivacyLedger, rho_from_epsilon_delta
+from privsyn_core.privacy.ledger import (
+    BudgetExceededError,
+    PrivacyLedger,
+    epsilon_from_rho,
+    rho_from_epsilon_delta,
+)
 from privsyn_core.release.registry import Registry, file_fingerprint
 
 APP = str(ROOT / "dashboard" / "app.py")
@@ -56,6 +62,13 @@ def until_done(at: AppTest, timeout: float = 600) -> AppTest:
     return at
 
 
+def confirmed(at: AppTest) -> AppTest:
+    """Run the comparison: the first click asks, the second spends."""
+    at.button(key="lab_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at.button(key="lab_confirm").click().run()
+
+
 def test_the_cost_is_stated_before_anything_runs():
     at = lab_page()
     assert at.selectbox(key="lab_preset").value == "GUM vs MCF"
@@ -74,7 +87,7 @@ def test_the_raw_domain_shortcut_of_runs_is_not_taken_and_the_page_says_so():
     at.session_state["raw_domains"] = True
     at.number_input(key="lab_seeds").set_value(1).run()
     assert any("raw-domain shortcut" in c.value for c in at.caption)
-    at.button(key="lab_run").click().run()
+    confirmed(at)
     until_done(at)
     assert not at.error, [e.value for e in at.error]
     result = at.session_state["lab_result"][2]
@@ -85,7 +98,7 @@ def test_a_comparison_runs_records_its_measurements_and_draws_both_charts():
     at = lab_page()
     at.number_input(key="lab_seeds").set_value(2).run()
     at.selectbox(key="lab_label").set_value("income").run()
-    at.button(key="lab_run").click().run()
+    confirmed(at)
     assert at.session_state["lab_job"] is not None
     until_done(at)
     assert not at.error, [e.value for e in at.error]
@@ -115,7 +128,7 @@ def test_progress_names_the_step_and_the_gum_iteration_and_cancel_records_the_sp
     at = lab_page(iterations=500)
     at.session_state["stop_at_plateau"] = False
     at.run()
-    at.button(key="lab_run").click().run()
+    confirmed(at)
     job = at.session_state["lab_job"]
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -154,7 +167,7 @@ def test_a_table_too_small_for_the_budget_gives_one_readable_error_and_records_t
     at = lab_page()
     at.session_state["epsilon"] = 1e-4
     at.run()
-    at.button(key="lab_run").click().run()
+    confirmed(at)
     until_done(at)
     errors = [e.value for e in at.error]
     assert len(errors) == 1, errors
@@ -171,7 +184,7 @@ def test_a_table_too_small_for_the_budget_gives_one_readable_error_and_records_t
 def test_a_comparison_past_the_servers_cap_waits_in_line_and_cancel_takes_it_out(monkeypatch):
     with only_slot_held(monkeypatch):
         at = lab_page()
-        at.button(key="lab_run").click().run()
+        confirmed(at)
         job = at.session_state["lab_job"]
         assert job.tracker.snapshot().ahead == 0
         assert any("Waiting for a free slot" in i.value for i in at.info)
@@ -276,3 +289,104 @@ def test_the_custom_editor_starts_from_the_engines_defaults_and_explains_each_op
     assert at.selectbox(key="lab_selection_0").value == engine.selection
     assert at.selectbox(key="lab_decay_schedule_0").value == engine.gum.decay_schedule
     assert "appendix I" in box.help and "section 4.3" in at.selectbox(key="lab_consistency_0").help
+
+
+def no_job(at: AppTest) -> bool:
+    return "lab_job" not in at.session_state or at.session_state["lab_job"] is None
+
+
+def test_run_asks_first_and_spends_nothing_until_confirmed():
+    at = lab_page()
+    plan_cost = Budget(3 * rho_from_epsilon_delta(1.0, 1e-9))  # 3 seeds, GUM and MCF share
+    at.button(key="lab_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert no_job(at) and Registry().runs() == []
+    assert Registry().held() == []  # not even reserved
+    asked = next(m for m in at.markdown if "will spend" in m.value)
+    cost = lab_plan_cost(at)
+    epsilon, delta = cost.stated(1e-9)
+    assert cost.rho == pytest.approx(plan_cost.rho)
+    assert f"will spend up to epsilon {epsilon:.3g} and delta {delta:.2g}" in asked.value
+    assert "Cancelling now spends nothing" in asked.value
+    assert at.button(key="lab_confirm").label == f"Spend epsilon {epsilon:.3g} and run"
+    assert not [b for b in at.button if b.key == "lab_run"]  # the confirm button replaced it
+    # cancelling spends nothing and asks again next time
+    at.button(key="lab_cancel_confirm").click().run()
+    assert not [b for b in at.button if b.key == "lab_confirm"]
+    assert no_job(at) and Registry().runs() == []
+    # a setting changed after the first click withdraws the question: the spend confirmed
+    # is the spend made
+    at.button(key="lab_run").click().run()
+    at.number_input(key="lab_seeds").set_value(2).run()
+    assert not [b for b in at.button if b.key == "lab_confirm"]
+    assert at.button(key="lab_run") and Registry().runs() == []
+
+
+def lab_plan_cost(at: AppTest) -> Budget:
+    """The cost of the page's default comparison (GUM vs MCF, the engine's settings) from the
+    engine's own plan, for the seeds the page shows."""
+    assert at.selectbox(key="lab_preset").value == "GUM vs MCF"
+    seeds = int(at.number_input(key="lab_seeds").value)
+    gum = PrivSynConfig()
+    arms = [LabArm("GUM", gum), LabArm("MCF", replace(gum, synthesis="mcf"))]
+    return plan_lab(arms, seeds).budget(1.0, 1e-9)
+
+
+def test_confirming_spends_exactly_the_plan_and_says_what_the_lifetime_keeps(monkeypatch):
+    """The confirmed cost is what the worker reserves against the lifetime budget; what the
+    measurements spend is recorded against it and stays within it (the Adult sample's open
+    columns leave part of each run's budget unspent), the rest is given back."""
+    reserved: list[Budget] = []
+    keep_books = records.reserve
+
+    def reserve(dataset, name, cost, delta, purpose):
+        reserved.append(cost)
+        return keep_books(dataset, name, cost, delta, purpose)
+
+    monkeypatch.setattr(lab_jobs.records, "reserve", reserve)
+    at = lab_page(iterations=3)
+    Registry().set_lifetime_budget(file_fingerprint(SAMPLE), "adult", Budget(1.0, 1e-6))
+    at.number_input(key="lab_seeds").set_value(2).run()
+    at.button(key="lab_run").click().run()
+    cost = lab_plan_cost(at)
+    epsilon, _ = cost.stated(1e-9)
+    left = [m.value for m in at.markdown if "lifetime budget has about epsilon" in m.value]
+    now, after = (
+        epsilon_from_rho(b.rho, 1e-9) for b in (Budget(1.0, 1e-6), cost.left_of(Budget(1.0, 1e-6)))
+    )
+    assert len(left) == 1, left
+    assert (
+        f"about epsilon {now:.3g} left; after this comparison about epsilon {after:.3g}"
+        in (left[0])
+    )
+    assert reserved == [] and Registry().runs() == []
+    at.button(key="lab_confirm").click().run()
+    job = at.session_state["lab_job"]
+    assert job is not None and job.request.plan.budget(1.0, 1e-9) == cost  # the plan shown
+    until_done(at)
+    assert not at.error, [e.value for e in at.error]
+    assert reserved == [cost]  # exactly the confirmed spend, held before the first measurement
+    books = Registry().budget(file_fingerprint(SAMPLE))
+    runs = Registry().runs()
+    assert len(runs) == 2 and books.spent.rho == pytest.approx(sum(r.rho for r in runs))
+    assert 0.9 * cost.rho < books.spent.rho <= cost.rho * (1 + 1e-12)
+    assert books.spent.delta <= cost.delta * (1 + 1e-12)
+    assert Registry().held() == []  # what was not spent is given back
+    assert at.session_state["lab_confirming"] is None  # the next comparison asks again
+    assert at.button(key="lab_run") and not [b for b in at.button if b.key == "lab_confirm"]
+    assert at.button(key="lab_run").label == "Run the comparison" and epsilon > 0
+
+
+@pytest.mark.parametrize("target", ["income", None])
+def test_the_target_stays_chosen_after_a_comparison(target):
+    at = lab_page(iterations=3)
+    at.number_input(key="lab_seeds").set_value(1).run()
+    at.selectbox(key="lab_label").set_value(target).run()
+    confirmed(at)
+    until_done(at)
+    assert at.session_state["lab_result"][1] == target
+    box = at.selectbox(key="lab_label")
+    assert box.value == target
+    # a choice of none comes back from the session as no selection: the box then shows its
+    # placeholder, which must be the choice's own words (not "Choose an option")
+    assert box.proto.placeholder == "none" == box.format_func(None)

@@ -1,5 +1,6 @@
-"""The Lab page in Chromium: a preset of three configurations over three seeds on the bundled
-Adult sample, with the engine's default settings, from the click to both charts (issue 12).
+"""The Lab page in Chromium: the spend confirmed before anything runs (issue 41), and a preset of
+three configurations over three seeds on the bundled Adult sample, with the engine's default
+settings, from the click to both charts (issue 12).
 
 The wall time from the click to the results is printed (it is the issue's number, not a
 limit). Set PRIVSYN_SCREENSHOTS to a folder to keep the screenshots (assets/screenshots/lab-*).
@@ -36,6 +37,32 @@ def show_chart(user: Session, index: int) -> None:
     user.page.wait_for_timeout(600)
 
 
+def test_run_asks_to_confirm_the_spend_and_cancel_spends_nothing(server, chromium):
+    """The first click states the spend (epsilon and delta in total) and offers the confirm
+    and Cancel buttons; Cancel leaves the registry untouched and the Run button back."""
+    user = Session(chromium, server.url)
+    user.open("Lab")
+    before = Registry(server.registry).runs()
+    user.page.get_by_role("button", name="Run the comparison").click()
+    user.idle()
+    asked = user.page.get_by_text(re.compile(r"^This comparison will spend up to epsilon"))
+    asked.first.wait_for()
+    text = asked.first.inner_text()
+    cost = re.search(r"up to epsilon ([\d.]+) and delta ([\d.e-]+)", text)
+    assert cost, text
+    confirm = user.page.get_by_role("button", name=f"Spend epsilon {cost[1]} and run")
+    confirm.wait_for()
+    assert confirm.is_enabled()
+    user.page.get_by_role("button", name="Cancel", exact=True).click()
+    user.idle()
+    user.page.get_by_role("button", name="Run the comparison").wait_for()
+    confirm.wait_for(state="detached")
+    asked.first.wait_for(state="detached")
+    assert Registry(server.registry).runs() == before and Registry(server.registry).held() == []
+    assert user.page.locator("[data-testid='stException']").count() == 0
+    user.close()
+
+
 def test_a_lab_comparison_of_three_strategies_over_three_seeds(server, chromium, capsys):
     """3 configurations x 3 seeds: the cost is stated before the click, progress names the
     seed, configuration and GUM iteration, the spend is recorded as stated, both charts draw
@@ -51,8 +78,14 @@ def test_a_lab_comparison_of_three_strategies_over_three_seeds(server, chromium,
     assert "S3, S5 and S6 share one" in cost.first.inner_text()
     user.shot("lab-setup.png")
 
-    started = time.perf_counter()
     user.page.get_by_role("button", name="Run the comparison").click()
+    user.idle()
+    confirm = user.page.get_by_role("button", name=re.compile(r"^Spend epsilon [\d.]+ and run$"))
+    confirm.wait_for()
+    assert Registry(server.registry).runs() == []  # the first click spends nothing
+    user.shot("lab-confirm.png")
+    started = time.perf_counter()
+    confirm.click()
     step = user.page.get_by_text(re.compile(r"^Step \d+ of 12: seed 1 of 3, generating 'S3'"))
     step.first.wait_for(timeout=300_000)
     user.page.get_by_text(re.compile(r"^iteration \d+ of at most \d+")).first.wait_for()
@@ -89,6 +122,9 @@ def test_a_lab_comparison_of_three_strategies_over_three_seeds(server, chromium,
     user.page.wait_for_timeout(600)
     user.shot("lab-fidelity.png")
     user.assert_offline()
+    # the choices made before the comparison are still chosen after it
+    boxes = user.page.locator("[data-testid='stSelectbox'] input")
+    assert [b.input_value() for b in boxes.all()] == [PRESET, "income"]
     # GUM's iterations per arm and seed, read off the convergence chart's thin per-seed lines
     iterations = user.page.evaluate(
         """() => document.querySelector('.js-plotly-plot')._fullData

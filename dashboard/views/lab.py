@@ -2,7 +2,10 @@
 
 The engine does the work (``privsyn_core.lab``): configurations that differ only in how the
 table is generated share one measurement per seed, and each measurement is a run's spend at the
-Privacy page's epsilon and delta, recorded in the run registry as it is made. The comparison
+Privacy page's epsilon and delta, recorded in the run registry as it is made. Nothing is spent
+on the first click: it states the whole spend (``LabPlan.budget``, as epsilon and delta) and
+what the table's lifetime budget keeps after it, and only a second click, on "Spend epsilon
+... and run", starts it; a setting changed in between withdraws the question. The comparison
 runs in a background thread in one of the server's run slots, like a run (``lab_jobs.py``,
 beside this page): past the cap it waits in line; a fragment polls its progress (seed,
 configuration, GUM iteration) and Cancel stops it at the next step or iteration. Convergence
@@ -13,7 +16,7 @@ owner-only, never exported.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -25,6 +28,7 @@ from privsyn_core.errors import InputError
 from privsyn_core.generation.gum import STRATEGY_NAMES
 from privsyn_core.generation.independence import DEFAULT_THRESHOLD
 from privsyn_core.lab import MAX_ARMS, MAX_SEEDS, LabArm, plan_lab, run_lab
+from privsyn_core.privacy.ledger import epsilon_from_rho
 from privsyn_core.release.registry import Registry
 from privsyn_core.selection.methods import WIDE_TABLE_ATTRIBUTES
 
@@ -225,6 +229,11 @@ def plus_minus(values: pd.Series) -> str:
     return f"{mean:.{decimals}f} ± {std:.{decimals}f}"
 
 
+def counted(number: int, thing: str) -> str:
+    """ "1 seed", "3 seeds"."""
+    return f"{number} {thing}{'' if number == 1 else 's'}"
+
+
 def in_words(names: list[str]) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
@@ -237,7 +246,7 @@ def collect() -> None:
     """Move the session's finished comparison out of its worker and into the session."""
     job = session.lab_job
     outcome = None if job is None else job.tracker.snapshot().outcome
-    if outcome is None:
+    if job is None or outcome is None:
         return
     session.lab_job = None
     if isinstance(outcome, lab_jobs.LabDone):
@@ -363,6 +372,9 @@ label = right.selectbox(
     [None, *columns],
     index=[None, *columns].index(session.target) if session.target in columns else 0,
     format_func=lambda name: "none" if name is None else name,
+    # a choice of none kept across a comparison comes back as no choice, which shows the
+    # placeholder rather than format_func(None): it must read as the choice it is
+    placeholder="none",
     key="lab_label",
     persist_state="session",
 )
@@ -375,8 +387,9 @@ except InputError as exc:
 cost = plan.budget(epsilon, delta)
 composed_epsilon, composed_delta = cost.stated(delta)
 shared = [in_words([plan.arms[i].name for i in g]) for g in plan.groups if len(g) > 1]
+measurements = counted(plan.measurements, "measurement")
 st.info(
-    f"**Privacy cost: {plan.measurements} measurements of the table** ({len(plan.groups)} per "
+    f"**Privacy cost: {measurements} of the table** ({len(plan.groups)} per "
     f"seed{'; ' + ', '.join(shared) + ' share one, since they differ only after measuring' if shared else ''}). "  # noqa: E501
     f"Each is a run's spend at epsilon {epsilon:g}, delta {delta:g}: together up to "
     f"{cost.words} (the delta of thresholded releases), that is (epsilon "
@@ -391,31 +404,46 @@ if session.raw_domains:
     )
 
 
-def budget_left() -> tuple[str, bool]:
-    """What the table's lifetime budget says about this comparison, and whether it fits (the
-    worker's reservation is the check that holds: another session may spend meanwhile)."""
+@dataclass(frozen=True)
+class Books:
+    """What the table's books say about this comparison: a line for the page, whether it
+    fits, and what the lifetime budget would have left after it (None: no lifetime budget,
+    or a registry that cannot be read)."""
+
+    note: str
+    fits: bool
+    left_after: str | None = None
+
+
+def budget_left() -> Books:
+    """The table's lifetime budget against this comparison (the worker's reservation is the
+    check that holds: another session may spend meanwhile)."""
     try:
         status = Registry().budget(state.dataset_fingerprint())
     except records.REGISTRY_ERRORS as exc:
-        return records.unavailable(exc), False
+        return Books(records.unavailable(exc), False)
     if status.lifetime is None or status.remaining is None:
-        return (
+        return Books(
             f"This table has spent {status.committed.words} so far (no lifetime budget set).",
             True,
         )
     left = status.remaining
-    if cost.fits(left):
-        return (
-            f"It fits this table's lifetime budget: {left.words} of "
-            f"{status.lifetime.words} is left.",
-            True,
-        )
-    return records.refusal(status, cost, delta), False
+    if not cost.fits(left):
+        return Books(records.refusal(status, cost, delta), False)
+    after = cost.left_of(left)
+    now_epsilon, after_epsilon = (epsilon_from_rho(b.rho, delta) for b in (left, after))
+    return Books(
+        f"It fits this table's lifetime budget: {left.words} of {status.lifetime.words} is left.",
+        True,
+        f"This table's lifetime budget has about epsilon {now_epsilon:.3g} left; after this "
+        f"comparison about epsilon {after_epsilon:.3g} would be left (both at delta "
+        f"{delta:g}). Privacy losses add up in rho, not in epsilon, so the epsilon left falls "
+        f"by less than the {composed_epsilon:.3g} this comparison is worth on its own.",
+    )
 
 
-note, fits = budget_left()
-(st.caption if fits else st.error)(note)
-if st.button("Run the comparison", key="lab_run", type="primary", disabled=not fits):
+def start_comparison() -> None:
+    """Hand the confirmed comparison to a worker (it reserves the cost before measuring)."""
     table, schema = session.table, session.schema
     known = state.dataset_fingerprint()
     started = lab_jobs.start(
@@ -440,6 +468,53 @@ if st.button("Run the comparison", key="lab_run", type="primary", disabled=not f
     session.lab_job = started
     st.rerun()
 
+
+def forget_confirmation() -> None:
+    session.lab_confirming = None
+
+
+books = budget_left()
+(st.caption if books.fits else st.error)(books.note)
+# what a confirmation is for: any change of the comparison, its budget or its table after
+# the first click asks again, so the spend confirmed is the spend made
+asked_for = (preset, label, plan, epsilon, delta, state.dataset_fingerprint())
+if session.lab_confirming is not None and session.lab_confirming != asked_for:
+    session.lab_confirming = None
+if session.lab_confirming is None:
+    if st.button(
+        "Run the comparison",
+        key="lab_run",
+        type="primary",
+        disabled=not books.fits,
+        help="shows what the comparison will spend and asks you to confirm: nothing is "
+        "spent on this click",
+    ):
+        session.lab_confirming = asked_for
+        st.rerun()
+else:
+    with st.container(border=True, key="lab_confirmation"):
+        st.markdown(
+            f"**This comparison will spend up to epsilon {composed_epsilon:.3g} and delta "
+            f"{composed_delta:.2g} of this table's privacy budget**, for good: "
+            f"{measurements} at epsilon {epsilon:g} each, together (what they turn out not "
+            "to need is given back). Cancelling now spends nothing."
+        )
+        if books.left_after is not None:
+            st.markdown(books.left_after)
+        confirm, cancel = st.columns([2, 1])
+        if confirm.button(
+            f"Spend epsilon {composed_epsilon:.3g} and run",
+            key="lab_confirm",
+            type="primary",
+            disabled=not books.fits,
+            width="stretch",
+        ):
+            session.lab_confirming = None
+            start_comparison()
+        cancel.button(
+            "Cancel", key="lab_cancel_confirm", on_click=forget_confirmation, width="stretch"
+        )
+
 stopped = session.lab_stopped
 if stopped is not None:
     if stopped.kind == "cancelled":
@@ -449,7 +524,7 @@ if stopped is not None:
 
 if session.lab_result is not None:
     preset_run, label_run, result, run_ids = session.lab_result
-    st.subheader(f"{preset_run}: {result.plan.seeds} seeds")
+    st.subheader(f"{preset_run}: {counted(result.plan.seeds, 'seed')}")
     if preset_run in PRESETS:
         st.caption(f"Paper, {PRESETS[preset_run][0]}.")
     st.caption(

@@ -12,7 +12,7 @@ import streamlit as st
 
 from privsyn_core.generation.gum import GumTarget, update_towards
 from privsyn_core.measuring.indif import indif_pair
-from privsyn_core.privacy.audit import AuditResult
+from privsyn_core.privacy.audit import SEPARATION_ERRORS, AuditResult
 from privsyn_core.privacy.ledger import gaussian_sigma, rho_from_epsilon_delta
 
 # Streamlit runs a page as a script, without a package: it is named after its folders
@@ -124,7 +124,9 @@ st.markdown(
     r"a share $\text{FNR} \ge 1 - \delta - e^{\varepsilon}\,\text{FPR}$ of the time. "
     "Here the real code plays the game thousands of times with the best possible attacker: "
     "the more the two histograms overlap, the less anyone can tell, and if they sit further "
-    "apart than epsilon allows, the code leaks more than it promises."
+    "apart than epsilon allows, the code leaks more than it promises. How far apart they sit "
+    "is itself measured from random runs, so it comes with a range: the game calls a leak only "
+    "when the whole range lies beyond what epsilon allows."
 )
 left, middle, right = st.columns(3)
 game_epsilon = left.slider("epsilon", 0.1, 8.0, 1.0, step=0.1, key="learn_game_eps")
@@ -154,14 +156,19 @@ if st.button("Play the game", key="learn_game_play", type="primary"):
 
 
 def show_metrics(result: AuditResult) -> None:
-    """Claimed vs measured vs best possible, for epsilon and for the separation mu."""
-    claimed, measured, best, allowed, separation = st.columns(5)
+    """Claimed vs measured vs best possible, first for epsilon, then for the separation mu;
+    the separation's measurement shown with the range the verdict decides on."""
+    st.markdown(
+        "**Epsilon**: how much the output may reveal about the extra person (the promise, "
+        "and what the attacker's error rates prove)."
+    )
+    claimed, measured, best = st.columns(3)
     claimed.metric("claimed epsilon", f"{result.claimed_epsilon:.2f}")
     measured.metric(
         "measured epsilon ≥",
         f"{result.epsilon_lower_bound:.2f}",
         help=f"Lower bound on the code's true epsilon, at {result.confidence:.0%} confidence, "
-        "from the attacker's error rates.",
+        "from the attacker's error rates. Above the claimed epsilon it proves a leak.",
     )
     best.metric(
         "best possible epsilon",
@@ -169,15 +176,29 @@ def show_metrics(result: AuditResult) -> None:
         help="For these two tables, with infinitely many runs: the most a perfect audit "
         "could measure.",
     )
-    allowed.metric(
-        "allowed separation",
-        f"{result.mu_claimed:.2f}",
-        help="mu: how far apart, in noise widths, the two histograms may sit at this epsilon.",
+    low, high = result.mu_range
+    st.markdown(
+        "**Separation**: how far apart the two histograms sit, counted in noise widths "
+        "(standard deviations). The paper's analysis calls it mu."
     )
-    separation.metric(
+    allowed, measured_mu, possible = st.columns(3)
+    allowed.metric(
+        "allowed separation (at most)",
+        f"{result.mu_claimed:.2f}",
+        help="The farthest apart epsilon lets the two histograms sit: sqrt(2 rho) for the "
+        "Gaussian noise at this epsilon and delta.",
+    )
+    measured_mu.metric(
         "measured separation",
-        f"{result.mu_estimate:.2f} ± {result.mu_standard_error:.2f}",
-        help="mu measured from the runs, ± one standard error.",
+        f"{result.mu_estimate:.2f}",
+        help="Measured from the runs: itself an estimate, with a standard error of "
+        f"{result.mu_standard_error:.3f}.",
+    )
+    possible.metric(
+        "range of the measurement",
+        f"{low:.2f} to {high:.2f}",
+        help=f"The measured separation ± {SEPARATION_ERRORS:g} standard errors: where the "
+        "true separation lies. Only a range wholly above the allowed separation shows a leak.",
     )
 
 
@@ -189,17 +210,17 @@ def show_play(play: learn_game.GamePlay, step: str) -> None:
     figure = charts.distinguishing_game(result.on_d, result.on_neighbour)
     st.plotly_chart(figure, key="learn_game_chart")
     show_metrics(result)
-    holds, line = learn_game.verdict(result)
-    if not holds:
-        st.error(line)
+    found = learn_game.verdict(result)
+    if found.leak:
+        st.error(found.text)
     elif play.inputs.broken:
         # not a success: the leak is there (best possible epsilon exceeds the claim), unseen
         st.warning(
-            f"{line} Yet the noise was halved: this game missed the leak. An audit can prove a "
-            "leak, never its absence; try more runs or a larger epsilon."
+            f"{found.text} Yet the noise was halved: this game missed the leak. An audit can "
+            "prove a leak, never its absence; try more runs or a larger epsilon."
         )
     else:
-        st.success(line)
+        st.success(found.text)
     st.caption(f"Played in {play.seconds:.1f} s (all four steps), seed {play.inputs.seed}.")
 
 

@@ -135,6 +135,11 @@ class LabResult:
     def spent_rho(self) -> float:
         return math.fsum(ledger.spent_rho for ledger in self.ledgers)
 
+    @property
+    def spent(self) -> Budget:
+        """What the comparison spent in all: its measurements' costs composed."""
+        return sum((ledger.spent for ledger in self.ledgers), NOTHING)
+
     def frame(self) -> pd.DataFrame:
         """One row per arm and seed: the fidelity scores (owner-only) and run facts."""
         return pd.DataFrame(

@@ -107,6 +107,8 @@ def test_a_comparison_runs_records_its_measurements_and_draws_both_charts():
     preset, label, result, ids = at.session_state["lab_result"]
     assert (preset, label) == ("GUM vs MCF", "income") and list(ids) == [r.id for r in runs]
     assert sum(r.rho for r in runs) == pytest.approx(result.spent_rho)
+    assert result.spent.rho == pytest.approx(result.spent_rho)
+    assert result.spent.delta == pytest.approx(sum(ledger.spent_delta for ledger in result.ledgers))
     for run in runs:  # each is a whole run's spend (the raw sample reserves part of delta)
         assert run.rho <= PrivacyLedger.from_epsilon_delta(1.0, 1e-9).budget_rho
     specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]

@@ -108,9 +108,12 @@ def test_a_lab_comparison_of_three_strategies_over_three_seeds(server, chromium,
     assert [r.config["outcome"] for r in runs] == [f"lab: {PRESET}"] * 3
     whole = PrivacyLedger.from_epsilon_delta(1.0, 1e-9).budget_rho
     assert all(0 < r.rho <= whole for r in runs)  # the raw sample reserves part of delta
-    spent_text = user.page.get_by_text(re.compile(r"^Spent rho [\d.e-]+ in 3 measurements"))
+    spent_text = user.page.get_by_text(
+        re.compile(r"^Spent epsilon [\d.]+ \(delta .* in 3 measurements")
+    )
     spent = spent_text.first.inner_text()
     assert f"runs {', '.join(str(r.id) for r in runs)}" in spent
+    assert f"rho {sum(r.rho for r in runs):.3g})" in spent
 
     table = user.page.locator("[data-testid='stTable']").first
     table.wait_for()

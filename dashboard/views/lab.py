@@ -36,7 +36,7 @@ __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 
 from .. import records, state, worker
 from ..charts import lab_convergence, lab_fidelity
-from ..settings import current_config, parse_delta, parse_epsilon
+from ..settings import current_config, parse_delta, parse_epsilon, small_number
 from ..state import session
 from . import lab_jobs
 
@@ -527,9 +527,11 @@ if session.lab_result is not None:
     st.subheader(f"{preset_run}: {counted(result.plan.seeds, 'seed')}")
     if preset_run in PRESETS:
         st.caption(f"Paper, {PRESETS[preset_run][0]}.")
+    spent_epsilon, spent_delta = result.spent.stated(delta)
     st.caption(
-        f"Spent rho {result.spent_rho:.3g} in {len(result.ledgers)} measurements, recorded as "
-        f"runs {', '.join(map(str, run_ids))} (History)."
+        f"Spent epsilon {spent_epsilon:.3g} (delta {small_number(spent_delta)}; rho "
+        f"{result.spent_rho:.3g}) in {counted(len(result.ledgers), 'measurement')}, recorded "
+        f"as runs {', '.join(map(str, run_ids))} (History)."
     )
     for note in session.lab_notes:
         st.warning(f"Lifetime budget: {note}. See the History page before running again.")

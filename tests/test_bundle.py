@@ -372,3 +372,40 @@ def test_the_noisy_indif_scores_travel_with_the_model_priced_by_the_ledger(small
     short.write_bytes(rehashed(path.read_bytes(), "model.json", wrong_count))
     with pytest.raises(InputError, match="InDif scores"):
         FittedModel.load(short)
+
+
+def wide_themes(rows: int = 3000, seed: int = 8) -> pd.DataFrame:
+    """32 columns in eight themes of four: wide enough for tree-first selection, whose tree
+    pairs measured again are pooled with their first measurement."""
+    rng = np.random.default_rng(seed)
+    columns = {}
+    for theme in range(8):
+        latent = rng.integers(0, 4, rows)
+        for q in range(4):
+            keep = rng.random(rows) < 0.75
+            columns[f"t{theme}_q{q}"] = np.where(keep, latent, rng.integers(0, 4, rows))
+    return pd.DataFrame(columns)
+
+
+def test_a_model_with_pooled_measurements_loads_and_a_lost_half_is_refused(tmp_path):
+    """A marginal measured twice and pooled by inverse variance is paid for by both
+    measurements: the bundle loads (it once read as edited), and a ledger that keeps only
+    one of them, repriced to match, is refused."""
+    model = PrivSyn(1.0, 1e-9, config=FAST).fit(wide_themes(), rng=np.random.default_rng(2))
+    marginal_steps = [e.attributes for e in model.ledger.entries if e.step == "marginal"]
+    twice = {a for a in marginal_steps if marginal_steps.count(a) == 2}
+    assert twice, "tree-first measured some tree pair again"
+    assert load_model(model_bytes(model)).ledger == recomputed(model.ledger)
+
+    def one_half_lost(ledger: dict) -> dict:
+        parsed = ledger_from_json(ledger)
+        pair = sorted(twice)[0]
+        k = max(i for i, e in enumerate(parsed.entries) if e.attributes == pair)
+        kept = tuple(e for i, e in enumerate(parsed.entries) if i != k)
+        return replace(parsed, entries=kept).to_json()
+
+    path = tmp_path / "r.zip"
+    model.save(path)
+    path.write_bytes(rehashed(path.read_bytes(), "ledger.json", one_half_lost))
+    with pytest.raises(BundleError, match="that no measurement in its ledger paid for"):
+        FittedModel.load(path)

@@ -270,7 +270,7 @@ def selection_summary(report: DependencyReport) -> str:
 CONVERGENCE_NAMES = {
     "marginals": "each selected marginal",
     "mean": "average of the selected marginals",
-    "table": "whole table after each iteration (picks the table kept)",
+    "table": "whole table, every pair of columns (picks the table kept)",
     "kept": "the table kept",
     "best": "closest table so far",
     "alpha": "step size \u03b1",

@@ -705,6 +705,11 @@ def test_a_graph_of_many_pairs_draws_the_strongest_and_a_control_draws_more(serv
         user.page.wait_for_timeout(200)
     assert now["drawn"] == first["all"], now
     assert_labels_apart(graph_as_drawn(user))
+    # a narrower window fits the drawing again: labels stay legible, every dot in view
+    user.page.set_viewport_size({"width": 1000, "height": 1000})
+    user.page.wait_for_timeout(1500)
+    narrow = graph_as_drawn(user)
+    assert narrow["label_px"] >= 11 and narrow["visible"] == 21, narrow
     user.assert_offline()
     user.close()
 

@@ -800,6 +800,10 @@ _SCRIPT = f"""<script>
   }}
   fitTightly();
   keepLabelsLegible();  // at first view only: zooming out afterwards is the reader's choice
+  // a resized window resizes the canvas, and vis-network then keeps its old view: fit again
+  var zoomed = false;
+  network.on("zoom", function () {{ zoomed = true; }});
+  network.on("resize", function () {{ if (!zoomed) {{ fitTightly(); keepLabelsLegible(); }} }});
   var nodeColour = {{}}, edgeColour = {{}}, edgeHidden = {{}};
   nodes.forEach(function (n) {{ nodeColour[n.id] = n.color; }});
   edges.forEach(function (e) {{ edgeColour[e.id] = e.color; edgeHidden[e.id] = !!e.hidden; }});

@@ -705,11 +705,19 @@ def test_a_graph_of_many_pairs_draws_the_strongest_and_a_control_draws_more(serv
         user.page.wait_for_timeout(200)
     assert now["drawn"] == first["all"], now
     assert_labels_apart(graph_as_drawn(user))
-    # a narrower window fits the drawing again: labels stay legible, every dot in view
-    user.page.set_viewport_size({"width": 1000, "height": 1000})
-    user.page.wait_for_timeout(1500)
-    narrow = graph_as_drawn(user)
-    assert narrow["label_px"] >= 11 and narrow["visible"] == 21, narrow
+    # a narrower window fits the drawing again: labels stay legible, every dot in view; also
+    # when the graph was out of sight (scrolled away) while the window changed
+    for away in (False, True):
+        user.page.set_viewport_size({"width": 1920, "height": 1000})
+        user.page.wait_for_timeout(800)
+        if away:
+            user.page.get_by_role("heading", name="Marginals").first.scroll_into_view_if_needed()
+        user.page.set_viewport_size({"width": 1000, "height": 1000})
+        user.page.wait_for_timeout(800)
+        graph_frame(user).locator("#mynetwork canvas").scroll_into_view_if_needed()
+        user.page.wait_for_timeout(800)
+        narrow = graph_as_drawn(user)
+        assert narrow["label_px"] >= 11 and narrow["visible"] == 21, (away, narrow)
     user.assert_offline()
     user.close()
 

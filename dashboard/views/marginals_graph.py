@@ -800,10 +800,15 @@ _SCRIPT = f"""<script>
   }}
   fitTightly();
   keepLabelsLegible();  // at first view only: zooming out afterwards is the reader's choice
-  // a resized window resizes the canvas, and vis-network then keeps its old view: fit again
-  var zoomed = false;
+  // a resized window resizes the canvas, and vis-network then scales its old view to the new
+  // width (after the "resize" event, and only once it draws, which an iframe out of sight
+  // puts off): fit again after that drawing, unless the reader has zoomed
+  var zoomed = false, refit = false;
   network.on("zoom", function () {{ zoomed = true; }});
-  network.on("resize", function () {{ if (!zoomed) {{ fitTightly(); keepLabelsLegible(); }} }});
+  network.on("resize", function () {{ refit = !zoomed; }});
+  network.on("afterDrawing", function () {{
+    if (refit) {{ refit = false; fitTightly(); keepLabelsLegible(); }}
+  }});
   var nodeColour = {{}}, edgeColour = {{}}, edgeHidden = {{}};
   nodes.forEach(function (n) {{ nodeColour[n.id] = n.color; }});
   edges.forEach(function (e) {{ edgeColour[e.id] = e.color; edgeHidden[e.id] = !!e.hidden; }});

@@ -10,6 +10,7 @@ on every page at 1280 px.
 
 from __future__ import annotations
 
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -22,6 +23,14 @@ from playwright.sync_api import sync_playwright
 
 PAGES = ("Data", "Privacy", "Run", "Marginals", "Results", "History", "Lab", "Learn")
 WIDTHS = ((1280, 1000), (1920, 1080))
+#: what each page is shown after: a button pressed, and the text that says it is done (the
+#: Lab's first press asks to confirm and spends nothing)
+ACTIONS = {
+    "Run": ("Run synthesis", "Synthesised"),
+    "Results": ("Check for copied rows", re.compile("copied rows|copies of real")),
+    "Lab": ("Run the comparison", "This comparison will spend up to epsilon"),
+    "Learn": ("Play the game", re.compile("No leak shown|Leak caught")),
+}
 TALLEST = 4000
 
 #: The keys of the containers of the tables that show the user's rows: a row is as wide as
@@ -119,9 +128,10 @@ def main(folder: Path) -> None:
                 user.page.get_by_text(f"Loaded {table}.csv").wait_for(timeout=60_000)
                 for page in PAGES:
                     user.open(page)
-                    if page == "Run":
-                        user.page.get_by_role("button", name="Run synthesis").click()
-                        user.page.get_by_text("Synthesised").first.wait_for(timeout=300_000)
+                    if page in ACTIONS:
+                        button, shown = ACTIONS[page]
+                        user.page.get_by_role("button", name=button).click()
+                        user.page.get_by_text(shown).first.wait_for(timeout=300_000)
                         user.idle()
                     user.page.wait_for_timeout(1500)
                     problems += shoot(user, folder, table, page)

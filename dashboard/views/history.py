@@ -106,6 +106,7 @@ def show_runs(listed: list[RunRecord]) -> None:
             column_config={
                 "delta": st.column_config.NumberColumn(format="%.1e"),
                 "rho": st.column_config.NumberColumn(format="%.4g"),
+                "delta spent": st.column_config.NumberColumn(format="%.1e"),
             },
         )
     st.caption(

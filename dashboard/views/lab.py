@@ -424,7 +424,9 @@ def budget_left() -> Books:
         return Books(records.unavailable(exc), False)
     if status.lifetime is None or status.remaining is None:
         return Books(
-            f"This table has spent {status.committed.words} so far (no lifetime budget set).",
+            f"This table has spent epsilon {status.committed.stated(delta)[0]:.3g} so far over "
+            f"all its runs, at delta {small_number(status.committed.stated(delta)[1])} "
+            f"({status.committed.words}; no lifetime budget set).",
             True,
         )
     left = status.remaining

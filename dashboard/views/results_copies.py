@@ -50,10 +50,12 @@ def _show(report: CopiedRowsReport) -> None:
         st.success(report.verdict(), icon=":material/check_circle:")
     share = report.copies_of_real / report.synthetic_rows
     st.metric(
-        "Synthetic rows identical to a real row",
+        "Synthetic rows identical to some row of the whole real table",
         f"{share:.1%}" if share == 0 or share >= 0.001 else "<0.1%",
         help=f"{report.copies_of_real:,} of the {report.synthetic_rows:,} synthetic rows equal "
-        f"one of the {report.real_rows:,} real rows in every column (missing equals missing).",
+        f"one of the {report.real_rows:,} real rows in every column (missing equals missing). "
+        "Against the whole table, so more than in the comparison below, which counts against "
+        "half of it on both sides so that the two shares can be compared.",
     )
     st.markdown(
         "**Against real rows held out.** Some identical or very close rows are natural: people "

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from browser_support import CHROMIUM, Session, streamlit_server
 from conftest import ROOT
+from PIL import Image
 from playwright.sync_api import sync_playwright
 
 PAGES = ("Data", "Privacy", "Run", "Marginals", "Results", "History", "Lab", "Learn")
@@ -110,7 +111,11 @@ def shoot(user: Session, folder: Path, table: str, page: str) -> list[str]:
         tall = user.page.evaluate("document.querySelector(\"[data-testid='stMain']\").scrollHeight")
         user.page.set_viewport_size({"width": width, "height": min(TALLEST, max(height, tall))})
         user.page.wait_for_timeout(1200)
-        user.page.screenshot(path=str(folder / f"{table}-{page.lower()}-{width}.png"))
+        path = folder / f"{table}-{page.lower()}-{width}.png"
+        user.page.screenshot(path=str(path))
+        with Image.open(path) as image:  # 256 colours: a page's text and charts stay sharp
+            small = image.convert("RGB").quantize(256)
+        small.save(path, optimize=True)
     return problems
 
 

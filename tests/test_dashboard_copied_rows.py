@@ -13,24 +13,8 @@ import time
 import zipfile
 
 import pytest
-import streamlit as st
-from conftest import ROOT
 from streamlit.testing.v1 import AppTest
-
-APP = str(ROOT / "dashboard" / "app.py")
-
-
-@pytest.fixture(autouse=True)
-def _clear_caches():
-    st.cache_data.clear()
-    st.cache_resource.clear()
-
-
-def go(at: AppTest, page: str) -> AppTest:
-    at.switch_page(f"views/{page}.py")
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+from test_dashboard_app import APP, _clear_caches, go  # noqa: F401 - fixture
 
 
 @pytest.fixture(scope="module")

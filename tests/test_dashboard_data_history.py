@@ -7,10 +7,9 @@ import io
 
 import numpy as np
 import pandas as pd
-import pytest
 import streamlit as st
-from conftest import ROOT
 from streamlit.testing.v1 import AppTest
+from test_dashboard_app import _clear_caches, app, go  # noqa: F401 - fixture
 
 from dashboard.views import history_runs
 from dashboard.views.data_structure_tables import MAX_SHOWN_ROWS, ROW_PX, table_height
@@ -18,28 +17,6 @@ from privsyn_core.data.schema import ColumnSchema, Kind
 from privsyn_core.privacy.budget import Budget
 from privsyn_core.privacy.ledger import PrivacyLedger
 from privsyn_core.release.registry import Registry, RunRecord, TableRecord, bytes_fingerprint
-
-APP = str(ROOT / "dashboard" / "app.py")
-
-
-@pytest.fixture(autouse=True)
-def _clear_caches():
-    st.cache_data.clear()
-    st.cache_resource.clear()
-
-
-def app() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
-    assert not at.exception, at.exception
-    return at
-
-
-def go(at: AppTest, page: str) -> AppTest:
-    at.switch_page(f"views/{page}.py")
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
 
 
 def page_order(at: AppTest) -> list[str]:

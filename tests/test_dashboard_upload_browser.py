@@ -153,6 +153,6 @@ def test_careless_epsilons_are_named_and_block_the_run(small_limit_server, chrom
     assert user.page.get_by_role("button", name="Run synthesis").count() == 0
     user.open("Privacy")
     enter("2")
-    expect(user.page.get_by_text("At epsilon 2 and delta 1e-09")).to_be_visible()
+    expect(user.page.get_by_text("At epsilon 2 and delta 1e-9")).to_be_visible()
     assert not errors(user)
     user.close()

@@ -101,8 +101,15 @@ def test_the_output_has_the_rows_asked_for_and_the_release_columns_and_types(rel
         assert len(sample) == int(rows)
         assert list(sample.columns) == list(released.columns)
         if int(rows) > 100:  # enough rows for every column to show its type
-            assert sample.dtypes.to_dict() == released.dtypes.to_dict()
-            assert pd.to_datetime(sample["joined"], format="%Y-%m-%d").notna().all()
+            # missing cells are measured privately on every column (this real table has
+            # none in most): a few may come out, and make an integer column a float one
+            numeric = {c: pd.api.types.is_numeric_dtype(t) for c, t in sample.dtypes.items()}
+            assert numeric == {
+                c: pd.api.types.is_numeric_dtype(t) for c, t in released.dtypes.items()
+            }
+            joined = sample["joined"]
+            assert pd.to_datetime(joined.dropna(), format="%Y-%m-%d").notna().all()
+            assert joined.isna().mean() < 0.05, "the real column has no missing value"
 
 
 def test_the_same_seed_and_settings_give_the_same_file(adult, tmp_path):

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.common import median, peak_memory_mb, print_table, timed  # noqa: E402
 from privsyn_core import PrivSynConfig, synthesize  # noqa: E402
 from privsyn_core.evaluation import fidelity_report  # noqa: E402
-from privsyn_core.generation.gum import GumSettings  # noqa: E402
+from privsyn_core.generation.gum_settings import GumSettings  # noqa: E402
 
 LABEL = "income>50K"
 

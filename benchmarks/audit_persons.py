@@ -27,7 +27,8 @@ from privsyn_core.privacy.audit import (  # noqa: E402
     audit_indif,
     worst_indif_neighbours,
 )
-from privsyn_core.privacy.ledger import ROW, PrivacyUnit, rho_from_epsilon_delta  # noqa: E402
+from privsyn_core.privacy.conversion import rho_from_epsilon_delta  # noqa: E402
+from privsyn_core.privacy.ledger import ROW, PrivacyUnit  # noqa: E402
 from privsyn_core.privacy.noise import SeededNoise  # noqa: E402
 
 DELTA = 1e-6

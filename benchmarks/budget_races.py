@@ -36,7 +36,7 @@ from test_registry import KILL_POINTS, _killed_at  # noqa: E402
 
 from privsyn_core.cli import main  # noqa: E402
 from privsyn_core.privacy.budget import Budget  # noqa: E402
-from privsyn_core.privacy.ledger import rho_from_epsilon_delta  # noqa: E402
+from privsyn_core.privacy.conversion import rho_from_epsilon_delta  # noqa: E402
 from privsyn_core.release.registry import Registry, file_fingerprint  # noqa: E402
 
 SOURCE = ROOT / "tests" / "data" / "penguins.csv"

@@ -138,7 +138,10 @@ def prepare(
         domain.FIRST_RANGE_SHARE = settings["first_range_share"]  # read when a split is made
         if "first_category_share" in settings:
             domain.FIRST_CATEGORY_SHARE = settings["first_category_share"]
-    exact = {name: structure.read_structure(table.text(name)).kind for name in table.names}
+    exact = {  # the kinds the exact counts decide (no noise): owner-only, for the table
+        name: structure.decide_structure(structure.class_counts(table.text(name)), 0.0).kind
+        for name in table.names
+    }
     outcome = Outcome()
     for seed in range(seeds):
         outcome.seeds += 1

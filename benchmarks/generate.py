@@ -49,7 +49,7 @@ def adult_bundle(folder: Path) -> Path:
     domain = json.loads((ROOT / "assets" / "adult-coded-domain.json").read_text())
     bundle = folder / "adult-coded.zip"
     model = PrivSyn(1.0, 1 / len(table) ** 2, domain=domain)
-    model.fit(table, rng=np.random.default_rng(0)).save(bundle)
+    PrivSyn.save(model.fit(table, rng=np.random.default_rng(0)), bundle)
     return bundle
 
 

@@ -49,8 +49,8 @@ from benchmarks.common import print_table, run_grid  # noqa: E402
 from privsyn_core import GumSettings, PrivSynConfig  # noqa: E402
 from privsyn_core.data.io import read_table  # noqa: E402
 from privsyn_core.data.schema import Schema  # noqa: E402
+from privsyn_core.evaluation import fidelity_of  # noqa: E402
 from privsyn_core.generation.synthesis import SynthesisResult, generate  # noqa
-from privsyn_core.lab import fidelity_of  # noqa: E402
 from privsyn_core.pipeline import measure  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "datasets"

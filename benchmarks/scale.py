@@ -57,7 +57,7 @@ from privsyn_core import GumProgress, PrivSynConfig, StageFinished, synthesize  
 from privsyn_core.config import SYNTHESIS_METHODS  # noqa: E402
 from privsyn_core.cores import available_cores  # noqa: E402
 from privsyn_core.evaluation import two_way_l1  # noqa: E402
-from privsyn_core.generation.gum import GumSettings  # noqa: E402
+from privsyn_core.generation.gum_settings import GumSettings  # noqa: E402
 
 
 def planted_table(rows: int, cols: int, rng: np.random.Generator) -> tuple[pd.DataFrame, dict]:

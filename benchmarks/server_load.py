@@ -45,14 +45,17 @@ _TICK = os.sysconf("SC_CLK_TCK")
 RUNS_ALONE = """
 import os, sys, time
 from functools import partial
+from importlib import resources
 from dashboard import worker
-from dashboard.state import load_sample
+from dashboard.state import SAMPLE
 from privsyn_core import synthesize
 from privsyn_core.config import PrivSynConfig
+from privsyn_core.data.io import read_table
 from privsyn_core.data.schema import Schema
-from privsyn_core.generation.gum import GumSettings
+from privsyn_core.generation.gum_settings import GumSettings  # noqa: E402
 from privsyn_core.release.registry import fingerprint
-table = load_sample()
+with resources.as_file(SAMPLE) as path:
+    table = read_table(path)
 config = PrivSynConfig(gum=GumSettings(iterations=100, patience=10))
 run = partial(synthesize, table, 1.0, 1e-9, schema=Schema.undeclared(table.columns),
               raw_domains=False, config=config, rng=None, block_rows=2**62)

@@ -20,9 +20,10 @@ benchmark puts each (table, epsilon) through these arms and scores them the same
   default before ``synthesis="auto"`` ran GUM and the MRF on wide tables.
 * ``ours-both``: the same run's model sampled with ``SamplingSettings(synthesis="gum+mrf")``:
   GUM and the MRF from the same start, per component the table closer to the measurements.
-* ``ours-every-pair``: the same run's model sampled with ``independence_threshold=None``:
-  every measured pair drawn as measured, the default before pairs within their noise were
-  drawn as independent (``generation/independence.py``). Compare it with ``ours-both``,
+* ``ours-every-pair``: the same run's model sampled with ``independence_threshold=None``
+  (and ``quasi_independence=None`` where it has that setting): every measured pair drawn as
+  measured, the default before pairs within their noise were drawn as independent
+  (``generation/independence.py``) or quasi-independent. Compare it with ``ours-both``,
   drawn the same way with the default threshold (on a wide table both run GUM and the MRF).
 * ``ind-dp1``: every column drawn independently from the same run's noisy 1-way counts as
   measured (negative counts at 0; largest-remainder quotas, shuffled), no other measurement.
@@ -125,8 +126,8 @@ from privsyn_core.evaluation import (  # noqa: E402
     split_rows,
     svm_misclassification,
 )
-from privsyn_core.generation.fitted import SamplingSettings  # noqa: E402
-from privsyn_core.generation.gum import GumSettings  # noqa: E402
+from privsyn_core.generation.fitted_data import SamplingSettings  # noqa: E402
+from privsyn_core.generation.gum_settings import GumSettings  # noqa: E402
 from privsyn_core.generation.sampling import shuffled_column  # noqa: E402
 from privsyn_core.privacy.ledger import FailedAfterSpending  # noqa: E402
 
@@ -453,7 +454,10 @@ def sampled_arms(arms: list[str]) -> list[tuple[str, SamplingSettings]]:
         settings["ours-gum"] = SamplingSettings(synthesis="gum")
     sampling = {f.name for f in dataclasses.fields(SamplingSettings)}
     if "independence_threshold" in sampling:
-        settings["ours-every-pair"] = SamplingSettings(independence_threshold=None)
+        every_pair = SamplingSettings(independence_threshold=None)
+        if "quasi_independence" in sampling:  # its own setting since it left the threshold
+            every_pair = dataclasses.replace(every_pair, quasi_independence=None)
+        settings["ours-every-pair"] = every_pair
     if "empty_sigmas" in sampling:  # rows left in cells measured as empty (issue 39)
         settings["ours-as-drawn"] = SamplingSettings(empty_sigmas=None)
     return [(arm, settings[arm]) for arm in arms if arm in settings]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -17,51 +18,24 @@ from privsyn_core.generation.synthesis import SelectedMarginal
 from privsyn_core.progress import GumProgress
 from privsyn_core.selection.greedy import WELL_MEASURED_L1
 
+from .heatmap_layout import (
+    BOTTOM_PX,
+    LEGEND_TITLE_PX,
+    PAIR_MARKS,
+    SIGMA,
+    TIMES,
+    TOP_PX,
+    HeatmapColours,
+    HeatmapShape,
+    heatmap_colours,
+    heatmap_shape,
+    pair_cells,
+)
+
 
 def _safe(names: Sequence[object]) -> list[str]:
     """Labels from the user's table, escaped so plotly's HTML labels cannot run anything."""
     return [html.escape(str(n)) for n in names]
-
-
-#: the heatmap's colours: grey for a score within the noise, then light to dark for stronger
-#: dependencies (plotly's YlOrRd, light end dropped so it differs from the grey)
-WITHIN_NOISE_GREY = "#e3e3e3"
-DEPENDENCY_RAMP = ("#fed976", "#feb24c", "#fd8d3c", "#f03b20", "#bd0026", "#800026")
-#: how each origin's pairs are marked on the heatmap (the graph's edge colours tell the same)
-PAIR_MARKS = {
-    "tree": ("square", "tree pair (measured first)"),
-    "selected": ("circle", "selected pair (Algorithm 1)"),
-    "combined": ("diamond", "in a combined clique (Algorithm 2)"),
-    "isolated": ("x", "isolated link"),
-}
-SIGMA, TIMES = "\u03c3", "\u00d7"
-#: the narrowest the heatmap is drawn on the Marginals page, in pixels (a laptop's window)
-CHART_PX = 800.0
-#: one row of the heatmap, in pixels, at most and at least: every attribute's name fits
-ROW_PX = (16, 36)
-#: room above the plot (colour bar, legend) and below it (the x axis's title)
-TOP_PX, BOTTOM_PX = 84, 44
-#: the heatmap's legend title above its colour bar, in pixels from the top of the figure
-LEGEND_TITLE_PX = 26
-#: character widths in ems, the wider of Arial/Liberation Sans and DejaVu Sans (what
-#: "sans-serif" is on most machines) rounded up; any other character counts as ``_WIDE``
-_EMS = {
-    **dict.fromkeys("MWmw", 1.0),
-    **dict.fromkeys("ijlI.,:;'|!", 0.34),
-    **dict.fromkeys("ftr()[] ", 0.44),
-    **dict.fromkeys("-", 0.42),
-    **dict.fromkeys("_", 0.58),
-    **dict.fromkeys("abcdeghknopqsuvxyz0123456789", 0.64),
-    **dict.fromkeys("ABCDEFGHJKLNOPQRSTUVXYZ", 0.8),
-}
-_WIDE = 0.9
-
-
-def text_px(text: str, font_px: float) -> float:
-    """A generous estimate of how wide ``text`` is drawn in a sans-serif font of
-    ``font_px`` pixels: layouts reserve this much room (the browser's own measure, checked
-    in the browser tests, stays under it)."""
-    return font_px * sum(_EMS.get(ch, _WIDE) for ch in text)
 
 
 def indif_heatmap(report: DependencyReport, marginals: Sequence[SelectedMarginal]) -> go.Figure:
@@ -73,127 +47,89 @@ def indif_heatmap(report: DependencyReport, marginals: Sequence[SelectedMarginal
     needs no more width than its cells). Colour: grey under ``WITHIN_NOISE_SIGMAS`` sigma (a
     score the noise alone gives), then a logarithmic ramp up to the highest score, so that
     3 sigma and 60 sigma both read. Measured pairs are black marks with a white rim, which
-    show on grey and on the darkest red alike.
+    show on grey and on the darkest red alike. The sizes, colours and marked cells are
+    computed in :mod:`dashboard.heatmap_layout`; this draws them.
     """
     if report.scores is None or report.sigma is None:
         raise ValueError("no InDif scores were measured in this run")
     columns = list(report.scores.columns)
     names = _safe(columns)
-    n = len(names)
-    z = report.scores.to_numpy(dtype=float, copy=True)
-    lower = np.tril(np.ones((n, n), dtype=bool), k=-1)
-    z[~lower] = np.nan
-    band = WITHIN_NOISE_SIGMAS
-    top = max(float(np.nanmax(z)) if lower.any() else band, 3 * band)
-    # colour value: 0.25 (the grey) within the noise, 1..2 on a log scale from band to top
-    colour = np.where(z < band, 0.25, 1 + np.log(np.maximum(z, band) / band) / np.log(top / band))
-    colour[~lower] = np.nan
-    stops = np.linspace(0.5, 1.0, len(DEPENDENCY_RAMP))
-    colourscale = [[0.0, WITHIN_NOISE_GREY], [0.5, WITHIN_NOISE_GREY]] + [
-        [float(s), c] for s, c in zip(stops, DEPENDENCY_RAMP, strict=True)
-    ]
-    ticks = [t for t in (2, 3, 5, 10, 20, 50, 100, 200, 500, 1000) if band <= t <= top]
-    tick_at = [0.25] + [1 + math.log(t / band) / math.log(top / band) for t in ticks]
-    tick_text = [f"under {band:g}{SIGMA}: noise"] + [f"{t:g}{SIGMA}" for t in ticks]
-    status = np.where(z < band, "within the noise", "above the noise").astype(object)
-    status[~lower] = None
-    raw = z * report.sigma
+    colours = heatmap_colours(report.scores.to_numpy(dtype=float, copy=True), report.sigma)
+    shape = heatmap_shape(columns)
+    figure = go.Figure(_heatmap_cells(names, colours, shape))
+    for origin, cells in pair_cells(columns, marginals).items():
+        figure.add_trace(_pair_marks(names, origin, cells, shape.mark))
+    figure.update_layout(**_heatmap_frame(names, report.sigma, shape))
+    return figure
 
-    row = float(np.clip(560 / max(n, 1), *ROW_PX))
-    font = 11 if n > 30 else 12
-    label_px = [text_px(str(c), font) for c in columns]
-    # a column's name starts on its diagonal cell and runs right over the empty triangle;
-    # the last rows' names reach past the last column by their length less the cells to
-    # their right: room for that on the right, with cells as wide as a chart of CHART_PX
-    # gives them (the page is wider on most screens: then there is room to spare)
-    right = 20.0
-    for _ in range(3):
-        cell = max(5.0, (CHART_PX - max(label_px, default=0.0) - right) / max(n, 1))
-        overflow = max((w - (n - 1 - i) * cell for i, w in enumerate(label_px)), default=0.0)
-        right = max(20.0, overflow + 10)
-    height = int(n * row + TOP_PX + BOTTOM_PX)
-    figure = go.Figure(
-        go.Heatmap(
-            z=colour,
-            x=names,
-            y=names,
-            zmin=0.0,
-            zmax=2.0,
-            colorscale=colourscale,
-            customdata=np.dstack([raw, z]),
-            text=status,
-            xgap=1 if n <= 60 else 0,
-            ygap=1 if n <= 60 else 0,
-            hoverongaps=False,
-            # the bar's own title, on top, overlapped the bar on a short figure (a table of
-            # a few columns): the figure's title names it, and the bar sits under that
-            colorbar={
-                "orientation": "h",
-                "xref": "container",
-                "x": 0.0,
-                "xanchor": "left",
-                "yref": "container",
-                "y": 1.0 - LEGEND_TITLE_PX / height,
-                "yanchor": "top",
-                "ypad": 0,
-                "len": 0.62,
-                "thickness": 12,
-                "tickvals": tick_at,
-                "ticktext": tick_text,
-            },
-            hovertemplate=f"%{{y}} {TIMES} %{{x}}<br>noisy InDif %{{customdata[0]:,.0f}} "
-            f"records = %{{customdata[1]:.1f}}{SIGMA}<br>%{{text}}<extra></extra>",
-        )
+
+def _heatmap_cells(names: list[str], colours: HeatmapColours, shape: HeatmapShape) -> go.Heatmap:
+    """The cells, with the colour bar above them and each cell's score on hover."""
+    n, height = shape.n, shape.height
+    return go.Heatmap(
+        z=colours.colour,
+        x=names,
+        y=names,
+        zmin=0.0,
+        zmax=2.0,
+        colorscale=colours.colourscale,
+        customdata=np.dstack([colours.raw, colours.z]),
+        text=colours.status,
+        xgap=1 if n <= 60 else 0,
+        ygap=1 if n <= 60 else 0,
+        hoverongaps=False,
+        # the bar's own title, on top, overlapped the bar on a short figure (a table of
+        # a few columns): the figure's title names it, and the bar sits under that
+        colorbar={
+            "orientation": "h",
+            "xref": "container",
+            "x": 0.0,
+            "xanchor": "left",
+            "yref": "container",
+            "y": 1.0 - LEGEND_TITLE_PX / height,
+            "yanchor": "top",
+            "ypad": 0,
+            "len": 0.62,
+            "thickness": 12,
+            "tickvals": colours.tick_at,
+            "ticktext": colours.tick_text,
+        },
+        hovertemplate=f"%{{y}} {TIMES} %{{x}}<br>noisy InDif %{{customdata[0]:,.0f}} "
+        f"records = %{{customdata[1]:.1f}}{SIGMA}<br>%{{text}}<extra></extra>",
     )
-    index = {name: i for i, name in enumerate(columns)}
-    marks: dict[str, set[tuple[int, int]]] = {}
-    for marginal in marginals:
-        attributes = [a for a in marginal.attributes if a in index]
-        for i, a in enumerate(attributes):
-            for b in attributes[i + 1 :]:
-                r, c = sorted((index[a], index[b]), reverse=True)
-                marks.setdefault(marginal.origin, set()).add((r, c))
-    size = float(np.clip(min(row, 650 / max(n, 1)) * 0.55, 4, 10))
-    for origin, (symbol, label) in PAIR_MARKS.items():
-        cells = sorted(marks.get(origin, ()))
-        if not cells:
-            continue
-        figure.add_trace(
-            go.Scatter(
-                x=[names[c] for _, c in cells],
-                y=[names[r] for r, _ in cells],
-                mode="markers",
-                marker={
-                    "symbol": symbol,
-                    "color": "black",
-                    "size": size,
-                    "line": {"color": "white", "width": 1},
-                },
-                name=f"{label}: {len(cells)}",
-                hoverinfo="skip",
-            )
-        )
-    # every column named where it starts: on its (empty) diagonal cell, reading to the right
-    figure.update_layout(
-        annotations=[
-            {
-                "x": i - 0.45,
-                "y": i,
-                "xref": "x",
-                "yref": "y",
-                "text": name,
-                "showarrow": False,
-                "xanchor": "left",
-                "yanchor": "middle",
-                "font": {"size": font, "color": "#333"},
-            }
-            for i, name in enumerate(names)
-        ],
+
+
+def _pair_marks(
+    names: list[str], origin: str, cells: list[tuple[int, int]], size: float
+) -> go.Scatter:
+    """The marks of one origin's measured pairs: black with a white rim."""
+    symbol, label = PAIR_MARKS[origin]
+    return go.Scatter(
+        x=[names[c] for _, c in cells],
+        y=[names[r] for r, _ in cells],
+        mode="markers",
+        marker={
+            "symbol": symbol,
+            "color": "black",
+            "size": size,
+            "line": {"color": "white", "width": 1},
+        },
+        name=f"{label}: {len(cells)}",
+        hoverinfo="skip",
+    )
+
+
+def _heatmap_frame(names: list[str], sigma: float, shape: HeatmapShape) -> dict[str, Any]:
+    """The figure around the cells: the column names on the diagonal, the title, fixed
+    margins, the axes and the legend of the marks."""
+    n, height = shape.n, shape.height
+    return {
+        "annotations": _diagonal_names(names, shape.font),
         # the plot itself n rows tall: the margins hold the colour bar above and the x axis's
         # title below (plotly would take room for the title out of the plot otherwise)
-        height=height,
-        title={
-            "text": f"noisy InDif in units of its noise ({SIGMA} = {report.sigma:,.0f} records)",
+        "height": height,
+        "title": {
+            "text": f"noisy InDif in units of its noise ({SIGMA} = {sigma:,.0f} records)",
             "font": {"size": 13},
             "x": 0.0,
             "xref": "container",
@@ -204,35 +140,37 @@ def indif_heatmap(report: DependencyReport, marginals: Sequence[SelectedMarginal
             "pad": {"l": 20},
         },
         # fixed margins: a colour bar or legend that pushed them would squeeze the rows
-        margin={
-            "l": int(max(label_px, default=0.0) + 14),
-            "r": int(right),
+        "margin": {
+            "l": int(shape.label_px + 14),
+            "r": int(shape.right),
             "t": TOP_PX,
             "b": BOTTOM_PX,
             "autoexpand": False,
         },
-        plot_bgcolor="white",
-        xaxis={
+        "plot_bgcolor": "white",
+        "xaxis": {
             "showticklabels": False,
             "ticks": "",
             "showgrid": False,
             "zeroline": False,
             "range": [-0.5, n - 0.5],
-            "title": {"text": "each column is named where it starts, on the diagonal",
-                      "font": {"size": 12}},
+            "title": {
+                "text": "each column is named where it starts, on the diagonal",
+                "font": {"size": 12},
+            },
         },
-        yaxis={
+        "yaxis": {
             # reversed, and exactly the n rows: markers would pad an automatic range
             "range": [n - 0.5, -0.5],
             "tickmode": "array",
             "tickvals": names,
             "ticktext": names,
-            "tickfont": {"size": font},
+            "tickfont": {"size": shape.font},
             "showgrid": False,
             "automargin": True,
         },
-        showlegend=True,
-        legend={
+        "showlegend": True,
+        "legend": {
             "orientation": "h",
             "xref": "container",
             "x": 1.0,
@@ -241,8 +179,25 @@ def indif_heatmap(report: DependencyReport, marginals: Sequence[SelectedMarginal
             "y": 1.0,
             "yanchor": "top",
         },
-    )  # fmt: skip
-    return figure
+    }
+
+
+def _diagonal_names(names: list[str], font: int) -> list[dict[str, Any]]:
+    """Every column named where it starts: on its (empty) diagonal cell, reading right."""
+    return [
+        {
+            "x": i - 0.45,
+            "y": i,
+            "xref": "x",
+            "yref": "y",
+            "text": name,
+            "showarrow": False,
+            "xanchor": "left",
+            "yanchor": "middle",
+            "font": {"size": font, "color": "#333"},
+        }
+        for i, name in enumerate(names)
+    ]
 
 
 def selection_summary(report: DependencyReport) -> str:
@@ -307,93 +262,121 @@ def convergence_chart(
     figure = make_subplots(
         rows=2, cols=1, shared_xaxes=True, row_heights=[0.8, 0.2], vertical_spacing=0.05
     )
-    last = 0
     start = None if kept is None else kept.start_score
-    if history:
-        # NumPy arrays: plotly validates arrays at once, not value by value, so the figure
-        # stays cheap to rebuild while a run redraws it live
-        x = np.array([h.iteration + 1 for h in history], dtype=float)
-        last = int(x.max())
-        keys = list(history[-1].errors)
-        errors = np.array(
-            [[h.errors.get(key, np.nan) for h in history] for key in keys], dtype=float
-        ).reshape(len(keys), len(history))
-        gap = np.full((len(keys), 1), np.nan)  # a break between one marginal and the next
-        names = np.repeat(_safe([" \u00d7 ".join(key) for key in keys]), len(history) + 1)
-        figure.add_trace(
-            go.Scatter(
-                x=np.tile(np.append(x, np.nan), len(keys)),
-                y=np.hstack([errors, gap]).ravel(),
-                text=names,
-                mode="lines",
-                line={"width": 1, "color": _MARGINAL_GREY},
-                name=CONVERGENCE_NAMES["marginals"],
-                hovertemplate="%{text}<br>iteration %{x}: error %{y:.3f}<extra></extra>",
-            ),
-            row=1,
-            col=1,
-        )
-        figure.add_trace(
-            go.Scatter(
-                x=x,
-                y=np.array([h.mean_error for h in history]),
-                mode="lines+markers" if len(history) <= 40 else "lines",
-                name=CONVERGENCE_NAMES["mean"],
-                line={"width": 3, "color": "black"},
-                marker={"size": 5},
-                hovertemplate="iteration %{x}: average error %{y:.4f}<extra></extra>",
-            ),
-            row=1,
-            col=1,
-        )
-        table = np.array(
-            [np.nan if h.table_error is None else h.table_error for h in history], dtype=float
-        )
-        if np.isfinite(table).any():
-            tx, ty = (np.r_[0.0, x], np.r_[start, table]) if start is not None else (x, table)
-            figure.add_trace(
-                go.Scatter(
-                    x=tx,
-                    y=ty,
-                    mode="lines+markers" if len(history) <= 40 else "lines",
-                    connectgaps=True,  # the MRF's table is judged every few sweeps only
-                    name=CONVERGENCE_NAMES["table"],
-                    line={"width": 2, "color": _TABLE_BLUE},
-                    marker={"size": 5},
-                    hovertemplate="iteration %{x}: whole-table error %{y:.4f}<extra></extra>",
-                ),
-                row=1,
-                col=1,
-            )
-        sweeps = np.array([_is_sweep(h) for h in history])
-        figure.add_trace(
-            go.Scatter(
-                x=x,
-                y=np.where(sweeps, np.nan, np.array([h.alpha for h in history])),
-                mode="lines",
-                name=CONVERGENCE_NAMES["alpha"],
-                line={"color": "firebrick", "width": 2},
-                hovertemplate="iteration %{x}: step size \u03b1 = %{y:.2f}<extra></extra>",
-            ),
-            row=2,
-            col=1,
-        )
-        if sweeps.any():
-            figure.add_vrect(
-                x0=float(x[sweeps].min()) - 0.5,
-                x1=float(x[sweeps].max()) + 0.5,
-                fillcolor="rgba(46, 139, 87, 0.12)",
-                line_width=0,
-                annotation_text="MRF sweeps (a Markov random field fitted to the same marginals)",
-                annotation_position="top left",
-                row=1,
-                col=1,
-            )
+    last = _draw_history(figure, history, start) if history else 0
     # live: the room GUM may still use; finished: up to the last point, so that a run
     # that stopped early does not leave its points in a corner of an empty axis
     right = max(1, iterations, last) if live else max(4, last)
     if history:
         _mark_kept(figure, history, kept, start, live, right)
+    _convergence_axes(figure, history, start, right)
+    return figure
+
+
+def _draw_history(
+    figure: go.Figure, history: Sequence[GumIterationRecord | GumProgress], start: float | None
+) -> int:
+    """The error lines above and the step sizes below; the last iteration drawn."""
+    # NumPy arrays: plotly validates arrays at once, not value by value, so the figure
+    # stays cheap to rebuild while a run redraws it live
+    x = np.array([h.iteration + 1 for h in history], dtype=float)
+    figure.add_trace(_marginal_lines(history, x), row=1, col=1)
+    figure.add_trace(
+        go.Scatter(
+            x=x,
+            y=np.array([h.mean_error for h in history]),
+            mode="lines+markers" if len(history) <= 40 else "lines",
+            name=CONVERGENCE_NAMES["mean"],
+            line={"width": 3, "color": "black"},
+            marker={"size": 5},
+            hovertemplate="iteration %{x}: average error %{y:.4f}<extra></extra>",
+        ),
+        row=1,
+        col=1,
+    )
+    table = np.array(
+        [np.nan if h.table_error is None else h.table_error for h in history], dtype=float
+    )
+    if np.isfinite(table).any():
+        tx, ty = (np.r_[0.0, x], np.r_[start, table]) if start is not None else (x, table)
+        figure.add_trace(
+            go.Scatter(
+                x=tx,
+                y=ty,
+                mode="lines+markers" if len(history) <= 40 else "lines",
+                connectgaps=True,  # the MRF's table is judged every few sweeps only
+                name=CONVERGENCE_NAMES["table"],
+                line={"width": 2, "color": _TABLE_BLUE},
+                marker={"size": 5},
+                hovertemplate="iteration %{x}: whole-table error %{y:.4f}<extra></extra>",
+            ),
+            row=1,
+            col=1,
+        )
+    _draw_step_sizes(figure, history, x)
+    return int(x.max())
+
+
+def _marginal_lines(
+    history: Sequence[GumIterationRecord | GumProgress], x: np.ndarray
+) -> go.Scatter:
+    """Every selected marginal's error, as one faint trace with a gap after each."""
+    keys = list(history[-1].errors)
+    errors = np.array(
+        [[h.errors.get(key, np.nan) for h in history] for key in keys], dtype=float
+    ).reshape(len(keys), len(history))
+    gap = np.full((len(keys), 1), np.nan)  # a break between one marginal and the next
+    names = np.repeat(_safe([" \u00d7 ".join(key) for key in keys]), len(history) + 1)
+    return go.Scatter(
+        x=np.tile(np.append(x, np.nan), len(keys)),
+        y=np.hstack([errors, gap]).ravel(),
+        text=names,
+        mode="lines",
+        line={"width": 1, "color": _MARGINAL_GREY},
+        name=CONVERGENCE_NAMES["marginals"],
+        hovertemplate="%{text}<br>iteration %{x}: error %{y:.3f}<extra></extra>",
+    )
+
+
+def _draw_step_sizes(
+    figure: go.Figure, history: Sequence[GumIterationRecord | GumProgress], x: np.ndarray
+) -> None:
+    """GUM's step size alpha on the small axis below, and the MRF's sweeps shaded (they
+    have no alpha: their step is fixed)."""
+    sweeps = np.array([_is_sweep(h) for h in history])
+    figure.add_trace(
+        go.Scatter(
+            x=x,
+            y=np.where(sweeps, np.nan, np.array([h.alpha for h in history])),
+            mode="lines",
+            name=CONVERGENCE_NAMES["alpha"],
+            line={"color": "firebrick", "width": 2},
+            hovertemplate="iteration %{x}: step size \u03b1 = %{y:.2f}<extra></extra>",
+        ),
+        row=2,
+        col=1,
+    )
+    if sweeps.any():
+        figure.add_vrect(
+            x0=float(x[sweeps].min()) - 0.5,
+            x1=float(x[sweeps].max()) + 0.5,
+            fillcolor="rgba(46, 139, 87, 0.12)",
+            line_width=0,
+            annotation_text="MRF sweeps (a Markov random field fitted to the same marginals)",
+            annotation_position="top left",
+            row=1,
+            col=1,
+        )
+
+
+def _convergence_axes(
+    figure: go.Figure,
+    history: Sequence[GumIterationRecord | GumProgress],
+    start: float | None,
+    right: float,
+) -> None:
+    """The iteration axis up to ``right``, the error axis with room above the lines that
+    tell the story, the step size's axis, and the legend above the chart."""
     figure.update_xaxes(range=[-0.5, right + 0.5], **({"dtick": 1} if right <= 10 else {}))
     figure.update_xaxes(
         title={"text": "iteration (0: the starting table)", "standoff": 4}, row=2, col=1
@@ -413,7 +396,6 @@ def convergence_chart(
         legend={"orientation": "h", "x": 0, "xanchor": "left", "y": 1.02, "yanchor": "bottom"},
         hovermode="closest",
     )
-    return figure
 
 
 def _story_top(
@@ -442,38 +424,11 @@ def _mark_kept(
 ) -> None:
     """A star (and a dotted line) at each step whose table the run returned, or, while it is
     live, at the closest table so far; on the whole-table line, else on the average."""
-    if kept is not None:
-        made = [p for p in kept.parts if p.source != "independent"]
-        steps = sorted({p.at for p in made})
-        name = CONVERGENCE_NAMES["kept"]
-        labels = [
-            f"kept: {kept.step_name(at)}"
-            if kept.at is not None
-            else f"kept for {sum(p.at == at for p in made)} of {len(kept.parts)} parts: "
-            f"{kept.step_name(at)}"
-            for at in steps
-        ]
-    elif live and history and history[-1].kept and len(set(history[-1].kept)) == 1:
-        steps = [history[-1].kept[0]]
-        name = CONVERGENCE_NAMES["best"]
-        labels = [f"closest so far: {'the start' if steps[0] == 0 else f'iteration {steps[0]}'}"]
-    else:
+    marked = _kept_steps(history, kept, live)
+    if marked is None:
         return
-    by_step = {h.iteration + 1: h for h in history}
-    ys = []
-    for at in steps:
-        record = by_step.get(at)
-        if at == 0:
-            ys.append(start)
-        elif record is None:
-            ys.append(None)
-        else:
-            ys.append(record.mean_error if record.table_error is None else record.table_error)
-    shown = [
-        (at, y, label)
-        for at, y, label in zip(steps, ys, labels, strict=True)
-        if y is not None and math.isfinite(y)
-    ]
+    name, steps, labels = marked
+    shown = _on_the_lines(history, steps, labels, start)
     if not shown:
         return
     figure.add_trace(
@@ -513,6 +468,55 @@ def _mark_kept(
             bordercolor=_KEPT_GOLD,
             font={"color": "#222"},
         )
+
+
+def _kept_steps(
+    history: Sequence[GumIterationRecord | GumProgress], kept: KeptTable | None, live: bool
+) -> tuple[str, list[int], list[str]] | None:
+    """The legend name, the steps to star and their labels: the steps whose tables a
+    finished run returned (a part each, when the parts kept different steps), or while it is
+    live the closest table so far (when every part agrees on it); None: nothing to star."""
+    if kept is not None:
+        made = [p for p in kept.parts if p.source != "independent"]
+        steps = sorted({p.at for p in made})
+        labels = [
+            f"kept: {kept.step_name(at)}"
+            if kept.at is not None
+            else f"kept for {sum(p.at == at for p in made)} of {len(kept.parts)} parts: "
+            f"{kept.step_name(at)}"
+            for at in steps
+        ]
+        return CONVERGENCE_NAMES["kept"], steps, labels
+    if live and history and history[-1].kept and len(set(history[-1].kept)) == 1:
+        steps = [history[-1].kept[0]]
+        labels = [f"closest so far: {'the start' if steps[0] == 0 else f'iteration {steps[0]}'}"]
+        return CONVERGENCE_NAMES["best"], steps, labels
+    return None
+
+
+def _on_the_lines(
+    history: Sequence[GumIterationRecord | GumProgress],
+    steps: list[int],
+    labels: list[str],
+    start: float | None,
+) -> list[tuple[int, float, str]]:
+    """Each step with the error where its star goes (the whole-table line, else the
+    average; the start's score at 0) and its label; steps with no such point left out."""
+    by_step = {h.iteration + 1: h for h in history}
+    ys = []
+    for at in steps:
+        record = by_step.get(at)
+        if at == 0:
+            ys.append(start)
+        elif record is None:
+            ys.append(None)
+        else:
+            ys.append(record.mean_error if record.table_error is None else record.table_error)
+    return [
+        (at, y, label)
+        for at, y, label in zip(steps, ys, labels, strict=True)
+        if y is not None and math.isfinite(y)
+    ]
 
 
 def _is_sweep(record: GumIterationRecord | GumProgress) -> bool:

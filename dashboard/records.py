@@ -28,12 +28,8 @@ import streamlit as st
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.generation.synthesis import SynthesisResult
 from privsyn_core.privacy.budget import Budget
-from privsyn_core.privacy.ledger import (
-    BudgetExceededError,
-    FailedAfterSpending,
-    PrivacyLedger,
-    epsilon_from_rho,
-)
+from privsyn_core.privacy.conversion import epsilon_from_rho
+from privsyn_core.privacy.ledger import BudgetExceededError, FailedAfterSpending, PrivacyLedger
 from privsyn_core.privacy.noise import RELEASE
 from privsyn_core.release.registry import (
     BudgetStatus,
@@ -172,7 +168,7 @@ def record(
     did not spend. Raises one of ``REGISTRY_ERRORS`` when the registry cannot take it (the
     reservation then stays whole)."""
     run_id, bundle = held.reservation.record_result(result, config, settings)
-    held.reservation.give_back()
+    held.reservation.return_unspent()
     return Recorded(run_id, bundle, held.budget_warnings)
 
 
@@ -199,7 +195,7 @@ def record_failure(
     failed = f"The run failed after spending part of its budget: {error}."
     try:
         run_id = reservation.spend(error.ledger, {**settings, "outcome": f"failed: {error}"})
-        reservation.give_back()
+        reservation.return_unspent()
     except REGISTRY_ERRORS as exc:
         return (
             f"{failed} That spend could not be recorded in the run registry ({exc}), so the "
@@ -218,7 +214,7 @@ def record_interrupted(
         run_id = None
         if spent is not None and spent.spent_rho > 0:
             run_id = reservation.spend(spent, {**settings, "outcome": "cancelled"})
-        reservation.give_back()
+        reservation.return_unspent()
     except REGISTRY_ERRORS:
         return None
     return run_id

@@ -6,8 +6,8 @@ from typing import Any
 
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.errors import InputError
-from privsyn_core.generation.gum import GumSettings
-from privsyn_core.privacy.ledger import check_epsilon_delta
+from privsyn_core.generation.gum_settings import GumSettings
+from privsyn_core.privacy.conversion import check_epsilon_delta
 
 from .state import session
 

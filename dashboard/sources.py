@@ -31,7 +31,7 @@ from privsyn_core.errors import InputError
 from privsyn_core.privacy.ledger import FailedAfterSpending
 
 if TYPE_CHECKING:
-    from privsyn_core.pipeline import SynthesisResult
+    from privsyn_core.generation.synthesis import SynthesisResult
 
 SUFFIXES = {".csv": "CSV", ".txt": "CSV", ".parquet": "Parquet", ".pq": "Parquet"}
 ROOT_VARIABLE = "PRIVSYN_DISK_ROOT"

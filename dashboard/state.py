@@ -238,11 +238,6 @@ def init() -> None:
     collect()
 
 
-def load_sample() -> pd.DataFrame:
-    with resources.as_file(SAMPLE) as path:
-        return read_table(path)
-
-
 def use_sample() -> None:
     with resources.as_file(SAMPLE) as path:
         set_table(read_table(path), SAMPLE_NAME, file_fingerprint(path))

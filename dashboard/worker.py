@@ -449,7 +449,7 @@ def _run(request: RunRequest, progress: RunProgress) -> Outcome:
     except FailedAfterSpending as exc:
         return Failed(records.record_failure(reservation, exc, request.settings))
     except InputError as exc:  # refused before measuring anything (the engine's checks)
-        reservation.give_back()
+        reservation.return_unspent()
         return Failed(f"The run could not start or finish: {exc}")
     seconds = time.perf_counter() - started
     try:

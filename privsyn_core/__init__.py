@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 _HOMES = {
     "PrivSynConfig": "privsyn_core.config",
     "Domain": "privsyn_core.domain",
-    "GumSettings": "privsyn_core.generation.gum",
+    "GumSettings": "privsyn_core.generation.gum_settings",
     "FittedModel": "privsyn_core.generation.fitted",
     "PrivSyn": "privsyn_core.model",
     "Measurements": "privsyn_core.generation.synthesis",
@@ -24,8 +24,8 @@ _HOMES = {
     "BudgetExceededError": "privsyn_core.privacy.ledger",
     "Measurement": "privsyn_core.privacy.ledger",
     "PrivacyLedger": "privsyn_core.privacy.ledger",
-    "epsilon_from_rho": "privsyn_core.privacy.ledger",
-    "rho_from_epsilon_delta": "privsyn_core.privacy.ledger",
+    "epsilon_from_rho": "privsyn_core.privacy.conversion",
+    "rho_from_epsilon_delta": "privsyn_core.privacy.conversion",
     "BlockProgress": "privsyn_core.progress",
     "GumProgress": "privsyn_core.progress",
     "ProgressEvent": "privsyn_core.progress",
@@ -68,7 +68,7 @@ if TYPE_CHECKING:
     from privsyn_core.domain import Domain
     from privsyn_core.errors import TableError
     from privsyn_core.generation.fitted import FittedModel
-    from privsyn_core.generation.gum import GumSettings
+    from privsyn_core.generation.gum_settings import GumSettings
     from privsyn_core.generation.synthesis import (
         Measurements,
         SelectedMarginal,
@@ -77,13 +77,8 @@ if TYPE_CHECKING:
     )
     from privsyn_core.model import PrivSyn
     from privsyn_core.pipeline import measure, synthesize
-    from privsyn_core.privacy.ledger import (
-        BudgetExceededError,
-        Measurement,
-        PrivacyLedger,
-        epsilon_from_rho,
-        rho_from_epsilon_delta,
-    )
+    from privsyn_core.privacy.conversion import epsilon_from_rho, rho_from_epsilon_delta
+    from privsyn_core.privacy.ledger import BudgetExceededError, Measurement, PrivacyLedger
     from privsyn_core.progress import (
         BlockProgress,
         GumProgress,

@@ -21,7 +21,8 @@ from typing import Any, NoReturn
 
 from privsyn_core.errors import InputError, UsageError
 from privsyn_core.limits import MAX_ITERATIONS, check_iterations
-from privsyn_core.privacy.ledger import BudgetExceededError, check_epsilon_delta
+from privsyn_core.privacy.conversion import check_epsilon_delta
+from privsyn_core.privacy.ledger import BudgetExceededError
 from privsyn_core.progress import SynthesisCancelled
 from privsyn_core.terminal import printable
 
@@ -72,28 +73,42 @@ def _max_rows_option(
 
 #: the synthesis methods (:data:`privsyn_core.config.SYNTHESIS_METHODS`; the parser needs no
 #: engine import, and tests/test_cli.py checks the two agree)
-_SYNTHESES = ("auto", "gum", "mcf", "mrf", "gum+mrf")
+_SYNTHESES = ("auto", "gum", "mcf", "mrf", "gum+mrf", "independent")
+#: GUM's starting tables (:data:`privsyn_core.generation.initial.INITIALS`; tests/test_cli.py
+#: checks the two agree)
+_INITIALS = ("tree", "independent")
 #: what --synthesis chooses, in one line
 _SYNTHESIS = (
     "how rows are made to match the marginals: auto (default: gum+mrf on a table of 30 or "
     "more columns, gum below), gum (the paper's GUM), mrf (a Markov random field fitted to "
     "the same marginals), gum+mrf (both, the table closer to the measurements kept; the "
-    "faster gum on a wide table), mcf (the paper's min-cost-flow strawman)"
+    "faster gum on a wide table), mcf (the paper's min-cost-flow strawman), independent (each "
+    "column on its own from its noisy 1-way marginal: the baseline to beat)"
 )
 
 
 #: what --independence-threshold means, in one line
 _INDEPENDENCE = (
     "draw a measured pair as independent when its interaction is within T times the size "
-    "its measurement noise alone would give it, and, on a table of 30 or more columns, from its "
-    "quasi-independent fit when it is independent but for a few cells (Mallows' Cp, T per "
-    "parameter; default 2), or 'off' to "
-    "keep every measured pair as measured"
+    "its measurement noise alone would give it (default 2), or 'off' to draw every measured "
+    "pair as measured"
+)
+#: what --quasi-independence means, in one line
+_QUASI = (
+    "on a table of 30 or more columns, draw a measured pair that is independent but for a "
+    "few cells from that fit, when Mallows' Cp with P per parameter prefers it (default 2), or "
+    "'off' to keep every measured pair as measured"
+)
+#: what --initial means, in one line
+_INITIAL = (
+    "the table GUM starts from: tree (default: columns drawn along a tree of the measured "
+    "pairs) or independent (each column from its own noisy 1-way marginal, the paper's start)"
 )
 
 
 def _independence(text: str) -> float | str:
-    """``--independence-threshold``: a finite number >= 0, or ``off``."""
+    """``--independence-threshold`` and ``--quasi-independence``: a finite number >= 0, or
+    ``off``."""
     if text.strip().lower() == "off":
         return "off"
     try:
@@ -233,14 +248,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--iterations",
         type=_iterations,
         default=None,
-        help="GUM iterations (default 100, GUM's own; 0 keeps the initial table drawn from "
-        f"the 1-way marginals; at most {MAX_ITERATIONS:,})",
+        help="GUM iterations (default 100, GUM's own; 0 keeps the starting table, see "
+        f"--initial; at most {MAX_ITERATIONS:,})",
     )
+    syn.add_argument("--initial", choices=_INITIALS, default=None, help=_INITIAL)
     syn.add_argument("--synthesis", choices=_SYNTHESES, default="auto", help=_SYNTHESIS)
     syn.add_argument(
         "--independence-threshold", type=_independence, default=None, metavar="T",
         help=_INDEPENDENCE,
     )  # fmt: skip
+    syn.add_argument(
+        "--quasi-independence", type=_independence, default=None, metavar="P", help=_QUASI
+    )
     syn.add_argument(
         "--rows", type=_count(1), default=None, help="rows to synthesise (default: the noisy total)"
     )
@@ -315,7 +334,12 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     gen.add_argument(
         "--iterations", type=_iterations, default=None,
-        help=f"GUM iterations (default: the release's setting; at most {MAX_ITERATIONS:,})",
+        help=f"GUM iterations (default: the release's setting; 0 keeps the starting table, see "
+        f"--initial; at most {MAX_ITERATIONS:,})",
+    )  # fmt: skip
+    gen.add_argument(
+        "--initial", choices=_INITIALS, default=None,
+        help=_INITIAL.replace("tree (default: ", "tree (") + " (default: the release's setting)",
     )  # fmt: skip
     gen.add_argument(
         "--synthesis", choices=_SYNTHESES, default=None,
@@ -324,6 +348,10 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument(
         "--independence-threshold", type=_independence, default=None, metavar="T",
         help=_INDEPENDENCE.replace("default 2", "default: the release's setting"),
+    )  # fmt: skip
+    gen.add_argument(
+        "--quasi-independence", type=_independence, default=None, metavar="P",
+        help=_QUASI.replace("default 2", "default: the release's setting"),
     )  # fmt: skip
     gen.add_argument(
         "--strategy",

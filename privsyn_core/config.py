@@ -7,13 +7,24 @@ from typing import Literal
 
 from privsyn_core.errors import InputError
 from privsyn_core.generation.empty_cells import EMPTY_SIGMAS
-from privsyn_core.generation.gum import GumSettings
+from privsyn_core.generation.gum_settings import GumSettings
 from privsyn_core.generation.independence import DEFAULT_THRESHOLD, check_threshold
+from privsyn_core.generation.quasi_independence import DEFAULT_PENALTY, check_penalty
 from privsyn_core.privacy.budget import Budget
 from privsyn_core.privacy.conversion import Conversion, rho_from_epsilon_delta
 from privsyn_core.selection.combine import COMBINE_RULES, CombineRule
-from privsyn_core.selection.methods import SELECTION_METHODS, selection_method
+from privsyn_core.selection.methods import (
+    SELECTION_METHODS,
+    AllPairs,
+    Auto,
+    DenseMarg,
+    Given,
+    PrivBayes,
+    SelectionMethod,
+    TreeFirst,
+)
 from privsyn_core.selection.target import TargetEmphasis
+from privsyn_core.width_policy import WIDTH_POLICY
 
 #: how marginals are chosen (the paper lab; see :class:`PrivSynConfig`)
 SelectionName = Literal["auto", "densemarg", "treefirst", "privbayes", "all_pairs", "given"]
@@ -21,8 +32,8 @@ SelectionName = Literal["auto", "densemarg", "treefirst", "privbayes", "all_pair
 NoiseAllocation = Literal["weighted_gaussian", "equal_gaussian", "equal_laplace"]
 NOISE_ALLOCATIONS: tuple[str, ...] = ("weighted_gaussian", "equal_gaussian", "equal_laplace")
 #: how the synthetic table is made from the marginals (paper section 5)
-SynthesisMethod = Literal["auto", "gum", "mcf", "mrf", "gum+mrf"]
-SYNTHESIS_METHODS: tuple[str, ...] = ("auto", "gum", "mcf", "mrf", "gum+mrf")
+SynthesisMethod = Literal["auto", "gum", "mcf", "mrf", "gum+mrf", "independent"]
+SYNTHESIS_METHODS: tuple[str, ...] = ("auto", "gum", "mcf", "mrf", "gum+mrf", "independent")
 
 
 @dataclass(frozen=True)
@@ -72,7 +83,7 @@ class PrivSynConfig:
     * ``selection`` (section 4.2 vs 6.3): "auto" (the default), "treefirst" with its own
       margin 1 on a table of at least 30 attributes, "densemarg" on a narrower one
       (:class:`~privsyn_core.selection.methods.Auto`, the evidence beside
-      ``WIDE_TABLE_ATTRIBUTES``); "densemarg" (Algorithm 1 on noisy InDif, then
+      ``WIDTH_POLICY``); "densemarg" (Algorithm 1 on noisy InDif, then
       Algorithm 2's combining); "treefirst", two rounds on rho_3: a maximum spanning tree of
       the noisy InDif measured first, then the pairs whose InDif that tree does not explain
       (:mod:`privsyn_core.selection.tree_first`; with ``indif_margin`` as its margin, measured
@@ -101,11 +112,12 @@ class PrivSynConfig:
       a Markov random field fitted to the same targets (:mod:`privsyn_core.generation.mrf`;
       not the paper's: Private-PGM's estimator, by Gibbs chains), "gum+mrf" (both from one
       start, the closer table kept; the MRF only where GUM ends short of its noise floor),
-      or "auto" (the default): "gum+mrf" on a wide table, "gum" on a narrow one
+      "independent" (each column from its own noisy 1-way marginal: the baseline), or
+      "auto" (the default): "gum+mrf" on a wide table, "gum" on a narrow one
       (:func:`~privsyn_core.generation.planned.resolve_synthesis`).
     * ``gum.strategy`` (appendix I: S1..S6) and ``gum.decay_schedule`` (section 5.3 and
       appendix J: step, exponential, linear, sqrt, none): see
-      :class:`~privsyn_core.generation.gum.GumSettings`.
+      :class:`~privsyn_core.generation.gum_settings.GumSettings`.
     """
 
     one_way_share: float = 0.3
@@ -124,9 +136,11 @@ class PrivSynConfig:
     #: standard deviations, times the estimated share of pairs with no dependency
     #: (:mod:`privsyn_core.selection.greedy`, the winner's curse; 0 is the paper's rule). 2 by
     #: ``benchmarks/defaults.py --study margin`` and the wide tables: see the README's
-    #: defaults table. Selection "auto" uses it on narrow tables only (DenseMarg); its
-    #: tree-first keeps its own margin (``TreeFirst.margin``)
+    #: defaults table. Selection "auto" uses it on narrow tables only (DenseMarg)
     indif_margin: float = 2.0
+    #: tree-first's margin over the InDif noise, the same for selection "auto" on a wide
+    #: table and "treefirst" (:attr:`~privsyn_core.width_policy.WidthPolicy.tree_first_margin`)
+    tree_first_margin: float = WIDTH_POLICY.tree_first_margin
     gamma: int = 5000
     #: which cliques Algorithm 2 merges (:mod:`privsyn_core.selection.combine`): "paper",
     #: any under ``gamma`` cells; "no_added_noise", only those that do not raise Algorithm
@@ -173,6 +187,12 @@ class PrivSynConfig:
     #: gives is drawn as independent (:mod:`privsyn_core.generation.independence`, Mallows'
     #: Cp: 2); None draws every pair as measured. A generation setting
     independence_threshold: float | None = DEFAULT_THRESHOLD
+    #: on a wide table (:attr:`~privsyn_core.width_policy.WidthPolicy.quasi_independence_from`),
+    #: a measured pair independent but for a few cells is drawn from its quasi-independent
+    #: fit, judged with this penalty per parameter (:mod:`privsyn_core.generation.
+    #: quasi_independence`, Mallows' Cp: 2); None keeps every pair as measured. A generation
+    #: setting, apart from the independence rule above
+    quasi_independence: float | None = DEFAULT_PENALTY
     #: a measured marginal's cells at most this many noise sigmas are targeted as empty and
     #: kept empty in the rows (:mod:`privsyn_core.generation.empty_cells`); None: neither.
     #: A generation setting
@@ -195,8 +215,9 @@ class PrivSynConfig:
             raise InputError("one_way_share + indif_share must leave budget for the marginals")
         if self.threshold_sigmas < 0:
             raise InputError("threshold_sigmas must be >= 0")
-        if not 0 <= self.indif_margin < 100:
-            raise InputError(f"indif_margin must lie in [0, 100), got {self.indif_margin}")
+        for margin in ("indif_margin", "tree_first_margin"):
+            if not 0 <= getattr(self, margin) < 100:
+                raise InputError(f"{margin} must lie in [0, 100), got {getattr(self, margin)}")
         if not 0 < self.domain_share < 1 or not 0 < self.threshold_delta_share < 1:
             raise InputError("domain_share and threshold_delta_share must lie in (0, 1)")
         if not 0 < self.structure_share < 1 or self.structure_share + self.domain_share >= 0.9:
@@ -211,6 +232,7 @@ class PrivSynConfig:
         _check_choice("noise", self.noise, NOISE_ALLOCATIONS)
         _check_choice("synthesis", self.synthesis, SYNTHESIS_METHODS)
         check_threshold(self.independence_threshold)
+        check_penalty(self.quasi_independence)
         if not isinstance(self.consistency, bool):
             raise InputError(f"consistency must be True or False, got {self.consistency!r}")
         if isinstance(self.privbayes_degree, bool) or not isinstance(self.privbayes_degree, int):
@@ -248,7 +270,26 @@ class PrivSynConfig:
     def selection_reads_data(self) -> bool:
         """Whether the selection spends budget to choose (InDif scores, or the exponential
         mechanism of "privbayes"); "all_pairs" and "given" choose without reading rows."""
-        return selection_method(self).reads is not None
+        return self.selection_method().reads is not None
+
+    def selection_method(self) -> SelectionMethod:
+        """The method :attr:`selection` names, with the settings it uses. "auto" and
+        "treefirst" build the same :class:`TreeFirst`, so they agree on a wide table."""
+        dense = DenseMarg(
+            self.gamma, self.combine, self.connect_isolated, self.emphasis, self.indif_margin
+        )
+        tree = TreeFirst(self.tree_first_margin, self.emphasis, self.noise != "weighted_gaussian")
+        chosen: dict[str, SelectionMethod] = {
+            Auto.name: Auto(dense, tree),
+            DenseMarg.name: dense,
+            TreeFirst.name: tree,
+            AllPairs.name: AllPairs(),
+        }
+        if self.selection == PrivBayes.name:
+            return PrivBayes(self.privbayes_degree, self.gamma)
+        if self.selection == Given.name:
+            return Given(self.marginals)
+        return chosen[self.selection]
 
     def open_split(
         self,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from privsyn_core.generation.fitted import guard_message
+from privsyn_core.generation.guard import guard_message
 from privsyn_core.generation.independence import noise_pairs
 from privsyn_core.generation.quasi_independence import quasi_independent_marginals
 from privsyn_core.selection.greedy import measurable_pairs
@@ -64,7 +64,7 @@ class DependencyReport:
     #: (:func:`~privsyn_core.selection.greedy.measurable_pairs`); None without scores
     measurable: int | None = None
     #: what the guard did when it replaced GUM's table by independent columns
-    #: (:func:`~privsyn_core.generation.fitted.guard_message`), None when it did not
+    #: (:func:`~privsyn_core.generation.guard.guard_message`), None when it did not
     guard: str | None = None
     #: which selection method ran and, for the default "auto", why
     #: (:func:`~privsyn_core.selection.methods.selection_account`)
@@ -117,8 +117,9 @@ def _pairs_drawn_independent(result: SynthesisResult) -> dict[str, int]:
         return {}
     threshold = model.defaults.independence_threshold
     pairs = noise_pairs(model.marginals, model.noise_scales(), threshold)
+    penalty = model.defaults.quasi_independence
     _, quasi = quasi_independent_marginals(
-        model.marginals, model.noisy, threshold, pairs, len(model.engine)
+        model.marginals, model.noisy, penalty, pairs, len(model.engine)
     )
     measured = sum(len(t.attributes) == 2 for t in model.marginals)
     return {"independent_pairs": len(pairs), "measured_pairs": measured, "quasi_pairs": quasi}

@@ -113,7 +113,7 @@ _TABLE = {
     },
 }
 
-#: a bundle's fitted model, ``model.json`` (:func:`~privsyn_core.release.bundle._model_json`)
+#: a bundle's fitted model, ``model.json`` (:func:`~privsyn_core.release.model_json.model_json`)
 MODEL: dict[str, Any] = {
     "type": "object",
     "required": [
@@ -176,6 +176,7 @@ MODEL: dict[str, Any] = {
                 "synthesis": _NAME,
                 "independence_threshold": {"type": ["number", "null"]},
                 "empty_sigmas": {"type": ["number", "null"]},
+                "quasi_independence": {"type": ["number", "null"]},
             },
         },
         "indif": {"type": ["array", "null"]},

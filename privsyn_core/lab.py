@@ -31,7 +31,7 @@ from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.schema import Schema
 from privsyn_core.errors import InputError
 from privsyn_core.evaluation import FidelityReport, fidelity_of
-from privsyn_core.generation.synthesis import generate
+from privsyn_core.generation.synthesis import Measurements, generate
 from privsyn_core.pipeline import measure
 from privsyn_core.privacy.budget import NOTHING, Budget
 from privsyn_core.privacy.ledger import FailedAfterSpending, PrivacyLedger
@@ -237,85 +237,124 @@ def run_lab(
     """
     if label is not None and label not in table.columns:
         raise InputError(f"the label {label!r} is not a column of the table")
-    base = None if rng is None else int(rng.integers(2**63))
-
-    def stream(*path: int) -> np.random.Generator | None:
-        return None if base is None else np.random.default_rng([base, *path])
-
-    total = plan.measurements + plan.seeds * len(plan.arms)
-    step = LabProgress(0, total, "starting")
-    ledgers: list[PrivacyLedger] = []
-
-    def goes_on(update: LabProgress) -> bool:
-        nonlocal step
-        step = update
-        return on_progress is None or on_progress(update) is not False
-
-    def engine_event(event: object) -> bool:
-        """The engine's callback: GUM's iterations go into the step; False stops it."""
-        return goes_on(replace(step, gum=event) if isinstance(event, GumProgress) else step)
-
-    runs: list[ArmRun] = []
-    done = 0
-    for s in range(plan.seeds):
-        where = f"seed {s + 1} of {plan.seeds}"
+    lab = _LabRun(table, plan, label, rng, on_progress, on_measured)
+    for seed in range(plan.seeds):
         for g, group in enumerate(plan.groups):
-            names = ", ".join(f"'{plan.arms[i].name}'" for i in group)
-            measuring = LabProgress(
-                done, total, f"{where}, measuring the table for {names}", s, measuring=True
-            )
-            if not goes_on(measuring):
-                raise LabCancelled(ledgers)
-            try:
-                measured = measure(
-                    table,
-                    epsilon,
-                    delta,
-                    domain=domain,
-                    schema=schema,
-                    config=plan.arms[group[0]].config,
-                    rng=stream(s, g),
-                    on_progress=engine_event,
-                )
-            except (FailedAfterSpending, SynthesisCancelled) as error:
-                if error.ledger.spent_rho > 0:
-                    ledgers.append(error.ledger)
-                    if on_measured is not None:
-                        on_measured(error.ledger)
-                if isinstance(error, SynthesisCancelled):
-                    raise LabCancelled(ledgers) from None
-                raise
-            ledgers.append(measured.ledger)
-            if on_measured is not None:
-                on_measured(measured.ledger)
-            done += 1
-            for index in group:
-                arm = plan.arms[index]
-                if not goes_on(
-                    LabProgress(done, total, f"{where}, generating '{arm.name}'", s, arm.name)
-                ):
-                    raise LabCancelled(ledgers)
-                started = time.perf_counter()
-                try:
-                    result = generate(
-                        measured, config=arm.config, rng=stream(s, 100 + index),
-                        on_progress=engine_event,
-                    )  # fmt: skip
-                except SynthesisCancelled:
-                    raise LabCancelled(ledgers) from None
-                runs.append(
-                    ArmRun(
-                        arm=arm.name,
-                        seed=s,
-                        measurement=len(ledgers) - 1,
-                        errors=tuple(h.mean_error for h in result.history),
-                        fidelity=fidelity_of(table, result, label),
-                        marginals=len(result.marginals),
-                        seconds=time.perf_counter() - started,
-                    )
-                )
-                done += 1
-    goes_on(LabProgress(done, total, "done"))
+            # Algorithm 3, lines 1-4: the group's one measurement (it spends)
+            measured = lab.measure_group(seed, g, epsilon, delta, domain, schema)
+            for index in group:  # lines 5-6: each arm generated from it (free)
+                lab.generate_arm(seed, index, measured)
+    lab.goes_on(LabProgress(lab.done, lab.total, "done"))
     order = {arm.name: i for i, arm in enumerate(plan.arms)}
-    runs.sort(key=lambda r: (order[r.arm], r.seed))
-    return LabResult(plan, tuple(runs), tuple(ledgers))
+    runs = sorted(lab.runs, key=lambda r: (order[r.arm], r.seed))
+    return LabResult(plan, tuple(runs), tuple(lab.ledgers))
+
+
+class _LabRun:
+    """A comparison while it runs: where it is (the progress callback sees every step), what
+    it has spent (each ledger passed to ``on_measured`` as it is spent) and the arms' runs."""
+
+    def __init__(
+        self,
+        table: pd.DataFrame,
+        plan: LabPlan,
+        label: str | None,
+        rng: np.random.Generator | None,
+        on_progress: LabCallback | None,
+        on_measured: Callable[[PrivacyLedger], None] | None,
+    ) -> None:
+        self.table, self.plan, self.label = table, plan, label
+        self.on_progress, self.on_measured = on_progress, on_measured
+        self.base = None if rng is None else int(rng.integers(2**63))
+        self.total = plan.measurements + plan.seeds * len(plan.arms)
+        self.step = LabProgress(0, self.total, "starting")
+        self.done = 0
+        self.ledgers: list[PrivacyLedger] = []
+        self.runs: list[ArmRun] = []
+
+    def stream(self, *path: int) -> np.random.Generator | None:
+        """The stream of one (seed, group) measurement or (seed, 100 + arm) generation."""
+        return None if self.base is None else np.random.default_rng([self.base, *path])
+
+    def goes_on(self, update: LabProgress) -> bool:
+        self.step = update
+        return self.on_progress is None or self.on_progress(update) is not False
+
+    def engine_event(self, event: object) -> bool:
+        """The engine's callback: GUM's iterations go into the step; False stops it."""
+        step = self.step
+        return self.goes_on(replace(step, gum=event) if isinstance(event, GumProgress) else step)
+
+    def spent(self, ledger: PrivacyLedger) -> None:
+        self.ledgers.append(ledger)
+        if self.on_measured is not None:
+            self.on_measured(ledger)
+
+    def where(self, seed: int) -> str:
+        return f"seed {seed + 1} of {self.plan.seeds}"
+
+    def measure_group(
+        self,
+        seed: int,
+        g: int,
+        epsilon: float,
+        delta: float,
+        domain: dict[str, int] | None,
+        schema: Schema | None,
+    ) -> Measurements:
+        """Group ``g``'s measurement on ``seed``, under its first arm's configuration; what a
+        measurement that fails or is cancelled had spent is passed on before it raises."""
+        group = self.plan.groups[g]
+        names = ", ".join(f"'{self.plan.arms[i].name}'" for i in group)
+        step = f"{self.where(seed)}, measuring the table for {names}"
+        if not self.goes_on(LabProgress(self.done, self.total, step, seed, measuring=True)):
+            raise LabCancelled(self.ledgers)
+        try:
+            measured = measure(
+                self.table,
+                epsilon,
+                delta,
+                domain=domain,
+                schema=schema,
+                config=self.plan.arms[group[0]].config,
+                rng=self.stream(seed, g),
+                on_progress=self.engine_event,
+            )
+        except (FailedAfterSpending, SynthesisCancelled) as error:
+            if error.ledger.spent_rho > 0:
+                self.spent(error.ledger)
+            if isinstance(error, SynthesisCancelled):
+                raise LabCancelled(self.ledgers) from None
+            raise
+        self.spent(measured.ledger)
+        self.done += 1
+        return measured
+
+    def generate_arm(self, seed: int, index: int, measured: Measurements) -> None:
+        """Arm ``index`` generated from the last measurement on ``seed``, and scored."""
+        arm = self.plan.arms[index]
+        step = f"{self.where(seed)}, generating '{arm.name}'"
+        if not self.goes_on(LabProgress(self.done, self.total, step, seed, arm.name)):
+            raise LabCancelled(self.ledgers)
+        started = time.perf_counter()
+        try:
+            result = generate(
+                measured,
+                config=arm.config,
+                rng=self.stream(seed, 100 + index),
+                on_progress=self.engine_event,
+            )
+        except SynthesisCancelled:
+            raise LabCancelled(self.ledgers) from None
+        self.runs.append(
+            ArmRun(
+                arm=arm.name,
+                seed=seed,
+                measurement=len(self.ledgers) - 1,
+                errors=tuple(h.mean_error for h in result.history),
+                fidelity=fidelity_of(self.table, result, self.label),
+                marginals=len(result.marginals),
+                seconds=time.perf_counter() - started,
+            )
+        )
+        self.done += 1

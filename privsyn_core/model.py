@@ -6,14 +6,16 @@ it from SDV and smartnoise-synth::
     model = PrivSyn(1.0, 1e-9).fit(table)          # spends the budget, once
     first = model.sample(30_000, seed=1)            # free: post-processing
     bigger = model.sample(1_000_000, seed=2, gum=GumSettings(iterations=200))
-    model.save("release.zip")                       # the release bundle, with the model
+    PrivSyn.save(model, "release.zip")              # the release bundle, with the model
     again = PrivSyn.load("release.zip").sample(100, seed=1)
 
 :meth:`PrivSyn.fit` runs :func:`~privsyn_core.pipeline.measure` (the only code that reads the
 table: every engine and source it accepts) and keeps its output as a
 :class:`~privsyn_core.generation.fitted.FittedModel`, which holds DP measurements and public
 metadata only. Sampling lives in :mod:`privsyn_core.generation.fitted`, beyond the private
-boundary.
+boundary; saving and loading a model are the release bundle's
+(:mod:`privsyn_core.release.bundle`), offered here as :meth:`PrivSyn.save` and
+:meth:`PrivSyn.load`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.schema import Schema
@@ -34,6 +37,7 @@ from privsyn_core.generation.synthesis import fit_measurements
 from privsyn_core.pipeline import measure
 from privsyn_core.privacy.ledger import PrivacyUnit, charged_on_refusal
 from privsyn_core.progress import ProgressCallback
+from privsyn_core.release.bundle import load_model, save_model
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,15 @@ class PrivSyn:
             return fit_measurements(measurements, self.config, on_progress)
 
     @staticmethod
+    def save(model: FittedModel, path: str | Path, synthetic: pd.DataFrame | None = None) -> None:
+        """Write ``model`` as a release bundle (with ``synthetic``, if given, as its
+        synthetic table), through a temporary file moved into place when complete;
+        :meth:`load` reads it back."""
+        save_model(model, path, synthetic)
+
+    @staticmethod
     def load(path: str | Path) -> FittedModel:
-        """The fitted model saved in a release bundle (:meth:`FittedModel.save`): no data
-        is read and nothing is spent."""
-        return FittedModel.load(path)
+        """The fitted model saved in a release bundle (:meth:`save`): checked (a clear
+        :class:`~privsyn_core.errors.InputError` for a damaged, foreign or older bundle); no
+        data is read and nothing is spent."""
+        return load_model(path)

@@ -39,10 +39,7 @@ from privsyn_core.data.table import DomainSpec, encode_table
 from privsyn_core.domain import Domain, code_dtype
 from privsyn_core.errors import InputError
 from privsyn_core.generation.blocks import check_workers
-from privsyn_core.generation.fitted import (
-    SamplingSettings,
-    check_rows,
-)
+from privsyn_core.generation.fitted_data import SamplingSettings, check_rows
 from privsyn_core.generation.grouping import ValueGrouping
 from privsyn_core.generation.memory import check_width
 from privsyn_core.generation.planned import plan_synthesis
@@ -84,7 +81,7 @@ from privsyn_core.privacy.noise import NoiseSource, SecureNoise, SeededNoise
 from privsyn_core.progress import ProgressCallback, Stage
 from privsyn_core.progress import StageReporter as _Reporter
 from privsyn_core.selection.greedy import budget_weights
-from privsyn_core.selection.methods import SelectionMethod, SelectionScores, selection_method
+from privsyn_core.selection.methods import SelectionMethod, SelectionScores
 from privsyn_core.selection.tree_first import pooled
 
 
@@ -265,7 +262,7 @@ def measure(
     noise = _noise(rng, unit)
     # at most K rows per person, without the person column, before anything is counted
     raw = bounded(_opened(table, engine, spark), unit, noise)
-    _check_names(selection_method(config), config, raw.names)  # before anything is spent
+    _check_names(config.selection_method(), config, raw.names)  # before anything is spent
     if engine != "numpy" and domain is not None:
         from privsyn_core.measuring.counters.sql_encoding import SqlTable
 
@@ -430,7 +427,7 @@ def _measure_coded(
 ) -> Measurements:
     """:func:`measure_coded` with ``noise`` calibrated for the run's privacy unit (a counter
     over the rows a person-level run keeps)."""
-    _check_names(selection_method(config), config, counter.domain.attributes)  # nothing spent yet
+    _check_names(config.selection_method(), config, counter.domain.attributes)  # nothing spent yet
     report = _Reporter(on_progress)
     report.ledger = _ledger(epsilon, delta, config, noise)
     declared = counter.domain
@@ -465,7 +462,7 @@ def _measure_counts(
 ) -> Measurements:
     """PrivSyn's own measurements through ``counter``: Algorithm 3, lines 1-5, with what is
     left of the budget after the structure and domain estimates (``rho_private``)."""
-    method = selection_method(config)
+    method = config.selection_method()
     assert report.ledger is not None
     # a named column may be gone after it was paid for (the caller charges the refusal)
     _check_names(method, config, counter.domain.attributes)

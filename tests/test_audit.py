@@ -21,12 +21,8 @@ from privsyn_core.privacy.audit import (
     gdp_epsilon,
     worst_indif_neighbours,
 )
-from privsyn_core.privacy.ledger import (
-    PrivacyUnit,
-    epsilon_from_rho,
-    gaussian_sigma,
-    rho_from_epsilon_delta,
-)
+from privsyn_core.privacy.conversion import epsilon_from_rho, rho_from_epsilon_delta
+from privsyn_core.privacy.ledger import PrivacyUnit, gaussian_sigma
 from privsyn_core.privacy.noise import SecureNoise, SeededNoise
 
 DELTA = 1e-6
@@ -71,6 +67,7 @@ def check_audit(result, *, min_lower_bound, z=4.0):
     assert result.mu_of_neighbours <= result.mu_claimed * (1 + 1e-9)
 
 
+@pytest.mark.slow
 def test_one_way_marginals_leak_no_more_than_claimed(neighbours):
     rho = rho_from_epsilon_delta(4.0, DELTA)
     result = audit_one_way(neighbours, rho, seeded(1), DELTA, 10_000)
@@ -80,12 +77,14 @@ def test_one_way_marginals_leak_no_more_than_claimed(neighbours):
     assert result.mu_of_neighbours == pytest.approx(result.mu_claimed)
 
 
+@pytest.mark.slow
 def test_indif_scores_leak_no_more_than_claimed(indif_neighbours):
     rho = rho_from_epsilon_delta(4.0, DELTA)
     result = audit_indif(indif_neighbours, rho, seeded(2), DELTA, 6_000)
     check_audit(result, min_lower_bound=0.5)
 
 
+@pytest.mark.slow
 def test_person_level_indif_neighbours_are_as_strong_as_the_per_row_ones(indif_neighbours):
     """A person of K rows against noise K times larger. The scaled neighbours (every row of
     the table K times, the person K rows of the record) move every InDif score exactly K
@@ -105,6 +104,7 @@ def test_person_level_indif_neighbours_are_as_strong_as_the_per_row_ones(indif_n
         assert weak.mu_of_neighbours < 0.8 * scaled.mu_of_neighbours
 
 
+@pytest.mark.slow
 def test_a_marginal_leaks_no_more_than_claimed(neighbours):
     rho = rho_from_epsilon_delta(4.0, DELTA)
     result = audit_marginal(neighbours, ("a", "b"), rho, seeded(3), DELTA, 10_000)
@@ -112,6 +112,7 @@ def test_a_marginal_leaks_no_more_than_claimed(neighbours):
     assert result.mu_of_neighbours == pytest.approx(result.mu_claimed)
 
 
+@pytest.mark.slow
 def test_the_audit_catches_noise_that_is_too_small(neighbours, indif_neighbours):
     """A step run with half the noise it claims (as a sensitivity off by 2 would cause)."""
     rho = rho_from_epsilon_delta(1.0, DELTA)
@@ -126,6 +127,7 @@ def test_the_audit_catches_noise_that_is_too_small(neighbours, indif_neighbours)
     assert broken.violates_claim
 
 
+@pytest.mark.slow
 def test_a_grossly_broken_step_fails_the_epsilon_bound_itself(neighbours):
     claimed = rho_from_epsilon_delta(0.5, DELTA)
     result = audit_marginal(neighbours, ("a",), 100 * claimed, seeded(7), DELTA, 4_000,
@@ -133,6 +135,7 @@ def test_a_grossly_broken_step_fails_the_epsilon_bound_itself(neighbours):
     assert result.epsilon_lower_bound > result.claimed_epsilon
 
 
+@pytest.mark.slow
 def test_release_mode_noise_passes_the_same_audit(neighbours):
     """The secure sampler, stacked: one call draws every trial's noise for a 1-way marginal
     (the engine's path in release mode is audited with fewer trials below)."""
@@ -153,6 +156,7 @@ def test_release_mode_noise_passes_the_same_audit(neighbours):
     check_audit(engine, min_lower_bound=0.0, z=5.0)
 
 
+@pytest.mark.slow
 def test_audit_engine_runs_every_step_and_keeps_the_game_for_plotting():
     results = audit_engine(4.0, DELTA, seeded(9), 3_000, np.random.default_rng(0),
                            indif_candidates=20)  # fmt: skip
@@ -168,6 +172,7 @@ def test_audit_engine_runs_every_step_and_keeps_the_game_for_plotting():
         assert shift == pytest.approx(result.mu_estimate)
 
 
+@pytest.mark.slow
 def test_audit_engine_with_a_rho_multiplier_runs_a_broken_engine_the_audit_catches():
     """The Learn page's "break the noise" demo: 4x rho (half the noise), rho still claimed."""
     honest, broken = (

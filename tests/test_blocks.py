@@ -17,13 +17,13 @@ import pytest
 
 from privsyn_core import BlockProgress, FittedModel, GumSettings, PrivSyn, PrivSynConfig
 from privsyn_core.errors import InputError
-from privsyn_core.generation import fitted, planned
+from privsyn_core.generation import draw, fitted, planned
 from privsyn_core.generation.blocks import (
     block_generators,
     block_sizes,
     check_workers,
 )
-from privsyn_core.generation.fitted import SamplingSettings
+from privsyn_core.generation.fitted_data import SamplingSettings
 from privsyn_core.progress import Stage, StageFinished, StageStarted, SynthesisCancelled
 
 FAST = PrivSynConfig(gum=GumSettings(iterations=15, patience=None))
@@ -74,9 +74,10 @@ def test_one_block_draws_from_the_run_generator_itself_and_several_from_its_chil
     assert len(set(firsts)) == 3  # and each block its own stream
 
 
+@pytest.mark.slow
 def test_a_table_no_larger_than_a_block_is_drawn_as_before_blocks(model):
     settings = blocks_of(model, 2000)
-    before = fitted.draw_block(model, 2000, settings, np.random.default_rng(9), None).table
+    before = draw.draw_block(model, 2000, settings, np.random.default_rng(9), None).table
     pd.testing.assert_frame_equal(model.generate(2000, seed=9, settings=settings).table, before)
 
 
@@ -86,7 +87,7 @@ def test_each_block_is_a_draw_with_its_own_child_generator(model):
     base = np.random.default_rng(4).bit_generator.seed_seq.spawn(1)[0]
     children = [np.random.Generator(np.random.PCG64(s)) for s in base.spawn(3)]
     for index, child in enumerate(children):
-        block = fitted.draw_block(model, 1000, settings, child, None).table
+        block = draw.draw_block(model, 1000, settings, child, None).table
         rows = table.iloc[index * 1000 : (index + 1) * 1000].reset_index(drop=True)
         pd.testing.assert_frame_equal(rows, block)
     assert (
@@ -96,6 +97,7 @@ def test_each_block_is_a_draw_with_its_own_child_generator(model):
     )
 
 
+@pytest.mark.slow
 def test_the_same_seed_and_block_size_give_the_same_rows_on_one_or_two_workers(model):
     settings = blocks_of(model, 1000)
     one = model.generate(3500, seed=11, settings=settings, workers=1)
@@ -111,6 +113,7 @@ def test_the_same_seed_and_block_size_give_the_same_rows_on_one_or_two_workers(m
     assert not other.table.equals(one.table)
 
 
+@pytest.mark.slow
 def test_blocks_together_keep_the_marginals_a_single_gum_keeps(model):
     """The pair (a, b) agrees in about 80% of rows; 8 blocks of 1,000 rows keep it as one
     GUM over 8,000 rows does, to within sampling error (each block's counts are within a
@@ -217,7 +220,7 @@ def test_a_streamed_sample_keeps_none_of_the_rows_it_handed_over(model):
     rows would keep each whole block alive (5 MB a block of adult-coded, found at 10M rows)."""
     import tracemalloc
 
-    first = fitted.draw_block(model, 10, model.defaults, np.random.default_rng(0), None)
+    first = draw.draw_block(model, 10, model.defaults, np.random.default_rng(0), None)
     rng = np.random.default_rng(0)
 
     def blocks():
@@ -236,6 +239,7 @@ def test_a_streamed_sample_keeps_none_of_the_rows_it_handed_over(model):
     assert peak < 40 * 2**20, f"{peak / 2**20:.0f} MB held while the blocks were written"
 
 
+@pytest.mark.slow
 def test_a_worker_ends_itself_once_the_pool_owner_is_gone():
     """Killed owners (SIGTERM, SIGKILL) leave no orphaned workers sleeping on their queue."""
     import multiprocessing
@@ -254,6 +258,7 @@ def test_a_worker_ends_itself_once_the_pool_owner_is_gone():
     assert worker.exitcode == 1
 
 
+@pytest.mark.slow
 def test_a_script_without_a_main_guard_runs_blocks_on_workers_once(tmp_path):
     """multiprocessing re-runs the parent's main script in every new process; a script that
     synthesises at top level (as most do) must not run again in the block workers."""

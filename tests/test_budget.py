@@ -32,6 +32,7 @@ def test_a_cost_fits_only_when_both_parts_fit():
     share=st.floats(0.0, 0.9),
     used=st.floats(0.0, 1.0),
 )
+@pytest.mark.slow
 def test_whatever_fits_an_epsilon_delta_allowance_keeps_that_guarantee(
     epsilon, exponent, share, used
 ):

@@ -16,19 +16,16 @@ from conftest import edited_bundle
 from privsyn_core import FittedModel, GumSettings, PrivSyn, PrivSynConfig, synthesize
 from privsyn_core.cli import main
 from privsyn_core.errors import InputError
-from privsyn_core.privacy.ledger import (
-    epsilon_from_rho,
-    noise_rho,
-    recomputed,
-    rho_from_epsilon_delta,
-)
+from privsyn_core.privacy.conversion import epsilon_from_rho, rho_from_epsilon_delta
+from privsyn_core.privacy.ledger import noise_rho, recomputed
 from privsyn_core.release.bundle import (
     BundleError,
     bundle_bytes,
-    ledger_from_json,
     load_model,
     model_bytes,
+    save_model,
 )
+from privsyn_core.release.pricing import ledger_from_json
 from privsyn_core.release.registry import Registry
 
 SECRET = "Zebediah-Quux-4417"
@@ -79,6 +76,7 @@ def test_bundle_holds_the_dp_products_with_a_verifiable_manifest(planted):
     assert list(synthetic.columns) == list(planted.columns)
 
 
+@pytest.mark.slow
 def test_a_planted_unique_value_and_outlier_never_reach_the_bundle_or_registry(planted, tmp_path):
     source = tmp_path / "planted.csv"
     planted.to_csv(source, index=False)
@@ -100,6 +98,7 @@ def test_a_planted_unique_value_and_outlier_never_reach_the_bundle_or_registry(p
     assert stored == bundle.read_bytes()  # the release can be re-downloaded without a rerun
 
 
+@pytest.mark.slow
 def test_debug_runs_are_marked_and_raw_domain_runs_cannot_be_bundled(planted):
     debug = synthesize(planted, 4.0, 1e-9, rng=np.random.default_rng(1))
     manifest = json.loads(files_of(bundle_bytes(debug))["manifest.json"])
@@ -344,8 +343,8 @@ def test_the_noisy_indif_scores_travel_with_the_model_priced_by_the_ledger(small
     with the sigma the ledger paid for; scores no InDif measurement paid for are refused."""
     assert small_model.dependence is not None
     path = tmp_path / "release.zip"
-    small_model.save(path)
-    loaded = FittedModel.load(path)
+    save_model(small_model, path)
+    loaded = load_model(path)
     np.testing.assert_allclose(loaded.dependence.scores, small_model.dependence.scores)
     paid = next(e for e in loaded.ledger.entries if e.step == "indif")
     assert loaded.dependence.sigma == paid.sigma == small_model.dependence.sigma
@@ -355,7 +354,7 @@ def test_the_noisy_indif_scores_travel_with_the_model_priced_by_the_ledger(small
 
     old = tmp_path / "older.zip"
     old.write_bytes(rehashed(path.read_bytes(), "model.json", older))
-    assert FittedModel.load(old).dependence is None  # bundles from before the scores
+    assert load_model(old).dependence is None  # bundles from before the scores
 
     def unpaid(ledger: dict) -> None:  # the InDif spend booked as another step
         first(ledger["measurements"], "indif")["step"] = "structure"
@@ -363,7 +362,7 @@ def test_the_noisy_indif_scores_travel_with_the_model_priced_by_the_ledger(small
     forged = tmp_path / "forged.zip"
     forged.write_bytes(rehashed(path.read_bytes(), "ledger.json", unpaid))
     with pytest.raises(InputError, match="was edited"):
-        FittedModel.load(forged)
+        load_model(forged)
 
     def wrong_count(model: dict) -> None:
         model["indif"] = model["indif"][:-1]
@@ -371,7 +370,7 @@ def test_the_noisy_indif_scores_travel_with_the_model_priced_by_the_ledger(small
     short = tmp_path / "short.zip"
     short.write_bytes(rehashed(path.read_bytes(), "model.json", wrong_count))
     with pytest.raises(InputError, match="InDif scores"):
-        FittedModel.load(short)
+        load_model(short)
 
 
 def wide_themes(rows: int = 3000, seed: int = 8) -> pd.DataFrame:
@@ -387,6 +386,7 @@ def wide_themes(rows: int = 3000, seed: int = 8) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
+@pytest.mark.slow
 def test_a_model_with_pooled_measurements_loads_and_a_lost_half_is_refused(tmp_path):
     """A marginal measured twice and pooled by inverse variance is paid for by both
     measurements: the bundle loads (it once read as edited), and a ledger that keeps only
@@ -405,7 +405,7 @@ def test_a_model_with_pooled_measurements_loads_and_a_lost_half_is_refused(tmp_p
         return replace(parsed, entries=kept).to_json()
 
     path = tmp_path / "r.zip"
-    model.save(path)
+    save_model(model, path)
     path.write_bytes(rehashed(path.read_bytes(), "ledger.json", one_half_lost))
     with pytest.raises(BundleError, match="that no measurement in its ledger paid for"):
-        FittedModel.load(path)
+        load_model(path)

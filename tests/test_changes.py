@@ -10,7 +10,7 @@ import pytest
 from privsyn_core import PrivSynConfig, synthesize
 from privsyn_core.data.schema import Schema
 from privsyn_core.generation.grouping import declared_shares
-from privsyn_core.generation.gum import GumSettings
+from privsyn_core.generation.gum_settings import GumSettings
 from privsyn_core.release.changes import KINDS, change_lines, changes
 from privsyn_core.release.report import release_report
 

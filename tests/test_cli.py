@@ -184,6 +184,7 @@ def test_interrupted_write_leaves_neither_output_nor_part_file(
     assert out.read_text() == "previous run\n"  # the old output is untouched
 
 
+@pytest.mark.slow
 def test_synthesize_adult(tmp_path, capsys):
     out = tmp_path / "adult-synthetic.csv"
     argv = [
@@ -346,6 +347,7 @@ def real_and_synthetic(tmp_path: Path) -> tuple[Path, Path]:
 METRIC = r"(\d+\.\d{4})"
 
 
+@pytest.mark.slow
 def test_evaluate_with_label_prints_three_metrics_and_baselines(real_and_synthetic, capsys):
     real, synthetic = real_and_synthetic
     assert main(["evaluate", str(real), str(synthetic), "--label", "b", "--seed", "0"]) == 0
@@ -513,6 +515,7 @@ def run_module(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_module_exit_status(inputs, tmp_path):
     csv, domain = inputs
     before = files_under(tmp_path)
@@ -569,12 +572,14 @@ def imported_but_not_needed(argv: list[str], cwd: Path) -> list[str]:
     return json.loads(done.stdout.splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_a_local_synthesis_imports_no_library_it_does_not_use(inputs, tmp_path):
     csv, domain = inputs
     argv = synthesize_argv(csv, domain, tmp_path / "s.csv", "--seed", "0")
     assert imported_but_not_needed(argv, tmp_path) == []
 
 
+@pytest.mark.slow
 def test_the_timed_adult_run_imports_no_library_it_does_not_use(tmp_path):
     """The run benchmarks/cli_speed.py times: adult-coded with every default (GUM's tree,
     the dependency selection, the registry's release bundle)."""
@@ -606,6 +611,7 @@ def test_output_path_is_an_existing_folder(inputs, tmp_path, capsys):
     assert "results" in line
 
 
+@pytest.mark.slow
 def test_audit_checks_every_step_and_fails_on_a_leak(capsys, monkeypatch):
     import numpy as np
 
@@ -654,20 +660,28 @@ def test_the_parsers_synthesis_choices_are_the_engines():
     assert _SYNTHESES == SYNTHESIS_METHODS
 
 
+def test_the_parsers_starting_tables_are_the_engines():
+    from privsyn_core.cli import _INITIALS
+    from privsyn_core.generation.initial import INITIALS
+
+    assert _INITIALS == INITIALS
+
+
+@pytest.mark.slow
 def test_synthesis_picks_the_method_and_auto_is_gum_on_a_narrow_table(
     inputs, tmp_path, capsys, monkeypatch
 ):
-    import privsyn_core.commands as commands
+    import privsyn_core.synthesize_command as steps
 
     csv, domain = inputs
     asked: list[str] = []
 
     def recording(**fields):
         asked.append(fields["synthesis"])
-        return commands.PrivSynConfig.__wrapped__(**fields)
+        return steps.PrivSynConfig.__wrapped__(**fields)
 
-    recording.__wrapped__ = commands.PrivSynConfig  # type: ignore[attr-defined]
-    monkeypatch.setattr(commands, "PrivSynConfig", recording)
+    recording.__wrapped__ = steps.PrivSynConfig  # type: ignore[attr-defined]
+    monkeypatch.setattr(steps, "PrivSynConfig", recording)
     paths = {name: tmp_path / f"{name}.csv" for name in ("auto", "gum", "mrf")}
     for name, path in paths.items():
         extra = () if name == "auto" else ("--synthesis", name)
@@ -681,6 +695,7 @@ def test_synthesis_picks_the_method_and_auto_is_gum_on_a_narrow_table(
     assert "invalid choice: 'ipf'" in assert_clean_failure(status, capsys, tmp_path, before)
 
 
+@pytest.mark.slow
 def test_independence_threshold_reaches_the_release_and_generate_can_change_it(
     inputs, tmp_path, capsys
 ):

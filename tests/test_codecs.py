@@ -232,6 +232,7 @@ def test_non_date_in_datetime_column_raises_naming_the_value():
     width=st.integers(0, 10**6),
     bins=st.integers(1, 200),
 )
+@pytest.mark.slow
 def test_integer_edges_are_whole_cover_the_range_and_respect_bins(lower, width, bins):
     upper = lower + width
     edges = np.asarray(equal_width_edges(lower, upper, bins, integer=True))
@@ -249,6 +250,7 @@ def test_integer_edges_are_whole_cover_the_range_and_respect_bins(lower, width, 
     width=st.floats(1e-3, 1e6),
     bins=st.integers(1, 200),
 )
+@pytest.mark.slow
 def test_float_edges_cover_the_range_with_exactly_bins_bins(lower, width, bins):
     upper = lower + width
     edges = equal_width_edges(lower, upper, bins, integer=False)
@@ -272,6 +274,7 @@ def test_degenerate_and_reversed_edges():
     bins=st.integers(1, 100),
     seed=st.integers(0, 2**32 - 1),
 )
+@pytest.mark.slow
 def test_integer_codec_round_trip_property(lower, width, bins, seed):
     edges = equal_width_edges(lower, lower + width, bins, integer=True)
     codec = BinnedCodec("n", edges, integer=True)

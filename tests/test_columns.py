@@ -11,14 +11,13 @@ import pytest
 
 from privsyn_core import GumSettings, PrivSynConfig, synthesize
 from privsyn_core.data.codecs import BinnedCodec, CategoryCodec
+from privsyn_core.data.column_structure import StructureChoice, schema_from_dtypes
 from privsyn_core.data.columns import (
-    StructureChoice,
     check_schema_matches,
     decode_columns,
     encode_columns,
     open_parts,
     prepare_columns,
-    schema_from_dtypes,
 )
 from privsyn_core.data.schema import ColumnSchema, Kind, Provenance, Schema, infer_schema
 from privsyn_core.errors import InputError
@@ -247,6 +246,7 @@ def test_private_preparation_charges_structure_and_domain_entries_per_column(pen
     assert mass.codec.integer  # body mass is in whole grams
 
 
+@pytest.mark.slow
 def test_planted_unique_category_is_never_a_private_candidate(planted):
     schema = schema_from_dtypes(planted)
     for seed in range(20):
@@ -296,6 +296,7 @@ def test_schema_exclusion_is_reported_with_its_reason(penguins):
 # ---------------------------------------------------------------- end to end
 
 
+@pytest.mark.slow
 def test_penguins_round_trip_with_private_domains(penguins, penguins_private):
     result = penguins_private
     out = result.synthetic
@@ -319,6 +320,7 @@ def test_penguins_round_trip_with_private_domains(penguins, penguins_private):
     assert result.end_to_end_dp and result.ledger.not_private == ()
 
 
+@pytest.mark.slow
 def test_adult_round_trip_with_private_domains(adult_raw):
     result = run(adult_raw)
     out = result.synthetic
@@ -337,6 +339,7 @@ def test_adult_round_trip_with_private_domains(adult_raw):
     assert result.end_to_end_dp
 
 
+@pytest.mark.slow
 def test_planted_unique_category_and_outlier_do_not_reach_the_output(planted):
     result = run(planted)
     out = result.synthetic
@@ -404,6 +407,7 @@ def test_domain_budget_the_ranges_leave_unspent_goes_to_privsyns_steps(penguins)
     assert steps["one_way"] == pytest.approx(FAST.one_way_share * rest, rel=1e-9)
 
 
+@pytest.mark.slow
 def test_fully_declared_schema_spends_nothing_on_domains(penguins):
     schema = infer_schema(penguins)
     assert all(c.has_domain for c in schema.columns)
@@ -419,6 +423,7 @@ def test_fully_declared_schema_spends_nothing_on_domains(penguins):
     assert out["body_mass_g"].dropna().between(2700, 6300).all()
 
 
+@pytest.mark.slow
 def test_partly_declared_schema_pays_only_for_the_open_column(penguins):
     schema = infer_schema(penguins)
     schema = schema.with_column(ColumnSchema("island", Kind.CATEGORICAL, missing=False))
@@ -431,6 +436,7 @@ def test_partly_declared_schema_pays_only_for_the_open_column(penguins):
     assert set(provenance.values()) == {Provenance.DECLARED}
 
 
+@pytest.mark.slow
 def test_raw_domains_are_flagged_as_not_private(penguins):
     result = run(penguins, raw_domains=True)
     assert result.end_to_end_dp is False
@@ -447,6 +453,7 @@ def test_raw_domains_are_flagged_as_not_private(penguins):
     assert partly.ledger.not_private == ("body_mass_g",)
 
 
+@pytest.mark.slow
 def test_an_identifier_column_releases_nothing_and_comes_back_as_fresh_ids(penguins):
     thrice = pd.concat([penguins] * 3, ignore_index=True)  # enough rows to tell an id
     table = thrice.assign(pid=[f"P{i:04d}" for i in range(len(thrice))])

@@ -88,6 +88,7 @@ def test_a_condition_needing_too_many_draws_is_refused_with_the_estimate(raw_mod
     assert 0.02 < p < 0.15  # a third of cities times about a sixth of ages
 
 
+@pytest.mark.slow
 def test_every_row_satisfies_every_condition(raw_model):
     where = {"city": ["north", "east"], "age": "30..40", "income": ">20000.5"}
     table = raw_model.sample(3000, where=where, seed=4)
@@ -110,6 +111,7 @@ def test_the_same_seed_and_conditions_give_the_same_rows(raw_model):
     pd.testing.assert_frame_equal(first, pd.concat(list(streamed), ignore_index=True))
 
 
+@pytest.mark.slow
 def test_the_conditional_distribution_is_the_models(copied):
     """b copies a: given a = v1, b = v1 in about 92.5% of rows (a sample that ignored the
     condition, or kept it only in a's column, would give about 25%)."""
@@ -139,6 +141,7 @@ def test_sampling_with_conditions_spends_nothing(copied, monkeypatch):
     assert copied.ledger.spent == spent
 
 
+@pytest.mark.slow
 def test_generate_where_given_twice_end_to_end(release, tmp_path, capsys):  # noqa: F811
     table, bundle = release
     registry = Registry()

@@ -108,6 +108,7 @@ def test_an_independent_columns_sampler_is_not_warned_about(real):
     assert report.synthetic.median > report.held_out.median
 
 
+@pytest.mark.slow
 def test_false_alarms_on_fresh_rows_stay_near_alpha():
     """30 checks of fresh rows against their own population (alpha 0.05 to see alarms at all):
     a valid test at 5% raises 3 or more alarms in 30 checks only 19% of the time, 6 or more
@@ -162,6 +163,7 @@ def test_samples_are_capped_and_drawn_with_the_seed(real):
     assert other.synthetic.median != small.synthetic.median
 
 
+@pytest.mark.slow
 def test_the_distances_do_not_depend_on_the_block_size(real, monkeypatch):
     synthetic = population(700, seed=12)
     whole = copied_rows_report(real, synthetic, seed=0)

@@ -7,7 +7,8 @@ import pytest
 
 from privsyn_core import marginals
 from privsyn_core.domain import Domain
-from privsyn_core.generation.gum import GumTarget, initial_errors, l1_error, record_major
+from privsyn_core.generation.records import record_major
+from privsyn_core.generation.target_scores import GumTarget, initial_errors, l1_error
 from privsyn_core.marginals import count_marginal, count_marginals
 
 
@@ -37,5 +38,7 @@ def test_initial_errors_equal_one_by_one_errors(monkeypatch):
     ]
     expected = [l1_error(records, t) for t in targets]
     assert initial_errors(records, targets) == pytest.approx(expected, abs=1e-12)
-    monkeypatch.setattr("privsyn_core.generation.gum.COMPILED_BATCH_FROM", 1)  # the compiled batch
+    monkeypatch.setattr(
+        "privsyn_core.generation.target_scores.COMPILED_BATCH_FROM", 1
+    )  # the compiled batch
     assert initial_errors(records, targets) == pytest.approx(expected, abs=1e-12)

@@ -24,7 +24,8 @@ from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.schema import ColumnSchema, Kind
 from privsyn_core.dependency_report import dependency_report
 from privsyn_core.privacy.budget import Budget
-from privsyn_core.privacy.ledger import ROW, PrivacyLedger, PrivacyUnit, rho_from_epsilon_delta
+from privsyn_core.privacy.conversion import rho_from_epsilon_delta
+from privsyn_core.privacy.ledger import ROW, PrivacyLedger, PrivacyUnit
 from privsyn_core.release.registry import Registry, Reservation, file_fingerprint
 
 APP = str(ROOT / "dashboard" / "app.py")
@@ -76,6 +77,7 @@ def test_data_page_preloads_the_sample_and_lists_every_column():
     assert "income" in at.session_state["schema"].names()
 
 
+@pytest.mark.slow
 def test_privacy_page_previews_noise_without_data_and_rejects_bad_delta():
     at = go(app(), "privacy")
     plan = at.session_state["epsilon"]
@@ -99,6 +101,7 @@ def test_privacy_page_previews_noise_without_data_and_rejects_bad_delta():
     assert not at.error
 
 
+@pytest.mark.slow
 def test_run_marginals_and_results_flow_on_the_sample():
     at = go(app(), "run")
     at.number_input(key="iterations").set_value(10).run()
@@ -155,6 +158,7 @@ def play_game(at: AppTest, *, epsilon: float = 1.0, broken: bool = False) -> App
     return at
 
 
+@pytest.mark.slow
 def test_learn_page_plays_the_distinguishing_game_once_and_keeps_it():
     at = go(app(), "learn")
     assert game_chart(at) is None and "Play the game" in at.info[0].value
@@ -188,6 +192,7 @@ def test_learn_page_plays_the_distinguishing_game_once_and_keeps_it():
     assert at.session_state["learn_game"] is played
 
 
+@pytest.mark.slow
 def test_breaking_the_noise_in_the_game_is_caught_by_the_audit():
     at = play_game(go(app(), "learn"), epsilon=4.0, broken=True)
     result = at.session_state["learn_game"].results[0]
@@ -217,6 +222,7 @@ def test_the_game_chart_overlays_both_sides_on_shared_bins():
     assert charts.distinguishing_game(np.empty(0), np.empty(0)).data == ()
 
 
+@pytest.mark.slow
 def test_a_malicious_column_name_is_shown_as_text(tmp_path):
     name = "<img src=x onerror=alert(1)>"
     rows = "\n".join(f"{i % 3},{(i * 7) % 5},{'ab'[i % 2]}" for i in range(6000))
@@ -245,6 +251,7 @@ def test_an_interrupted_run_is_reported_as_cancelled():
     assert any("cancelled" in w.value for w in at.warning)
 
 
+@pytest.mark.slow
 def test_runs_without_a_seed_are_releases_and_seeded_runs_are_marked():
     at = go(app(), "run")
     at.number_input(key="iterations").set_value(5).run()
@@ -265,6 +272,7 @@ def test_runs_without_a_seed_are_releases_and_seeded_runs_are_marked():
 # --- run registry: recording, lifetime budget, History --------------------------------------
 
 
+@pytest.mark.slow
 def test_a_finished_runs_caption_keeps_its_own_iteration_cap():
     """GUM stops early on the sample (its plateau and noise-floor stops); the caption names
     the cap the run had, not the one the sidebar shows after it."""
@@ -309,6 +317,7 @@ def marginal_labels(ledger: dict) -> list[str]:
     return [" x ".join(m["attributes"]) for m in ledger["measurements"] if m["step"] == "marginal"]
 
 
+@pytest.mark.slow
 def test_a_dashboard_run_is_recorded_with_its_bundle_and_offered_for_download():
     at = run_once(app())
     finished = at.session_state["finished"]
@@ -334,6 +343,7 @@ def test_a_dashboard_run_is_recorded_with_its_bundle_and_offered_for_download():
     assert "Download the synthetic CSV" in labels
 
 
+@pytest.mark.slow
 def test_history_lists_the_run_and_its_spend_matches_the_ledger():
     at = run_once(app())
     ledger = at.session_state["finished"].result.ledger
@@ -363,7 +373,7 @@ def record_run(unit: PrivacyUnit) -> int:
     ledger = PrivacyLedger(budget_rho=0.1, epsilon=1.0, delta=1e-9, unit=unit)
     reservation = Registry().reserve(sample, "adult.csv", Budget(0.1), "test")
     run_id = reservation.spend(ledger, {"epsilon": 1.0})
-    reservation.give_back()
+    reservation.return_unspent()
     return run_id
 
 
@@ -396,6 +406,7 @@ def test_a_run_record_without_a_privacy_unit_is_per_row():
     assert history_runs.units([run, run]) == [ROW]
 
 
+@pytest.mark.slow
 def test_a_lifetime_budget_below_the_spend_refuses_the_next_run_readably():
     at = run_once(app())
     spent = at.session_state["finished"].result.ledger.spent_rho
@@ -424,6 +435,7 @@ def test_a_lifetime_budget_below_the_spend_refuses_the_next_run_readably():
     assert at.session_state["run_state"] == "done" and len(Registry().runs()) == 2
 
 
+@pytest.mark.slow
 def test_a_lifetime_whose_delta_cannot_hold_a_runs_thresholds_refuses_it():
     """The lifetime set as the (epsilon, delta) the whole history keeps: half its delta for
     thresholded releases. A run at delta 1e-9 may spend 5e-10 on them, more than 3e-10."""
@@ -442,6 +454,7 @@ def test_a_lifetime_whose_delta_cannot_hold_a_runs_thresholds_refuses_it():
     assert Registry().runs() == []
 
 
+@pytest.mark.slow
 def test_a_run_near_the_lifetime_budget_warns():
     at = go(app(), "history")
     budget = rho_from_epsilon_delta(1.0, 1e-9)
@@ -454,6 +467,7 @@ def test_a_run_near_the_lifetime_budget_warns():
     assert any(w.value.startswith("Lifetime budget:") for w in at.warning)
 
 
+@pytest.mark.slow
 def test_history_compares_two_runs_side_by_side():
     at = run_once(app())
     first = at.session_state["finished"].result.ledger.to_json()
@@ -475,6 +489,7 @@ def test_history_compares_two_runs_side_by_side():
     assert set(marginals.index[marginals["run 1"]]) == set(marginal_labels(first))
 
 
+@pytest.mark.slow
 def test_a_raw_domains_run_is_recorded_without_a_bundle_and_says_why():
     at = app()
     at.toggle(key="raw_domains").set_value(True).run()
@@ -488,6 +503,7 @@ def test_a_raw_domains_run_is_recorded_without_a_bundle_and_says_why():
     assert any("has no release bundle" in i.value and "raw data" in i.value for i in at.info)
 
 
+@pytest.mark.slow
 def test_an_unusable_registry_is_a_readable_error_and_nothing_runs(tmp_path, monkeypatch):
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("")
@@ -500,6 +516,7 @@ def test_an_unusable_registry_is_a_readable_error_and_nothing_runs(tmp_path, mon
     assert at.error and "cannot be used" in at.error[0].value
 
 
+@pytest.mark.slow
 def test_the_epsilon_set_on_privacy_is_the_one_run_after_visiting_other_pages():
     at = go(app(), "privacy")
     at.number_input(key="epsilon").set_value(0.5).run()
@@ -509,6 +526,7 @@ def test_the_epsilon_set_on_privacy_is_the_one_run_after_visiting_other_pages():
     assert Registry().runs()[0].epsilon == 0.5
 
 
+@pytest.mark.slow
 def test_history_shows_budget_held_by_a_run_that_has_not_recorded_its_spend():
     sample = file_fingerprint(ROOT / "privsyn_core" / "samples" / "adult.csv")
     rho = rho_from_epsilon_delta(1.0, 1e-9)
@@ -526,6 +544,7 @@ def test_history_shows_budget_held_by_a_run_that_has_not_recorded_its_spend():
     assert float(at.metric[0].value) == pytest.approx(rho, rel=1e-3)
 
 
+@pytest.mark.slow
 def test_history_shows_the_current_tables_runs_unless_asked_for_all():
     at = run_once(app())
     rows = "\n".join(f"{i % 3},{(i * 7) % 5},{'ab'[i % 2]}" for i in range(6000))
@@ -545,6 +564,7 @@ def test_history_shows_the_current_tables_runs_unless_asked_for_all():
     assert named[:2] == ["**small\\.csv", "**UCI Adult sample \\(bundled adult\\.csv\\)"]
 
 
+@pytest.mark.slow
 def test_a_result_the_registry_cannot_record_is_discarded_and_its_reservation_kept(monkeypatch):
     def broken(*args, **kwargs):
         raise sqlite3.OperationalError("disk I/O error")
@@ -564,6 +584,7 @@ def test_a_result_the_registry_cannot_record_is_discarded_and_its_reservation_ke
     )
 
 
+@pytest.mark.slow
 def test_a_run_that_fails_after_spending_records_its_spend():
     at = go(app(), "data")
     data = ("id\n" + "\n".join(f"user-{i}" for i in range(300)) + "\n").encode()
@@ -580,6 +601,7 @@ def test_a_run_that_fails_after_spending_records_its_spend():
     assert any("failed after spending" in i.value for i in at.info)
 
 
+@pytest.mark.slow
 def test_data_page_says_where_each_structural_choice_comes_from():
     """Before a run: declared, estimated privately, or (demo switch) read off the data. After
     a run: the choices the run made, from its DP measurements."""
@@ -613,6 +635,7 @@ def test_data_page_says_where_each_structural_choice_comes_from():
     assert "age" not in structure and "workclass" in structure
 
 
+@pytest.mark.slow
 def test_declared_decimals_show_in_the_plan_and_bound_the_output():
     """The column editor's ``decimals`` (set here through the schema it edits): the plan
     says it is declared, the run's choices say where each column's precision came from,
@@ -641,6 +664,7 @@ def test_declared_decimals_show_in_the_plan_and_bound_the_output():
 # --- background runs: Cancel, the server-wide cap, a table on disk ------------------------------
 
 
+@pytest.mark.slow
 def test_cancel_stops_the_background_run_and_records_its_spend():
     at = go(app(), "run")
     at.number_input(key="iterations").set_value(500).run()
@@ -665,6 +689,7 @@ def test_cancel_stops_the_background_run_and_records_its_spend():
     assert at.session_state["finished"] is None
 
 
+@pytest.mark.slow
 def test_other_pages_work_during_a_run_and_show_it_in_the_sidebar():
     at = go(app(), "run")
     at.number_input(key="iterations").set_value(500).run()
@@ -688,6 +713,7 @@ def test_other_pages_work_during_a_run_and_show_it_in_the_sidebar():
     assert at.session_state["run_state"] == "cancelled"
 
 
+@pytest.mark.slow
 def test_a_run_past_the_servers_cap_waits_in_line_and_cancel_takes_it_out(monkeypatch):
     with only_slot_held(monkeypatch):
         at = go(app(), "run")
@@ -724,6 +750,7 @@ def test_a_run_past_the_servers_cap_waits_in_line_and_cancel_takes_it_out(monkey
     assert len(Registry().runs()) == 1
 
 
+@pytest.mark.slow
 def test_cancel_of_a_waiting_run_shows_in_the_clicks_own_rerun(monkeypatch):
     """No poll and no worker thread between the click and the page saying so (issue 24: under
     load, Cancel of a waiting run showed no effect for minutes)."""
@@ -748,6 +775,7 @@ def coded_adult_file(tmp_path, rows: int = 4000):
     return path, table
 
 
+@pytest.mark.slow
 def test_a_table_on_disk_shows_columns_and_size_only_and_runs_on_duckdb(tmp_path):
     path, table = coded_adult_file(tmp_path)
     at = app()
@@ -809,6 +837,7 @@ def test_a_table_on_disk_shows_columns_and_size_only_and_runs_on_duckdb(tmp_path
     assert list(frame(at, "noise")["id"]) == [run.id]
 
 
+@pytest.mark.slow
 def test_a_disk_file_with_a_value_outside_its_codes_is_a_readable_error(tmp_path):
     path, _ = coded_adult_file(tmp_path, rows=500)
     at = app()
@@ -828,6 +857,7 @@ def test_a_disk_file_with_a_value_outside_its_codes_is_a_readable_error(tmp_path
     assert not Registry().runs()  # nothing was measured, nothing spent
 
 
+@pytest.mark.slow
 def test_a_raw_csv_on_disk_is_encoded_with_the_schema_and_counted_on_duckdb(tmp_path):
     path = tmp_path / "adult-part.csv"
     sample = ROOT / "privsyn_core" / "samples" / "adult.csv"
@@ -852,6 +882,7 @@ def test_a_raw_csv_on_disk_is_encoded_with_the_schema_and_counted_on_duckdb(tmp_
     assert run.config["engine"] == "duckdb" and run.fingerprint == file_fingerprint(path)
 
 
+@pytest.mark.slow
 def test_a_disk_file_swapped_for_a_link_after_the_check_is_refused_by_the_run(
     tmp_path, monkeypatch
 ):
@@ -881,6 +912,7 @@ def test_a_disk_file_swapped_for_a_link_after_the_check_is_refused_by_the_run(
     assert not Registry().runs()  # nothing measured, nothing spent
 
 
+@pytest.mark.slow
 def test_a_hard_link_in_the_disk_root_to_a_file_outside_is_refused(tmp_path, monkeypatch):
     root, elsewhere = tmp_path / "root", tmp_path / "elsewhere"
     root.mkdir()
@@ -900,6 +932,7 @@ def test_a_hard_link_in_the_disk_root_to_a_file_outside_is_refused(tmp_path, mon
 # --- small tables: the reviewed-schema path ---------------------------------------------------
 
 
+@pytest.mark.slow
 def test_penguins_at_epsilon_1_keeps_its_columns_through_the_reviewed_draft():
     """Left open, penguins' 344 rows cannot clear the category threshold at epsilon 1 (the
     Privacy page says so before anything is spent); drafting a schema, ticking its lines and
@@ -958,6 +991,7 @@ def test_the_drafted_lines_are_shown_as_text_not_markdown():
     assert re.sub(r"\\(.)", r"\1", escaped) == evil
 
 
+@pytest.mark.slow
 def test_a_prediction_target_chosen_on_privacy_weights_the_runs_budget_and_is_recorded():
     at = go(app(), "privacy")
     box = at.selectbox(key="target")
@@ -979,6 +1013,7 @@ def test_a_prediction_target_chosen_on_privacy_weights_the_runs_budget_and_is_re
     assert Registry().runs()[0].config["target"] == "income"
 
 
+@pytest.mark.slow
 def test_a_target_of_an_earlier_table_is_dropped_when_the_table_changes():
     at = go(app(), "privacy")
     at.selectbox(key="target").set_value("income").run()
@@ -990,6 +1025,7 @@ def test_a_target_of_an_earlier_table_is_dropped_when_the_table_changes():
     assert "income" not in at.selectbox(key="target").options
 
 
+@pytest.mark.slow
 def test_privacy_page_forecasts_which_columns_a_run_would_lose_for_the_owner():
     """Before a run, the owner sees which columns this budget is likely to leave out and why
     (the engine's forecast), with the way to keep them; column names are shown as text."""
@@ -1041,7 +1077,7 @@ def test_unticking_stop_early_runs_every_iteration_asked_for():
     """The Run page's box turns off both of GUM's early stops (the plateau and the noise
     floor), so a teacher can watch all the iterations; ticked, the engine's defaults apply."""
     from dashboard.settings import _gum
-    from privsyn_core.generation.gum import GumSettings
+    from privsyn_core.generation.gum_settings import GumSettings
 
     every = _gum(40, stop_early=False)
     assert every.iterations == 40 and every.patience is None and every.noise_floor is None
@@ -1051,6 +1087,7 @@ def test_unticking_stop_early_runs_every_iteration_asked_for():
     assert early.patience is not None and early.noise_floor is not None
 
 
+@pytest.mark.slow
 def test_privacy_page_plans_and_forecasts_for_the_person_unit_the_data_page_set():
     """With a person column and K, the Privacy page's noise is the run's own: every sigma K
     times the per-row one, the person column out of the plan and the forecast (issue 26)."""
@@ -1096,6 +1133,7 @@ def test_privacy_page_plans_and_forecasts_for_the_person_unit_the_data_page_set(
     assert at.session_state["forecast_counts"][0][1] == Unit("who", 4)
 
 
+@pytest.mark.slow
 def test_marginals_page_says_which_measured_pairs_are_drawn_from_their_quasi_fit():
     """Columns that copy others (60,000 rows, 30 columns: the rule is for wide tables): the
     measured copy pairs are independent but for their diagonal, and the Marginals page says

@@ -27,7 +27,7 @@ from conftest import ROOT
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Frame
 
-from dashboard.charts import text_px
+from dashboard.text_width import text_px
 from privsyn_core.release.registry import Registry
 
 

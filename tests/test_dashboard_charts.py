@@ -9,13 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.charts import (
-    PAIR_MARKS,
-    ROW_PX,
-    WITHIN_NOISE_GREY,
-    indif_heatmap,
-    selection_summary,
-)
+from dashboard.charts import indif_heatmap, selection_summary
+from dashboard.heatmap_layout import PAIR_MARKS, ROW_PX, WITHIN_NOISE_GREY
 from privsyn_core.dependency_report import WITHIN_NOISE_SIGMAS, DependencyReport
 from privsyn_core.generation.synthesis import SelectedMarginal
 

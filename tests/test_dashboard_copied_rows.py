@@ -16,6 +16,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from test_dashboard_app import APP, _clear_caches, go  # noqa: F401 - fixture
 
+# slow as a whole: a synthesis through the dashboard, then the Results page's check on its rows
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def finished_run() -> AppTest:

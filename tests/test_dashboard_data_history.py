@@ -7,6 +7,7 @@ import io
 
 import numpy as np
 import pandas as pd
+import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 from test_dashboard_app import _clear_caches, app, go  # noqa: F401 - fixture
@@ -49,7 +50,7 @@ def record(dataset: str, name: str, epsilon: float) -> int:
     ledger = PrivacyLedger(budget_rho=0.1, epsilon=epsilon, delta=1e-9)
     reservation = Registry().reserve(dataset, name, Budget(0.1), "test")
     run_id = reservation.spend(ledger, {"epsilon": epsilon})
-    reservation.give_back()
+    reservation.return_unspent()
     return run_id
 
 
@@ -73,6 +74,7 @@ def test_the_schema_editors_have_their_own_heading_before_whose_privacy():
     assert columns < whose < where
 
 
+@pytest.mark.slow
 def test_the_two_editors_show_one_schema_split_in_two():
     """What each column is, then its values: every column of the schema in both, a declared
     column's kind in the first and its bounds in the second."""
@@ -95,6 +97,7 @@ def test_the_two_editors_show_one_schema_split_in_two():
     assert (row["lower"], row["upper"], row["bins"]) == (17.0, 90.0, 8)
 
 
+@pytest.mark.slow
 def test_missing_cells_are_not_shown_as_none_and_a_value_none_stays_a_value():
     """A Parquet file can hold the text "None" and a missing cell in one column. The preview
     keeps them apart: the text is data, the missing cell is drawn as a pale "(missing)"
@@ -115,6 +118,7 @@ def test_missing_cells_are_not_shown_as_none_and_a_value_none_stays_a_value():
     assert values.proto.HasField("placeholder") and values.proto.placeholder == ""
 
 
+@pytest.mark.slow
 def test_the_structure_table_fits_its_rows_up_to_a_cap(monkeypatch):
     """Sized to its rows (not a 10-row box with 60 rows in it), up to a cap past which it
     scrolls, and keyed by the table, so another table's starts at its own top. AppTest keeps
@@ -139,6 +143,7 @@ def test_the_structure_table_fits_its_rows_up_to_a_cap(monkeypatch):
     assert table_height(3) == ROW_PX * 4 + 3
 
 
+@pytest.mark.slow
 def test_a_name_given_on_the_data_page_is_kept_with_the_table_and_shown_again():
     at = upload(app(), "raw.csv", small_csv(300, 3, seed=1))
     dataset = at.session_state["dataset_fingerprint"]
@@ -173,6 +178,7 @@ def titles_shown(at: AppTest) -> list[str]:
     return [text[2:].split("**")[0] for text in shown if text.startswith("**") and " · #" in text]
 
 
+@pytest.mark.slow
 def test_two_tables_with_one_file_name_are_told_apart_in_history():
     first, second, _ = two_tables_named_raw_csv()
     at = upload(app(), "raw.csv", first)
@@ -191,6 +197,7 @@ def test_two_tables_with_one_file_name_are_told_apart_in_history():
     assert all("table" not in r.columns for r in runs)  # named above, never cut in a column
 
 
+@pytest.mark.slow
 def test_compare_picks_a_table_first_then_two_of_its_runs():
     """Recorded A, B, A, B: the two newest runs are of two tables, but the comparison starts
     from one table (the one in use, else the latest) and its own two newest runs."""
@@ -224,6 +231,7 @@ def test_compare_picks_a_table_first_then_two_of_its_runs():
     assert at.selectbox(key=f"compare_b_{a[:16]}").value == a2
 
 
+@pytest.mark.slow
 def test_comparing_needs_two_runs_of_one_table():
     first, second = small_csv(300, 3, seed=1), small_csv(300, 2, seed=2)
     record(bytes_fingerprint(first), "raw.csv", 1.0)

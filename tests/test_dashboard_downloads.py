@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from test_dashboard_app import _clear_caches, app, go, run_once  # noqa: F401 - fixture
 
 from dashboard.downloads import ESCAPE_LABEL
+
+# slow as a whole: each test runs a synthesis through the dashboard first (AppTest)
+pytestmark = pytest.mark.slow
 
 LINK = '=HYPERLINK("http://example.invalid","see")'
 

@@ -12,21 +12,21 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from dashboard.views.marginals_graph import (
-    CIRCLE_AT_MOST,
-    DEFAULT_PAIRS_DRAWN,
-    EDGE_WIDTH_RANGE,
+from dashboard.views.marginals_graph import EDGE_WIDTH_RANGE, ORIGIN_COLOURS, graph_page
+from dashboard.views.marginals_graph_layout import (
     LAYOUT_WIDTH,
     NODE_SIZE_RANGE,
-    ORIGIN_COLOURS,
-    backbone,
-    default_pairs_drawn,
-    dependency_groups,
-    graph_page,
     label_boxes,
     layout,
     node_radii,
     overlapping,
+)
+from dashboard.views.marginals_graph_pairs import (
+    CIRCLE_AT_MOST,
+    DEFAULT_PAIRS_DRAWN,
+    backbone,
+    default_pairs_drawn,
+    dependency_groups,
     pairs_in_view,
     pairs_ranked,
 )
@@ -79,6 +79,7 @@ def test_positions_are_fixed_physics_off_edges_straight():
     assert graph_page(graph, marginals).html == page.html
 
 
+@pytest.mark.slow
 def test_layout_keeps_nodes_apart_and_groups_components():
     graph, _ = hundred_attributes()
     positions = layout(graph)
@@ -156,6 +157,7 @@ def test_hostile_names_are_escaped_in_tooltips_and_inert_in_labels():
     assert "<" not in edges[0]["title"]
 
 
+@pytest.mark.slow
 def test_a_hundred_attributes_get_a_tall_page_not_tiny_labels():
     graph, marginals = hundred_attributes()
     page = graph_page(graph, marginals)
@@ -186,6 +188,7 @@ def planted_groups(seed: int = 5):
     return described(len(names), edges, names=names)
 
 
+@pytest.mark.slow
 def test_a_big_component_is_drawn_as_its_dependency_groups():
     graph, marginals = planted_groups()
     groups = dependency_groups(graph)
@@ -267,6 +270,7 @@ def dense_wide(n: int = 80, seed: int = 1):
     ],
     ids=["hundred", "planted", "dense-80-long-names", "dense-100-long-names", "sparse-100-long"],
 )
+@pytest.mark.slow
 def test_no_two_labels_overlap_and_the_drawing_fits_the_page_width(make):
     graph, _ = make()
     positions = layout(graph)
@@ -335,6 +339,7 @@ def test_where_tree_first_ran_its_tree_is_the_backbone_even_when_weaker():
     assert spine == {frozenset(m.attributes) for m in marginals if m.origin == "tree"}
 
 
+@pytest.mark.slow
 def test_the_first_view_draws_at_most_forty_pairs_and_hides_the_rest():
     graph, marginals = many_pairs()
     assert graph.number_of_edges() >= 120
@@ -376,3 +381,39 @@ def test_the_key_shows_the_light_dot_only_for_attributes_in_no_pair():
     legend = re.search(r'<div id="legend".*?</div>', page, re.S).group(0)
     assert "in no measured pair" in legend and colours["col_002"] in legend
     assert colours["col_000"] in legend
+
+
+_LAYOUT_IN_A_NEW_PROCESS = """
+import json, sys
+sys.path.insert(0, {root!r})
+from tests.test_dashboard_graph import hundred_attributes, planted_groups
+from dashboard.views.marginals_graph_layout import layout
+out = {{}}
+for name, (graph, _) in (("sparse", hundred_attributes()), ("groups", planted_groups())):
+    out[name] = {{node: [round(x, 6), round(y, 6)] for node, (x, y) in layout(graph).items()}}
+print(json.dumps(out, sort_keys=True))
+"""
+
+
+def test_the_same_graph_draws_the_same_picture_in_every_server_process():
+    """Layouts must not follow string hashing, which differs between processes: a user who
+    reloads the page on another worker sees the graph they saw."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[1])
+    code = _LAYOUT_IN_A_NEW_PROCESS.format(root=root)
+    pictures = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=root,
+        ).stdout
+        for seed in (1, 2, 3)
+    }
+    assert len(pictures) == 1

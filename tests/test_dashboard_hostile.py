@@ -349,6 +349,7 @@ def test_every_case_of_the_command_line_is_answered_here():
 
 
 @pytest.mark.parametrize("name", ANSWERED)
+@pytest.mark.slow
 def test_the_dashboard_answers_with_one_message(name: str, tmp_path: Path, free) -> None:
     case, answer = CASES[name], DASHBOARD[name]
     at = app()
@@ -504,6 +505,7 @@ def test_a_refused_upload_keeps_the_good_table_loaded_before_it(tmp_path, free):
     assert at.session_state["table"] is loaded
 
 
+@pytest.mark.slow
 def test_a_file_left_in_the_uploader_does_not_come_back_over_the_sample(tmp_path, free):
     good = tmp_path / "good.csv"
     good.write_text("colour,size\n" + "red,1\n" * 50)
@@ -515,6 +517,7 @@ def test_a_file_left_in_the_uploader_does_not_come_back_over_the_sample(tmp_path
     assert at.session_state["table_name"] == "good.csv"
 
 
+@pytest.mark.slow
 def test_the_parquet_bomb_never_reaches_pandas(tmp_path, free, monkeypatch):
     """Refused from the footer alone: no reader of rows is called."""
 
@@ -529,6 +532,7 @@ def test_the_parquet_bomb_never_reaches_pandas(tmp_path, free, monkeypatch):
     assert "30,000,000 rows x 1 column" in message and TABLE_ON_DISK in message
 
 
+@pytest.mark.slow
 def test_the_upload_limit_and_the_way_around_it_are_stated_next_to_the_uploader():
     at = app()
     limit = st.get_option("server.maxUploadSize")
@@ -558,6 +562,7 @@ ON_DISK: dict[str, tuple[str, ...]] = {
 
 
 @pytest.mark.parametrize("name", list(ON_DISK))
+@pytest.mark.slow
 def test_table_on_disk_refuses_what_it_cannot_read_by_name(name, tmp_path, free):
     """DuckDB would rename a repeated name (colour_1), name an unnamed column (column1) and
     make up a header for a ragged file: the names as written are checked first."""

@@ -19,15 +19,11 @@ from streamlit.testing.v1 import AppTest
 from dashboard import records
 from dashboard.views import lab_jobs
 from privsyn_core.config import PrivSynConfig
-from privsyn_core.generation.gum import STRATEGY_NAMES, GumSettings
+from privsyn_core.generation.gum_settings import STRATEGY_NAMES, GumSettings
 from privsyn_core.lab import LabArm, plan_lab, run_lab
 from privsyn_core.privacy.budget import Budget
-from privsyn_core.privacy.ledger import (
-    BudgetExceededError,
-    PrivacyLedger,
-    epsilon_from_rho,
-    rho_from_epsilon_delta,
-)
+from privsyn_core.privacy.conversion import epsilon_from_rho, rho_from_epsilon_delta
+from privsyn_core.privacy.ledger import BudgetExceededError, PrivacyLedger
 from privsyn_core.release.registry import Registry, file_fingerprint
 
 APP = str(ROOT / "dashboard" / "app.py")
@@ -69,6 +65,7 @@ def confirmed(at: AppTest) -> AppTest:
     return at.button(key="lab_confirm").click().run()
 
 
+@pytest.mark.slow
 def test_the_cost_is_stated_before_anything_runs():
     at = lab_page()
     assert at.selectbox(key="lab_preset").value == "GUM vs MCF"
@@ -81,6 +78,7 @@ def test_the_cost_is_stated_before_anything_runs():
     assert Registry().runs() == []
 
 
+@pytest.mark.slow
 def test_the_raw_domain_shortcut_of_runs_is_not_taken_and_the_page_says_so():
     at = lab_page()
     assert not any("raw-domain shortcut" in c.value for c in at.caption)
@@ -94,6 +92,7 @@ def test_the_raw_domain_shortcut_of_runs_is_not_taken_and_the_page_says_so():
     assert result.ledgers and all(not ledger.not_private for ledger in result.ledgers)
 
 
+@pytest.mark.slow
 def test_a_comparison_runs_records_its_measurements_and_draws_both_charts():
     at = lab_page()
     at.number_input(key="lab_seeds").set_value(2).run()
@@ -126,6 +125,7 @@ def test_a_comparison_runs_records_its_measurements_and_draws_both_charts():
     assert json.loads(at.get("plotly_chart")[1].proto.config)["displayModeBar"] is False
 
 
+@pytest.mark.slow
 def test_progress_names_the_step_and_the_gum_iteration_and_cancel_records_the_spend():
     at = lab_page(iterations=500)
     at.session_state["stop_at_plateau"] = False
@@ -156,6 +156,7 @@ def test_progress_names_the_step_and_the_gum_iteration_and_cancel_records_the_sp
     assert at.session_state.get("lab_result") is None
 
 
+@pytest.mark.slow
 def test_identical_custom_configurations_are_refused_readably():
     at = lab_page()
     at.selectbox(key="lab_preset").set_value("Custom").run()
@@ -165,6 +166,7 @@ def test_identical_custom_configurations_are_refused_readably():
     assert not [b for b in at.button if b.key == "lab_run"]
 
 
+@pytest.mark.slow
 def test_a_table_too_small_for_the_budget_gives_one_readable_error_and_records_the_spend():
     at = lab_page()
     at.session_state["epsilon"] = 1e-4
@@ -183,6 +185,7 @@ def test_a_table_too_small_for_the_budget_gives_one_readable_error_and_records_t
     assert not at.get("plotly_chart")
 
 
+@pytest.mark.slow
 def test_a_comparison_past_the_servers_cap_waits_in_line_and_cancel_takes_it_out(monkeypatch):
     with only_slot_held(monkeypatch):
         at = lab_page()
@@ -198,6 +201,7 @@ def test_a_comparison_past_the_servers_cap_waits_in_line_and_cancel_takes_it_out
         assert Registry().runs() == []
 
 
+@pytest.mark.slow
 def test_a_comparison_past_the_lifetime_budget_is_refused_before_it_measures():
     at = lab_page()
     Registry().set_lifetime_budget(file_fingerprint(SAMPLE), "adult", Budget(0.01, math.inf))
@@ -224,6 +228,7 @@ def finished(job: lab_jobs.LabJob) -> lab_jobs.LabOutcome:
     return outcome
 
 
+@pytest.mark.slow
 def test_the_worker_records_every_measurement_and_the_total_is_measurements_times_rho():
     table = planted_pair(2000, flip=0.1, rng=np.random.default_rng(1))
     request = quick_request(table, "planted", seeds=3)
@@ -268,6 +273,7 @@ def test_the_worker_refuses_a_comparison_the_budget_cannot_take_and_holds_what_i
     assert Registry().held() == []  # the comparison gave back what it did not spend (nothing)
 
 
+@pytest.mark.slow
 def test_custom_configurations_that_differ_after_measuring_share_a_measurement():
     at = lab_page()
     at.selectbox(key="lab_preset").set_value("Custom").run()
@@ -297,6 +303,7 @@ def no_job(at: AppTest) -> bool:
     return "lab_job" not in at.session_state or at.session_state["lab_job"] is None
 
 
+@pytest.mark.slow
 def test_run_asks_first_and_spends_nothing_until_confirmed():
     at = lab_page()
     plan_cost = Budget(3 * rho_from_epsilon_delta(1.0, 1e-9))  # 3 seeds, GUM and MCF share
@@ -334,6 +341,7 @@ def lab_plan_cost(at: AppTest) -> Budget:
     return plan_lab(arms, seeds).budget(1.0, 1e-9)
 
 
+@pytest.mark.slow
 def test_confirming_spends_exactly_the_plan_and_says_what_the_lifetime_keeps(monkeypatch):
     """The confirmed cost is what the worker reserves against the lifetime budget; what the
     measurements spend is recorded against it and stays within it (the Adult sample's open
@@ -380,6 +388,7 @@ def test_confirming_spends_exactly_the_plan_and_says_what_the_lifetime_keeps(mon
 
 
 @pytest.mark.parametrize("target", ["income", None])
+@pytest.mark.slow
 def test_the_target_stays_chosen_after_a_comparison(target):
     at = lab_page(iterations=3)
     at.number_input(key="lab_seeds").set_value(1).run()

@@ -13,7 +13,7 @@ import streamlit as st
 from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
-from dashboard.charts import text_px
+from dashboard.text_width import text_px
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.privacy.conversion import epsilon_from_rho
 
@@ -71,6 +71,7 @@ def columns(frame) -> dict:
     return {k: v for k, v in json.loads(frame.proto.columns).items() if not v.get("hidden")}
 
 
+@pytest.mark.slow
 def test_every_number_and_slider_on_the_privacy_page_says_what_it_means():
     """Plain words first: each metric, slider and input has a help text, and the paper's
     term, where one is given, comes after the plain words, never instead of them."""
@@ -91,6 +92,7 @@ def test_every_number_and_slider_on_the_privacy_page_says_what_it_means():
     assert any("cells^(2/3)" in n and "power 2/3" in n for n in notes), notes
 
 
+@pytest.mark.slow
 def test_any_rho_shown_has_an_epsilon_beside_it():
     at = privacy_page()
     delta = float(at.session_state["delta_text"])
@@ -161,6 +163,7 @@ def drawn_px(values: pd.DataFrame, shown: dict) -> float:
     return total
 
 
+@pytest.mark.slow
 def test_the_noise_table_fits_the_page_at_1280_px():
     at = privacy_page()
     frame = plan_frame(at)

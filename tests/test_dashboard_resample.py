@@ -9,9 +9,13 @@ import sqlite3
 import zipfile
 
 import pandas as pd
+import pytest
 from test_dashboard_app import _clear_caches, app, go, run_once  # noqa: F401 - fixture
 
 from privsyn_core.release.registry import Registry
+
+# slow as a whole: each test runs a synthesis through the dashboard first (AppTest, 5 s or more)
+pytestmark = pytest.mark.slow
 
 
 def spend_record() -> tuple[list, float]:

@@ -34,8 +34,8 @@ from dashboard.state import SAMPLE_NAME
 from privsyn_core import synthesize
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.io import read_table
-from privsyn_core.generation.gum import GumSettings
-from privsyn_core.privacy.ledger import rho_from_epsilon_delta
+from privsyn_core.generation.gum_settings import GumSettings
+from privsyn_core.privacy.conversion import rho_from_epsilon_delta
 from privsyn_core.release.bundle import bundle_bytes
 from privsyn_core.release.registry import Registry
 

@@ -20,7 +20,7 @@ from privsyn_core import synthesize
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.opened import OpenedTable
 from privsyn_core.errors import InputError
-from privsyn_core.generation.gum import GumSettings
+from privsyn_core.generation.gum_settings import GumSettings
 from privsyn_core.measuring.counters.duckdb_counter import DuckDBCounter
 from privsyn_core.privacy.ledger import FailedAfterSpending, PrivacyLedger
 from privsyn_core.release.registry import file_fingerprint
@@ -168,6 +168,7 @@ def test_a_named_pipe_at_the_path_is_refused_without_hanging(root, proc):
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
 @pytest.mark.parametrize("proc", [True, False], ids=["proc", "walked-and-copied"])
+@pytest.mark.slow
 def test_a_normal_file_counts_and_hashes_as_by_its_name(root, suffix, proc):
     path = write(root / f"table{suffix}", 400)
     with OpenedTable.open(path, root, proc=proc) as table:
@@ -186,6 +187,7 @@ def test_a_normal_file_counts_and_hashes_as_by_its_name(root, suffix, proc):
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+@pytest.mark.slow
 def test_a_run_through_the_opening_equals_a_run_by_name(root, suffix):
     """Same seed, same file: the same synthetic table and ledger by its name and through
     DiskRun (debug mode, so the noise is reproducible)."""

@@ -10,6 +10,7 @@ import time
 from functools import partial
 
 import numpy as np
+import pytest
 from conftest import ROOT
 
 from dashboard import worker
@@ -17,9 +18,9 @@ from privsyn_core import synthesize
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.io import read_table
 from privsyn_core.errors import InputError
-from privsyn_core.generation.gum import GumSettings
+from privsyn_core.generation.gum_settings import GumSettings
 from privsyn_core.privacy.budget import Budget
-from privsyn_core.privacy.ledger import rho_from_epsilon_delta
+from privsyn_core.privacy.conversion import rho_from_epsilon_delta
 from privsyn_core.progress import BlockProgress, GumProgress
 from privsyn_core.release.registry import Registry, fingerprint
 
@@ -52,6 +53,7 @@ def wait_for(condition, timeout: float = 30) -> None:
         time.sleep(0.01)
 
 
+@pytest.mark.slow
 def test_runs_past_the_cap_wait_in_line_and_start_in_order(monkeypatch):
     monkeypatch.setenv(worker.MAX_RUNS_VARIABLE, "1")
     release = threading.Event()
@@ -151,6 +153,7 @@ def test_a_bug_in_a_run_is_an_outcome_and_frees_its_slot():
     assert worker.SLOTS.busy == 0
 
 
+@pytest.mark.slow
 def test_cancel_stops_within_one_gum_iteration_and_records_the_spend():
     table = read_table(ROOT / "privsyn_core" / "samples" / "adult.csv")
     config = PrivSynConfig(gum=GumSettings(iterations=500, patience=None, noise_floor=None))

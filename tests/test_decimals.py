@@ -180,6 +180,7 @@ def _columns(text: str) -> dict[str, list[str]]:
 
 
 @pytest.mark.parametrize("declared", [False, True], ids=["undeclared", "decimals declared"])
+@pytest.mark.slow
 def test_ages_read_as_floats_because_of_blanks_come_back_whole(runs, declared):
     ages = _columns(runs["numpy", declared])["age"]
     assert "" in ages  # the blanks are kept
@@ -213,6 +214,7 @@ def test_duckdb_writes_the_same_file_as_numpy(runs, declared):
     assert runs["duckdb", declared] == runs["numpy", declared]
 
 
+@pytest.mark.slow
 def test_the_cli_says_which_precision_it_chose(tmp_path, capsys):
     csv = tmp_path / "blanks.csv"
     _blanks_csv(csv)

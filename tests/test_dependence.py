@@ -55,6 +55,7 @@ def _joint(rng, n, dependent):
     return np.bincount(a * 4 + b, minlength=16)
 
 
+@pytest.mark.slow
 def test_the_gap_is_unbiased_under_the_release_noise():
     """A table whose pairs have the real InDif scores nothing against noisy scores (within
     noise of 0 on average); one whose pairs are more dependent scores their true gap."""
@@ -93,6 +94,7 @@ def grouped_table(n: int, rng: np.random.Generator) -> tuple[pd.DataFrame, dict[
     return pd.DataFrame(data), domain
 
 
+@pytest.mark.slow
 def test_judging_unmeasured_pairs_keeps_a_table_whose_independent_pairs_stay_independent():
     """GUM's whole-row duplications make pairs across the groups dependent; judged on the
     noisy InDif of those pairs too, the kept table leaves them close to independent (3
@@ -126,6 +128,7 @@ def test_judging_unmeasured_pairs_keeps_a_table_whose_independent_pairs_stay_ind
     assert np.mean(judged) < 0.96 * np.mean(measured_only)
 
 
+@pytest.mark.slow
 def test_a_run_without_indif_scores_judges_the_measured_marginals_alone():
     table, domain = grouped_table(3000, np.random.default_rng(2))
     result = synthesize(

@@ -12,7 +12,7 @@ from privsyn_core.dependency_report import (
     dependency_report,
     indif_noise_sigma,
 )
-from privsyn_core.generation.gum import GumSettings
+from privsyn_core.generation.gum_settings import GumSettings
 from privsyn_core.measuring.indif import indif_sigma
 from privsyn_core.pipeline import synthesize
 
@@ -38,6 +38,7 @@ def wide_run():
     return synthesize(table, 1.0, 1e-8, domain=domain, config=config, rng=np.random.default_rng(1))
 
 
+@pytest.mark.slow
 def test_scores_are_the_noisy_indif_over_the_ledgers_sigma(wide_run):
     report = dependency_report(wide_run)
     (entry,) = [e for e in wide_run.ledger.entries if e.step == "indif"]
@@ -96,6 +97,7 @@ def test_a_run_that_measured_no_scores_reports_none():
     assert report.candidates == 0 and report.selected == ()
 
 
+@pytest.mark.slow
 def test_it_counts_the_measured_pairs_drawn_as_quasi_independent():
     """b copies a (20 values) with probability 0.6: independent but for the diagonal, and at
     epsilon 0.5 the measured (a, b) marginal is drawn from that fit on a wide table (27
@@ -128,6 +130,6 @@ def test_it_counts_the_measured_pairs_drawn_as_quasi_independent():
     assert set(quasi) == {"a", "b"}
     report = dependency_report(run)
     assert report.quasi_pairs == count == 1
-    off = replace(config, independence_threshold=None)
-    run = synthesize(table, 0.5, 1e-9, domain=domain, config=off, rng=np.random.default_rng(0))
-    assert dependency_report(run).quasi_pairs == 0
+    # the rule has its own setting: off (None), nothing is counted as quasi-independent
+    off = replace(model, defaults=replace(model.defaults, quasi_independence=None))
+    assert dependency_report(replace(run, model=off)).quasi_pairs == 0

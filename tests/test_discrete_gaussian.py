@@ -32,6 +32,7 @@ def exact_pmf(variance: Fraction, support: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("sigma", [0.3, 1.0, 3.0, 25.0, 400.0])
+@pytest.mark.slow
 def test_draws_follow_the_discrete_gaussian_pmf(sigma):
     plan = exact_plan(sigma)
     draws = sample_discrete_gaussian(plan, 120_000, bits=seeded_bits(int(sigma * 10)))
@@ -52,6 +53,7 @@ def test_draws_follow_the_discrete_gaussian_pmf(sigma):
     assert draws.var() == pytest.approx(pmf @ support.astype(float) ** 2, rel=0.05)
 
 
+@pytest.mark.slow
 def test_a_wrong_scale_fails_the_same_goodness_of_fit():
     """The chi-square test above has the power to see a 5% error in sigma."""
     plan, wrong = exact_plan(3.0), exact_plan(3.15)

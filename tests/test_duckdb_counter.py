@@ -28,6 +28,7 @@ def adult() -> tuple[pd.DataFrame, Domain]:
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+@pytest.mark.slow
 def test_counts_equal_the_in_memory_backend_on_adult(adult, suffix, tmp_path):
     table, domain = adult
     path = ADULT
@@ -57,6 +58,7 @@ def test_a_value_outside_the_declared_codes_is_named_before_counting(tmp_path, c
     assert "'a'" in str(info.value) and needle in str(info.value)
 
 
+@pytest.mark.slow
 def test_the_cli_on_duckdb_writes_the_same_table_and_ledger_as_in_memory(tmp_path, capsys):
     """In debug mode with the same seed the two engines count the same numbers, so every
     later step (noise included) is the same."""

@@ -15,7 +15,7 @@ from privsyn_core.generation.empty_cells import (
     fill_empty_cells,
     structural_zeros,
 )
-from privsyn_core.generation.gum import GumSettings
+from privsyn_core.generation.gum_settings import GumSettings
 from privsyn_core.marginals import MarginalTable
 
 FAST = PrivSynConfig(gum=GumSettings(iterations=20))

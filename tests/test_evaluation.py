@@ -104,6 +104,7 @@ def test_two_way_l1_matches_slow_reference(seed):
 
 @settings(max_examples=40, deadline=None)
 @given(st.data())
+@pytest.mark.slow
 def test_two_way_l1_property_reference_bounds_symmetry(data):
     d = data.draw(st.integers(0, 4))
     sizes = data.draw(st.lists(st.integers(1, 4), min_size=d, max_size=d))
@@ -457,6 +458,7 @@ def test_fidelity_report_unknown_label_raises_naming_it():
         fidelity_report(real, real, label="income")
 
 
+@pytest.mark.slow
 def test_fidelity_report_adult_vs_itself():
     adult = pd.read_csv(ADULT)
     label = "income>50K"

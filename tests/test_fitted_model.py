@@ -19,9 +19,9 @@ from conftest import edited_bundle
 
 from privsyn_core import FittedModel, GumSettings, PrivSyn, PrivSynConfig, synthesize
 from privsyn_core.errors import InputError
-from privsyn_core.generation.fitted import SamplingSettings
+from privsyn_core.generation.fitted_data import SamplingSettings
 from privsyn_core.privacy.ledger import recomputed
-from privsyn_core.release.bundle import BundleError, load_model, model_bytes
+from privsyn_core.release.bundle import BundleError, load_model, model_bytes, save_model
 
 FAST = PrivSynConfig(gum=GumSettings(iterations=20, patience=None))
 SECRET = "Zebediah-Quux-4417"
@@ -68,6 +68,7 @@ def coded_model() -> FittedModel:
     return PrivSyn(3.0, 1e-9, domain=domain, config=FAST).fit(table, rng=rng)
 
 
+@pytest.mark.slow
 def test_the_same_seed_gives_the_same_table_and_another_seed_another(raw_model):
     first = raw_model.sample(500, seed=7)
     pd.testing.assert_frame_equal(first, raw_model.sample(500, seed=7))
@@ -97,6 +98,7 @@ def test_samples_of_any_size_and_settings_spend_nothing(raw_model):
     assert abs(raw_model.default_rows - 4000) < 300  # the noisy total, not the true count
 
 
+@pytest.mark.slow
 def test_sampling_needs_only_the_model_not_the_table():
     table = raw_table(2000, seed=3)
     model = PrivSyn(4.0, 1e-9, config=FAST).fit(table, rng=np.random.default_rng(3))
@@ -108,6 +110,7 @@ def test_sampling_needs_only_the_model_not_the_table():
         assert not isinstance(value, gone[0]), "a fitted model holds no table"
 
 
+@pytest.mark.slow
 def test_synthesize_is_fit_then_sample_with_the_same_generator():
     table = raw_table(2000, seed=4)
     once = synthesize(table, 4.0, 1e-9, config=FAST, rng=np.random.default_rng(11))
@@ -131,20 +134,19 @@ def test_more_iterations_bring_a_sample_closer_to_its_marginals(coded_model):
 
 
 @pytest.mark.parametrize("which", ["raw_model", "coded_model"])
+@pytest.mark.slow
 def test_a_model_saved_to_a_bundle_samples_the_same_tables(which, request, tmp_path):
     model = request.getfixturevalue(which)
     path = tmp_path / "release.zip"
-    model.save(path, synthetic=model.sample(100, seed=0))
+    PrivSyn.save(model, path, synthetic=model.sample(100, seed=0))
     loaded = PrivSyn.load(path)
     assert loaded.ledger == recomputed(model.ledger) and loaded.engine == model.engine
     assert loaded.columns == model.columns and loaded.default_rows == model.default_rows
     for seed in (0, 1):
         pd.testing.assert_frame_equal(loaded.sample(400, seed=seed), model.sample(400, seed=seed))
     resaved = tmp_path / "again.zip"
-    loaded.save(resaved)
-    pd.testing.assert_frame_equal(
-        FittedModel.load(resaved).sample(50, seed=3), model.sample(50, seed=3)
-    )
+    save_model(loaded, resaved)
+    pd.testing.assert_frame_equal(load_model(resaved).sample(50, seed=3), model.sample(50, seed=3))
 
 
 def test_the_bundle_holds_no_row_of_the_table(raw_model):
@@ -224,6 +226,7 @@ def test_a_row_count_below_one_or_beyond_memory_is_refused_before_work(coded_mod
         coded_model.sample(2.5, seed=0)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_a_duckdb_fit_of_a_file_samples_as_the_in_memory_fit(tmp_path):
     path = tmp_path / "table.csv"
     raw_table(1500, seed=6).to_csv(path, index=False)
@@ -244,8 +247,9 @@ def test_the_guard_replaces_a_table_that_independent_columns_beat_and_keeps_a_go
     from types import SimpleNamespace
 
     from privsyn_core.domain import Domain
-    from privsyn_core.generation.fitted import _guard
-    from privsyn_core.generation.gum import GumTarget, fill_record_major, record_major
+    from privsyn_core.generation.guard import guard
+    from privsyn_core.generation.records import fill_record_major, record_major
+    from privsyn_core.generation.target_scores import GumTarget
     from privsyn_core.marginals import MarginalTable
 
     n, names = 4000, ["a", "b", "c"]
@@ -259,7 +263,7 @@ def test_the_guard_replaces_a_table_that_independent_columns_beat_and_keeps_a_go
 
     collapsed = record_major(3, n, np.dtype(np.uint8))
     fill_record_major(collapsed, np.zeros((3, n), dtype=np.uint8))  # every row the same
-    assert _guard([(names, collapsed, [target])], [None], model, rng) == names
+    assert guard([(names, collapsed, [target])], [None], model, rng) == names
     assert len(np.unique(collapsed[0])) == 4  # now independent columns
 
     good = record_major(3, n, np.dtype(np.uint8))
@@ -267,16 +271,16 @@ def test_the_guard_replaces_a_table_that_independent_columns_beat_and_keeps_a_go
     columns = np.stack([cells // 4, cells % 4, rng.integers(0, 4, n)]).astype(np.uint8)
     fill_record_major(good, columns)  # meets the (a, b) target exactly
     before = good.copy()
-    assert _guard([(names, good, [target])], [None], model, rng) == []
+    assert guard([(names, good, [target])], [None], model, rng) == []
     np.testing.assert_array_equal(good, before)
 
 
 def with_and_without_the_rules(
     model: FittedModel, n: int
 ) -> tuple[tuple[pd.DataFrame, pd.DataFrame], list[str]]:
-    """``n`` rows with the model's own settings and with ``independence_threshold`` None
-    (neither generation/independence.py nor quasi_independence.py), seed 1 both, and the GUM
-    stage's summary of each."""
+    """``n`` rows with the model's own settings and with ``independence_threshold`` and
+    ``quasi_independence`` None (neither generation/independence.py nor
+    quasi_independence.py), seed 1 both, and the GUM stage's summary of each."""
     from privsyn_core import StageFinished
 
     summaries: list[str] = []
@@ -287,7 +291,7 @@ def with_and_without_the_rules(
         return True
 
     on = model.generate(n, seed=1, on_progress=listen).table
-    off_settings = replace(model.defaults, independence_threshold=None)
+    off_settings = replace(model.defaults, independence_threshold=None, quasi_independence=None)
     off = model.generate(n, seed=1, settings=off_settings, on_progress=listen).table
     return (on, off), summaries
 
@@ -328,13 +332,13 @@ def test_a_bundle_keeps_the_independence_threshold_and_an_old_one_draws_every_pa
     coded_model, tmp_path
 ):
     good = model_bytes(coded_model)
-    assert FittedModel.load(_write(tmp_path / "a.zip", good)).defaults.independence_threshold == 2
+    assert load_model(_write(tmp_path / "a.zip", good)).defaults.independence_threshold == 2
 
     def drop(model: dict) -> None:
         del model["sampling"]["independence_threshold"]
 
     old = _rewrite(good, "model.json", _json_edit(drop))
-    assert FittedModel.load(_write(tmp_path / "b.zip", old)).defaults.independence_threshold is None
+    assert load_model(_write(tmp_path / "b.zip", old)).defaults.independence_threshold is None
 
     def spoil(model: dict) -> None:
         model["sampling"]["independence_threshold"] = "lots"
@@ -344,11 +348,45 @@ def test_a_bundle_keeps_the_independence_threshold_and_an_old_one_draws_every_pa
         load_model(_write(tmp_path / "c.zip", bad))
 
 
+def test_quasi_independence_has_its_own_setting_and_an_old_bundle_keeps_its_own(
+    coded_model, tmp_path
+):
+    """The quasi-independence rule is switched by its own setting, not by the independence
+    rule's threshold; a bundle from before the setting reads it as it was sampled then (the
+    threshold as its penalty, None when the threshold is None)."""
+    assert coded_model.defaults.quasi_independence == 2.0
+    good = model_bytes(coded_model)
+    assert load_model(_write(tmp_path / "a.zip", good)).defaults.quasi_independence == 2.0
+
+    def off(model: dict) -> None:
+        model["sampling"]["quasi_independence"] = None
+
+    loaded = load_model(_write(tmp_path / "b.zip", _rewrite(good, "model.json", _json_edit(off))))
+    assert loaded.defaults.quasi_independence is None
+    assert loaded.defaults.independence_threshold == 2.0
+
+    def before(threshold: float | None):
+        def edit(model: dict) -> None:
+            del model["sampling"]["quasi_independence"]
+            model["sampling"]["independence_threshold"] = threshold
+
+        return edit
+
+    for k, threshold in enumerate((3.0, None)):
+        old = _rewrite(good, "model.json", _json_edit(before(threshold)))
+        settings = load_model(_write(tmp_path / f"old{k}.zip", old)).defaults
+        assert settings.quasi_independence == threshold
+
+    with pytest.raises(InputError, match="quasi_independence"):
+        SamplingSettings(quasi_independence=-1.0)
+
+
 def _write(path, content: bytes):
     path.write_bytes(content)
     return path
 
 
+@pytest.mark.slow
 def test_a_quasi_independent_pair_is_drawn_from_its_fit():
     """generation/quasi_independence.py end to end: b copies a (20 values) with probability
     0.6, else is uniform, so (a, b) is independent but for its diagonal. At epsilon 0.5 its
@@ -357,7 +395,7 @@ def test_a_quasi_independent_pair_is_drawn_from_its_fit():
     synthetic (a, b) marginal lands at about half the L1 distance of the one drawn as
     measured. The table is wide (30 columns, 27 of them independent fillers measured alone),
     as the rule asks; the same three columns alone, a narrow table, are drawn as measured.
-    With the independence rule off (None), neither rule replaces anything."""
+    With both rules off (None), neither replaces anything."""
     rng = np.random.default_rng(7)
     n = 60_000
     a = rng.integers(0, 20, n)

@@ -16,11 +16,11 @@ import pandas as pd
 import pytest
 
 import privsyn_core.release.registry as registry_module
-from privsyn_core import FittedModel
 from privsyn_core.cli import main
-from privsyn_core.generation import fitted
+from privsyn_core.generation import sample_blocks
 from privsyn_core.generation.mrf import MrfSettings
 from privsyn_core.model import PrivSyn
+from privsyn_core.release.bundle import load_model, save_model
 from privsyn_core.release.registry import Registry, file_fingerprint
 
 
@@ -57,6 +57,7 @@ def release(tmp_path: Path) -> tuple[Path, Path]:
     return table, bundle
 
 
+@pytest.mark.slow
 def test_generate_spends_nothing_and_leaves_the_registry_as_it_was(release, tmp_path, capsys):
     table, bundle = release
     registry = Registry()
@@ -76,6 +77,7 @@ def test_generate_spends_nothing_and_leaves_the_registry_as_it_was(release, tmp_
     assert registry.budget(dataset).spent.rho == spent_before
 
 
+@pytest.mark.slow
 def test_generate_reads_only_the_bundle(release, tmp_path, monkeypatch):
     table, bundle = release
     table.unlink()  # the private table is gone
@@ -89,6 +91,7 @@ def test_generate_reads_only_the_bundle(release, tmp_path, monkeypatch):
     assert out.is_file()
 
 
+@pytest.mark.slow
 def test_the_output_has_the_rows_asked_for_and_the_release_columns_and_types(release, tmp_path):
     _, bundle = release
     with zipfile.ZipFile(bundle) as archive:
@@ -112,13 +115,14 @@ def test_the_output_has_the_rows_asked_for_and_the_release_columns_and_types(rel
             assert joined.isna().mean() < 0.05, "the real column has no missing value"
 
 
+@pytest.mark.slow
 def test_the_same_seed_and_settings_give_the_same_file(adult, tmp_path):
     """On Adult, whose marginal graph leaves GUM work to do (on a small table every
     attribute may be appended, and GUM's settings then change nothing)."""
     table, domain = adult
     bundle = tmp_path / "adult.zip"
     model = PrivSyn(1.0, 1e-9, domain=domain).fit(table, rng=np.random.default_rng(0))
-    model.save(bundle)
+    save_model(model, bundle)
     outputs = []
     for name, extra in [
         ("a", ["--seed", "4"]),
@@ -134,6 +138,7 @@ def test_the_same_seed_and_settings_give_the_same_file(adult, tmp_path):
     assert len(set(outputs)) == 4  # another seed, or other GUM settings, another table
 
 
+@pytest.mark.slow
 def test_a_runs_export_bundle_samples_like_the_bundle_written_by_synthesize(release, tmp_path):
     _, bundle = release
     exported = tmp_path / "exported.zip"
@@ -155,7 +160,7 @@ def adult_bundle(tmp_path_factory) -> Path:
     }  # public enough for a test: the file's own codes
     bundle = tmp_path_factory.mktemp("adult") / "adult.zip"
     model = PrivSyn(1.0, 1e-9, domain=domain).fit(table, rng=np.random.default_rng(0))
-    model.save(bundle)
+    save_model(model, bundle)
     return bundle
 
 
@@ -165,6 +170,7 @@ def generated(bundle: Path, out: Path, *extra: str) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_blocks_written_as_made_are_the_in_memory_sample_on_any_worker_count(
     adult_bundle, tmp_path
 ):
@@ -172,7 +178,7 @@ def test_blocks_written_as_made_are_the_in_memory_sample_on_any_worker_count(
     one = generated(adult_bundle, tmp_path / "one.csv", *blocks, "--workers", "1")
     two = generated(adult_bundle, tmp_path / "two.csv", *blocks, "--workers", "2")
     assert one.read_bytes() == two.read_bytes()
-    model = FittedModel.load(adult_bundle)
+    model = load_model(adult_bundle)
     settings = replace(
         model.defaults, gum=replace(model.defaults.gum, iterations=5), block_rows=2000
     )
@@ -188,7 +194,7 @@ def test_a_failure_mid_stream_leaves_no_file_and_the_old_one_as_it_was(
     adult_bundle, tmp_path, monkeypatch, capsys
 ):
     calls = []
-    draw = fitted._BlockDraw.__call__
+    draw = sample_blocks._BlockDraw.__call__
 
     def second_fails(self, rows, rng):
         calls.append(rows)
@@ -196,7 +202,7 @@ def test_a_failure_mid_stream_leaves_no_file_and_the_old_one_as_it_was(
             raise RuntimeError("block 2 failed")
         return draw(self, rows, rng)
 
-    monkeypatch.setattr(fitted._BlockDraw, "__call__", second_fails)
+    monkeypatch.setattr(sample_blocks._BlockDraw, "__call__", second_fails)
     for name in ("out.csv", "out.parquet"):
         calls.clear()
         out = tmp_path / name
@@ -240,6 +246,7 @@ def test_rows_beyond_memory_are_made_in_blocks_and_refused_only_beyond_the_disk(
     assert not out.exists() and [p for p in tmp_path.iterdir() if p.name.endswith(".part")] == []
 
 
+@pytest.mark.slow
 def test_synthesize_streams_its_blocks_and_bundles_the_model_without_them(tmp_path):
     table = raw_csv(tmp_path, n=3000)
     out, bundle = tmp_path / "out.parquet", tmp_path / "release.zip"
@@ -277,6 +284,7 @@ def test_the_summary_counts_gum_iterations_and_mrf_sweeps_apart():
     assert _iterations(blocks) == "3 blocks of 44-46 GUM iterations and MRF sweeps"
 
 
+@pytest.mark.slow
 def test_generate_takes_another_synthesis_than_the_releases(release, tmp_path, capsys):
     _, bundle = release
     capsys.readouterr()

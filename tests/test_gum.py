@@ -6,21 +6,17 @@ import numpy as np
 import pytest
 
 from privsyn_core.errors import InputError
-from privsyn_core.generation.gum import (
-    GumSettings,
-    GumTarget,
-    PassOutcome,
+from privsyn_core.generation.gum import PassOutcome, run_gum, run_passes, with_blankets
+from privsyn_core.generation.gum_settings import GumSettings
+from privsyn_core.generation.gum_update import (
     _fine_index,
     _removal_rate,
-    l1_error,
     plan_update,
-    record_major,
-    run_gum,
-    run_passes,
     update_towards,
-    with_blankets,
 )
+from privsyn_core.generation.records import record_major
 from privsyn_core.generation.sampling import shuffled_column
+from privsyn_core.generation.target_scores import GumTarget, l1_error
 from privsyn_core.marginals import cell_index
 
 
@@ -198,6 +194,7 @@ def _after_one_update(kernel: str, seeds: range, duplicate_share: float) -> np.n
 
 
 @pytest.mark.parametrize("duplicate_share", [0.5, 1.0])
+@pytest.mark.slow
 def test_compiled_and_reference_updates_agree_in_distribution(duplicate_share):
     """Same start, same target, 300 seeded updates each: every cell count of the target
     marginal and of a marginal the update does not target (which duplication and
@@ -234,6 +231,7 @@ def test_compiled_and_reference_updates_agree_in_distribution(duplicate_share):
 
 
 @pytest.mark.parametrize("strategy", ["half_half_plus_duplicate", "replace", "duplicate"])
+@pytest.mark.slow
 def test_both_kernels_keep_n_and_the_domain_and_lower_the_error_alike(strategy):
     errors = {}
     for kernel in ("compiled", "reference"):
@@ -313,7 +311,7 @@ def test_compiled_update_pairs_removed_rows_with_new_cells_at_random():
 
 
 def test_auto_kernel_is_the_reference_on_small_tables_and_compiled_on_wide_ones():
-    from privsyn_core.generation.gum import resolve_kernel
+    from privsyn_core.generation.gum_settings import resolve_kernel
 
     assert GumSettings().kernel == "auto"
     assert resolve_kernel("auto", 48_842, 20) == "reference"  # Adult: no numba import
@@ -386,6 +384,7 @@ def _mean_error(records: np.ndarray, targets: list[GumTarget]) -> float:
     return float(np.mean([l1_error(records, t) for t in targets]))
 
 
+@pytest.mark.slow
 def test_gum_returns_its_best_table_not_its_last():
     records, targets = _drifting_problem(0)
     start = _mean_error(records, targets)
@@ -526,7 +525,7 @@ def test_the_kept_iteration_gum_reports_is_the_table_it_returns():
     """Each part keeps its own closest table: the step the last record names for a part is
     the iteration whose table comes back, and it is the part's closest table (by
     ``table_score``) among the start and every iteration, the earliest of equals."""
-    from privsyn_core.generation.gum import table_score
+    from privsyn_core.generation.target_scores import table_score
 
     rng = np.random.default_rng(0)
     parts = _two_parts(rng)
@@ -597,7 +596,7 @@ def test_a_sample_reports_the_table_it_kept_with_its_score():
     import pandas as pd
 
     from privsyn_core import PrivSyn
-    from privsyn_core.generation.fitted import SamplingSettings
+    from privsyn_core.generation.fitted_data import SamplingSettings
 
     rng = np.random.default_rng(3)
     n = 4000
@@ -653,8 +652,9 @@ def test_the_kept_table_follows_the_mrf_and_the_guard_part_by_part():
     """On a wide table the MRF's sweeps follow GUM's iterations and each part keeps the
     closer table; the guard may replace a part by independent columns: the kept table says
     which, in the history's steps."""
-    from privsyn_core.generation.fitted import _after, _kept_table
+    from privsyn_core.generation.guard import kept_table
     from privsyn_core.generation.gum import GumIterationRecord
+    from privsyn_core.generation.strategies import after
 
     target = GumTarget(("x", "y"), (0, 1), (2, 2), np.full(4, 0.25))
     components = [
@@ -663,11 +663,11 @@ def test_the_kept_table_follows_the_mrf_and_the_guard_part_by_part():
     components.append((["z"], np.zeros((1, 4)), []))  # no targets: not a part
     gum = [GumIterationRecord(t, 1.0, {}, 0.0, 0.1, kept=(t + 1, 1, 0)) for t in range(5)]
     sweeps = [
-        _after(GumIterationRecord(t, 0.1, {}, 0.0, 0.1, "mrf", (t + 1, 0, 2)), 5) for t in range(4)
+        after(GumIterationRecord(t, 0.1, {}, 0.0, 0.1, "mrf", (t + 1, 0, 2)), 5) for t in range(4)
     ]
     assert sweeps[-1].iteration == 8 and sweeps[-1].kept == (9, 0, 7)
     mrf_closer = [True, False, True, False]
-    kept = _kept_table(components, [*gum, *sweeps], 5, mrf_closer, {"e", "f"}, (0.3, 0.05))
+    kept = kept_table(components, [*gum, *sweeps], 5, mrf_closer, {"e", "f"}, (0.3, 0.05))
     assert kept is not None and (kept.iterations, kept.sweeps) == (5, 4)
     assert [(p.source, p.at) for p in kept.parts] == [("mrf", 9), ("gum", 1), ("independent", 0)]
     assert kept.at is None and kept.score == 0.05 and kept.start_score == 0.3

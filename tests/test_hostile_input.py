@@ -1553,6 +1553,7 @@ def test_there_are_at_least_30_cases():
 
 
 @pytest.mark.parametrize("case", REFUSED, ids=lambda case: case.name)
+@pytest.mark.slow
 def test_refused_with_one_line_naming_the_problem_and_the_fix(
     case: Refused,
     tmp_path: Path,
@@ -1670,6 +1671,7 @@ def peak_while_refused(path: Path, says: str) -> int:
         tracemalloc.stop()
 
 
+@pytest.mark.slow
 def test_a_gib_member_is_hashed_in_a_stream_not_held(tmp_path):
     """The 1 GiB member of ``bundle: 1 GiB data member`` costs the reader its 1 MiB pieces,
     not the 2.2 GB it once read before the checksum refused it."""
@@ -1677,6 +1679,7 @@ def test_a_gib_member_is_hashed_in_a_stream_not_held(tmp_path):
     assert peak < 32 * 2**20, f"{peak / 2**20:.0f} MiB held"
 
 
+@pytest.mark.slow
 def test_a_marginal_of_30_million_cells_is_refused_before_it_is_parsed(tmp_path):
     """Its 60 MB of JSON are read (within the member limit) but never parsed: the shape is
     read off the raw bytes first."""

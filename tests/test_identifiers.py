@@ -11,11 +11,12 @@ from privsyn_core import PrivSynConfig, synthesize
 from privsyn_core.data.columns import prepare_columns
 from privsyn_core.data.schema import ColumnSchema, Schema
 from privsyn_core.errors import InputError
-from privsyn_core.generation.fitted import FittedModel, SamplingSettings
-from privsyn_core.generation.gum import GumSettings
+from privsyn_core.generation.fitted_data import SamplingSettings
+from privsyn_core.generation.gum_settings import GumSettings
 from privsyn_core.generation.identifiers import Identifier, with_identifiers
 from privsyn_core.measuring.identifiers import MIN_SIGMAS, laid_out_as_ids, noisy_distinct
 from privsyn_core.privacy.ledger import PrivacyLedger, noise_rho, verified
+from privsyn_core.release.bundle import load_model, save_model
 
 FAST = PrivSynConfig(gum=GumSettings(iterations=10))
 
@@ -93,11 +94,12 @@ def test_a_declared_identifier_costs_nothing_and_a_declared_non_identifier_is_da
     assert [name for name, _ in prepared.excluded] == ["name"]
 
 
+@pytest.mark.slow
 def test_fresh_ids_are_unique_over_blocks_workers_and_a_bundle(tmp_path):
     real = table(3000)
     result = synthesize(real, 4.0, 1e-7, rng=np.random.default_rng(2), config=FAST)
-    result.model.save(tmp_path / "release.zip")
-    model = FittedModel.load(tmp_path / "release.zip")
+    save_model(result.model, tmp_path / "release.zip")
+    model = load_model(tmp_path / "release.zip")
     assert model.identifiers == result.model.identifiers
     settings = SamplingSettings(gum=GumSettings(iterations=3), block_rows=1000)
     sample = model.generate(5500, seed=3, settings=settings, workers=2).table
@@ -120,6 +122,7 @@ def test_with_identifiers_places_and_renumbers():
     assert again["id"].tolist() == [1, 2] and list(again.columns) == list(out.columns)
 
 
+@pytest.mark.slow
 def test_a_row_id_of_a_few_thousand_rows_is_found_at_epsilon_1():
     """Ids 1 to 5,574 (medexp's rownames) at the default budget: the DP range may end a
     doubling beyond the next power of two ([256, 16383]: 2.9 numbers per row), and the

@@ -41,6 +41,7 @@ def test_scores_match_a_slow_reference():
     assert scores.iat[0, 1] > 3 * scores.iat[2, 3]
 
 
+@pytest.mark.slow
 def test_sensitivity_is_at_most_four_over_random_neighbours():
     """Lemma 4.1 by brute force: add one record to many random small tables."""
     rng = np.random.default_rng(11)

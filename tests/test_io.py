@@ -52,6 +52,7 @@ def test_a_record_full_of_semicolons_does_not_change_the_delimiter(tmp_path):
     assert list(read_table(path).columns) == ["a", "b"]
 
 
+@pytest.mark.slow
 def test_uci_adult_as_distributed_reads_with_names_and_question_marks(tmp_path):
     from conftest import ROOT
 
@@ -117,6 +118,7 @@ def test_cli_schema_infer_warns_and_writes_a_loadable_draft(tmp_path, capsys):
     assert schema["species"].categories == ("Adelie", "Chinstrap", "Gentoo")
 
 
+@pytest.mark.slow
 def test_cli_synthesizes_raw_adult_with_private_domains(tmp_path, capsys):
     from conftest import ROOT
 
@@ -193,6 +195,7 @@ def test_cli_rejects_domain_and_schema_together(tmp_path, capsys):
     assert not (tmp_path / "x.csv").exists()
 
 
+@pytest.mark.slow
 def test_cli_writes_the_ledger_as_json(tmp_path, capsys):
     import json
 

@@ -83,6 +83,7 @@ def test_a_field_added_to_the_config_later_counts_as_measurement():
     assert plan.groups == ((0,), (1,)) and plan.measurements == 4
 
 
+@pytest.mark.slow
 def test_measure_runs_once_per_group_and_seed(table, monkeypatch):
     calls = []
     real = lab.measure
@@ -100,6 +101,7 @@ def test_measure_runs_once_per_group_and_seed(table, monkeypatch):
     assert by_arm[("GUM", 0)] != by_arm[("GUM", 1)]  # every seed is a fresh measurement
 
 
+@pytest.mark.slow
 def test_the_spend_is_every_measurements_full_budget_and_nothing_more(table):
     seen: list[PrivacyLedger] = []
     plan = plan_lab([GUM, MCF, LAPLACE], seeds=2)
@@ -112,6 +114,7 @@ def test_the_spend_is_every_measurements_full_budget_and_nothing_more(table):
     assert result.spent_rho == pytest.approx(4 * per_run, rel=1e-9)
 
 
+@pytest.mark.slow
 def test_a_comparison_is_reproducible_and_its_seed_matters(table):
     first = run(table, [GUM, LAPLACE], rng=np.random.default_rng(5)).frame()
     again = run(table, [GUM, LAPLACE], rng=np.random.default_rng(5)).frame()
@@ -121,6 +124,7 @@ def test_a_comparison_is_reproducible_and_its_seed_matters(table):
     assert not first["2-way L1"].equals(other["2-way L1"])
 
 
+@pytest.mark.slow
 def test_convergence_is_recorded_per_iteration_and_falls(table):
     # from the paper's independent columns: drawn along the tree of measured pairs, this
     # planted table starts at its targets and GUM has nothing left to fall from
@@ -135,6 +139,7 @@ def test_convergence_is_recorded_per_iteration_and_falls(table):
         assert all(math.isfinite(e) for e in r.errors)
 
 
+@pytest.mark.slow
 def test_the_paper_lab_finding_weighted_gaussian_beats_equal_laplace_here(table):
     """A comparison that should come out one way: on the planted pair the equal-Laplace split
     is noisier (sections 6.4), over 3 seeds, by a margin."""
@@ -195,6 +200,7 @@ def test_a_comparison_without_a_generator_measures_in_release_mode(table):
     assert seeded.ledgers[0].randomness.startswith("debug")
 
 
+@pytest.mark.slow
 def test_progress_names_the_seed_the_arm_and_the_gum_iteration(table):
     seen: list[LabProgress] = []
     run(table, [whole(GUM), LAPLACE], seeds=2, on_progress=seen.append)

@@ -71,6 +71,7 @@ def test_an_epsilon_bound_above_the_claim_is_a_leak_named_by_its_numbers():
 
 
 @pytest.mark.parametrize("broken", [False, True])
+@pytest.mark.slow
 def test_a_played_game_agrees_with_the_audits_own_decision(broken):
     """Real plays (seeded): the words follow ``violates_claim`` on every step."""
     play = learn_game.play(learn_game.GameInputs(2.0, 1000, broken, 3))

@@ -6,8 +6,10 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from privsyn_core.generation.gum import GumSettings, GumTarget, l1_error, record_major
+from privsyn_core.generation.gum_settings import GumSettings
 from privsyn_core.generation.mcf import mcf_update, min_cost_moves, run_mcf, target_counts
+from privsyn_core.generation.records import record_major
+from privsyn_core.generation.target_scores import GumTarget, l1_error
 from privsyn_core.marginals import cell_index
 
 

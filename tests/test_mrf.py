@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privsyn_core.generation.gum import GumSettings, GumTarget, l1_error, record_major
+from privsyn_core.generation.gum_settings import GumSettings
 from privsyn_core.generation.initial import Link
 from privsyn_core.generation.mrf import (
     MrfSettings,
@@ -19,6 +19,8 @@ from privsyn_core.generation.mrf import (
     _stratified_compiled,
     run_mrf,
 )
+from privsyn_core.generation.records import record_major
+from privsyn_core.generation.target_scores import GumTarget, l1_error
 from privsyn_core.progress import GumProgress
 
 KERNELS = ["reference", "compiled"]
@@ -51,6 +53,7 @@ def _triangle(rng, n, k=4):
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.slow
 def test_the_start_is_the_trees_distribution(kernel):
     """Gibbs steps on the starting field, with no fitting, leave a sample of the tree a sample
     of the tree: its potentials are the tree's. Without them (independent columns' field) the
@@ -70,6 +73,7 @@ def test_the_start_is_the_trees_distribution(kernel):
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.slow
 def test_a_loop_the_tree_cannot_hold_is_fitted(kernel):
     """The pair a - c closes a loop: the tree start misses it, the fitted field matches all
     three pairs to within the sample's own deviations."""
@@ -91,6 +95,7 @@ def test_a_loop_the_tree_cannot_hold_is_fitted(kernel):
     assert not finished and len(stopped) == 1
 
 
+@pytest.mark.slow
 def test_gaps_within_the_noise_are_not_fitted():
     """A target whose gap to the records lies within its noise sigmas leaves its potential
     where it was; with no noise the same gap moves it."""
@@ -121,10 +126,11 @@ def _five_copies_run():
     return synthesize(table, 4.0, 1e-6, domain=dict.fromkeys(table, 4), rng=rng)
 
 
+@pytest.mark.slow
 def test_synthesis_mrf_samples_a_fitted_model_reproducibly():
     """The engine path: same model, same seed, same rows; codes inside the domain; one
     history record per sweep."""
-    from privsyn_core.generation.fitted import SamplingSettings
+    from privsyn_core.generation.fitted_data import SamplingSettings
 
     run = _five_copies_run()
     settings = SamplingSettings(synthesis="mrf")
@@ -143,7 +149,7 @@ def test_synthesis_mrf_samples_a_fitted_model_reproducibly():
 
 def test_an_unknown_synthesis_is_refused_with_the_choices():
     from privsyn_core.errors import InputError
-    from privsyn_core.generation.fitted import SamplingSettings
+    from privsyn_core.generation.fitted_data import SamplingSettings
 
     with pytest.raises(InputError, match="gum, mcf, mrf"):
         SamplingSettings(synthesis="ipf")
@@ -180,6 +186,7 @@ def test_draws_are_stratified_within_each_anchor_group(kernel):
     assert np.abs(np.bincount(draws, minlength=3) - [500, 300, 200]).max() <= 1
 
 
+@pytest.mark.slow
 def test_the_compiled_step_draws_what_the_reference_draws():
     """Given the same uniforms the compiled kernel draws the reference's values, also where a
     record's product of factors underflows and across a split of the records over threads.
@@ -211,7 +218,7 @@ def test_the_compiled_step_draws_what_the_reference_draws():
 def test_closer_takes_per_component_the_table_nearer_the_measurements():
     """GUM's table and the MRF's are weighed component by component; the nearer one is kept
     in place and counted."""
-    from privsyn_core.generation.fitted import _closer
+    from privsyn_core.generation.guard import closer
 
     rng = np.random.default_rng(5)
     records, targets, _, _ = _triangle(rng, 4_000)
@@ -219,20 +226,21 @@ def test_closer_takes_per_component_the_table_nearer_the_measurements():
     for row in range(3):  # the same 1-way marginals, no pair left
         shuffled[row] = rng.permutation(shuffled[row])
     good, bad = (records.copy(), targets), (shuffled.copy(), targets)
-    assert _closer([bad], [good], [None]) == [True] and np.array_equal(bad[0], records)
+    assert closer([bad], [good], [None]) == [True] and np.array_equal(bad[0], records)
     kept, other = (records.copy(), targets), (shuffled.copy(), targets)
-    assert _closer([kept, other], [(shuffled, targets), (records, targets)], [None, None]) == [
+    assert closer([kept, other], [(shuffled, targets), (records, targets)], [None, None]) == [
         False,
         True,
     ]
     assert np.array_equal(kept[0], records) and np.array_equal(other[0], records)
 
 
+@pytest.mark.slow
 def test_gum_plus_mrf_runs_both_and_says_which_table_it_kept():
     """synthesis "gum+mrf": GUM's iterations, then the MRF's sweeps from the same start; the
     stage says how many components took the MRF's table, and where none did the sample is
     GUM's own table."""
-    from privsyn_core.generation.fitted import SamplingSettings
+    from privsyn_core.generation.fitted_data import SamplingSettings
     from privsyn_core.progress import Stage, StageFinished
 
     run = _five_copies_run()
@@ -288,11 +296,12 @@ def test_a_candidate_table_meets_every_one_way_quota_changing_only_the_surplus()
     assert conditioned < 0.08 and l1_error(records, targets[0]) > conditioned + 0.01
 
 
+@pytest.mark.slow
 def test_gum_plus_mrf_fits_no_mrf_where_gums_table_is_within_its_noise_floor():
     """A table within the noise floor has nothing left the MRF would fit (it leaves the gaps
     within a noise sigma): GUM's table is the sample and no sweep is run. A floor of 100
     times the noise is reached at once; with the floor off the MRF runs."""
-    from privsyn_core.generation.fitted import SamplingSettings
+    from privsyn_core.generation.fitted_data import SamplingSettings
     from privsyn_core.progress import Stage, StageFinished
 
     run = _five_copies_run()
@@ -317,7 +326,9 @@ def test_gum_plus_mrf_fits_no_mrf_where_gums_table_is_within_its_noise_floor():
 
 def test_auto_synthesis_is_gum_plus_mrf_on_a_wide_table_and_gum_on_a_narrow_one():
     from privsyn_core.generation.planned import resolve_synthesis
-    from privsyn_core.selection.methods import WIDE_TABLE_ATTRIBUTES
+    from privsyn_core.width_policy import WIDTH_POLICY
+
+    WIDE_TABLE_ATTRIBUTES = WIDTH_POLICY.mrf_from
 
     assert resolve_synthesis("auto", WIDE_TABLE_ATTRIBUTES) == "gum+mrf"
     assert resolve_synthesis("auto", WIDE_TABLE_ATTRIBUTES - 1) == "gum"
@@ -328,6 +339,7 @@ def test_auto_synthesis_is_gum_plus_mrf_on_a_wide_table_and_gum_on_a_narrow_one(
 
 
 @pytest.mark.parametrize(("columns", "runs_both"), [(30, True), (29, False)])
+@pytest.mark.slow
 def test_the_default_runs_both_on_a_wide_table_only(columns, runs_both):
     from privsyn_core import synthesize
     from privsyn_core.progress import Stage, StageFinished

@@ -23,6 +23,7 @@ def test_discrete_gaussian_matches_theory(secure, sigma):
     assert tail < 2 * norm.sf(2) * 1.25 + 0.01  # sub-Gaussian tails
 
 
+@pytest.mark.slow
 def test_real_valued_noise_has_the_calibrated_scale(secure):
     draws = secure.add(np.full(20_000, 0.5), 10.0, integer=False)
     assert draws.std() == pytest.approx(10.0, rel=0.05)
@@ -76,6 +77,7 @@ def test_laplace_noise_has_the_requested_scale_and_laplace_tails(secure, mode, s
 
 
 @pytest.mark.parametrize("mode", ["secure", "seeded"])
+@pytest.mark.slow
 def test_the_exponential_mechanism_picks_in_proportion_to_exp_score_over_scale(secure, mode):
     source = secure if mode == "secure" else SeededNoise(np.random.default_rng(4))
     scores = np.array([0.0, 1.0, 2.0])

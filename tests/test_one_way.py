@@ -124,6 +124,7 @@ def test_the_low_group_total_combines_its_sum_with_the_row_count_minus_the_rest(
     assert both.variance == pytest.approx(1 / 0.75)
 
 
+@pytest.mark.slow
 def test_a_long_tail_is_kept_far_more_often_and_estimated_with_less_noise():
     """The adult-coded case: one common value, a long tail of rare ones worth 400 rows in all.
     The members' summed noise (90 terms) hides the tail; the row count of other attributes

@@ -41,6 +41,8 @@ ROW_READERS = (
     "privsyn_core.data.io",
     "privsyn_core.data.table",
     "privsyn_core.data.columns",
+    "privsyn_core.data.column_domains",
+    "privsyn_core.data.released_values",
     "privsyn_core.data.sources",
     *COUNTER_MODULES,
     "privsyn_core.pipeline",
@@ -169,74 +171,3 @@ def test_the_fitted_model_and_its_bundle_are_post_processing():
     assert "privsyn_core.generation.fitted" in _reachable("privsyn_core.release.bundle")
     # the estimator that fits is outside the boundary: it measures
     assert "privsyn_core.measuring.counters.counting" in _reachable("privsyn_core.model")
-
-
-def _module_level_imports(module: str) -> frozenset[str]:
-    """What ``module`` imports when it is imported (not inside functions, not for types)."""
-    tree = ast.parse(MODULES[module].read_text())
-    found = _runtime_imports(tree, in_functions=False)
-    return frozenset(name for name in found if name in MODULES and name != module)
-
-
-#: imports deferred into a method on purpose, so a type offers its way in and out of a file
-#: (``FittedModel.save``/``load``, ``sample_spark``) without its module importing the
-#: format; the other way round is the real dependency. Nothing else may close a circle.
-DEFERRED_ON_PURPOSE = {
-    ("privsyn_core.generation.fitted", "privsyn_core.release.bundle"),
-    ("privsyn_core.generation.fitted", "privsyn_core.generation.spark_blocks"),
-}
-
-
-def _circles(edges: dict[str, frozenset[str]]) -> list[list[str]]:
-    """Every strongly connected group of more than one module (Tarjan's algorithm)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    groups: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for target in edges.get(node, ()):
-            if target not in index:
-                visit(target)
-                low[node] = min(low[node], low[target])
-            elif target in on_stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            group = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                group.append(member)
-                if member == node:
-                    break
-            if len(group) > 1:
-                groups.append(sorted(group))
-
-    for module in sorted(edges):
-        if module not in index:
-            visit(module)
-    return groups
-
-
-def test_no_module_is_imported_at_import_time_by_what_it_imports():
-    edges = {m: _module_level_imports(m) for m in MODULES}
-    assert _circles(edges) == []
-
-
-def test_no_import_circle_even_through_imports_inside_functions():
-    edges = {
-        m: frozenset(t for t in _imports(m) if (m, t) not in DEFERRED_ON_PURPOSE) for m in MODULES
-    }
-    assert _circles(edges) == []
-    # the allowance is used: each deferred import still exists
-    for module, target in DEFERRED_ON_PURPOSE:
-        assert target in _imports(module), (module, target)
-
-
-def test_the_circle_check_sees_a_circle():
-    edges = {"a": frozenset({"b"}), "b": frozenset({"c"}), "c": frozenset({"a"}), "d": frozenset()}
-    assert _circles(edges) == [["a", "b", "c"]]

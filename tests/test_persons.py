@@ -67,6 +67,7 @@ def test_kept_rows_keeps_at_most_k_of_each_person_and_all_of_the_small_ones():
     assert np.all(np.diff(keep) > 0)  # in the table's order
 
 
+@pytest.mark.slow
 def test_kept_rows_chooses_at_random_among_a_persons_rows():
     people = pd.Series([0] * 10)
     seen = np.zeros(10)
@@ -82,6 +83,7 @@ def test_rows_without_a_person_are_one_person():
     assert len(keep) == 4  # two of the four missing ones, both of person 1
 
 
+@pytest.mark.slow
 def test_duckdb_keeps_at_most_k_rows_per_person_in_sql_without_the_person_column(tmp_path):
     table = people_table()
     table.loc[:4, "pid"] = None
@@ -97,6 +99,7 @@ def test_duckdb_keeps_at_most_k_rows_per_person_in_sql_without_the_person_column
     assert out.class_counts("sex").sum() == expected == out.class_counts("city").sum()
 
 
+@pytest.mark.slow
 def test_spark_keeps_at_most_k_rows_per_person_in_sql(spark):
     table = people_table(persons=40)
     raw = spark_table(spark.createDataFrame(table), spark=spark)
@@ -117,6 +120,7 @@ def coded_people(persons: int = 120) -> pd.DataFrame:
 CODED_SIZES = {"sex": 2, "city": 4, "grade": 3}
 
 
+@pytest.mark.slow
 def test_a_precoded_file_on_duckdb_counts_only_the_rows_each_person_keeps(tmp_path):
     """The pre-coded path on DuckDB reads the bounded table, not the file: its counts hold
     at most K rows of each person, and a run prices every step for K rows."""
@@ -142,6 +146,7 @@ def test_a_precoded_file_on_duckdb_counts_only_the_rows_each_person_keeps(tmp_pa
     assert {e.sensitivity for e in run.ledger.entries if e.step != "indif"} == {2.0}
 
 
+@pytest.mark.slow
 def test_a_precoded_frame_on_spark_counts_only_the_rows_each_person_keeps(spark):
     table = coded_people(persons=40)
     raw = spark_table(spark.createDataFrame(table), spark=spark)
@@ -277,6 +282,7 @@ def raw_people(persons: int, wide: bool, seed: int = 0) -> pd.DataFrame:
 
 @settings(max_examples=6, deadline=None, derandomize=True, database=None)
 @given(k=st.integers(1, 4), wide=st.booleans(), selection=st.sampled_from(["auto", "privbayes"]))
+@pytest.mark.slow
 def test_every_noise_drawn_is_the_ledgers_and_k_times_the_per_row_one(k, wide, selection):
     """Every step of a raw-table run, the structure, range, category and id estimates
     included, and tree-first's pooled pairs on a wide table: each noise the run draws is one
@@ -284,7 +290,7 @@ def test_every_noise_drawn_is_the_ledgers_and_k_times_the_per_row_one(k, wide, s
     rho is what that noise buys. A step calibrated per row under a person-level unit would
     draw noise its ledger does not hold, or record a price its noise contradicts."""
     from privsyn_core.config import PrivSynConfig
-    from privsyn_core.generation.gum import GumSettings
+    from privsyn_core.generation.gum_settings import GumSettings
     from privsyn_core.privacy.ledger import per_row_sensitivity
 
     drawn: list[tuple[str, float]] = []
@@ -454,6 +460,7 @@ def test_planner_shows_k_times_the_noise(capsys):
     assert "at most 5 rows: every sigma is 5 times" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_audit_with_person_level_neighbours_stays_within_the_claim():
     from privsyn_core.privacy.audit import audit_engine
 
@@ -475,10 +482,11 @@ def test_audit_with_person_level_neighbours_stays_within_the_claim():
     assert one_way.mu_of_neighbours == pytest.approx(one_way.mu_claimed)  # the worst case
 
 
+@pytest.mark.slow
 def test_audit_catches_row_level_noise_under_person_level_neighbours():
     """The noise of one row against a person of 4 rows: the audit must see the leak."""
     from privsyn_core.privacy.audit import AUDIT_DOMAIN, Neighbours, audit_one_way
-    from privsyn_core.privacy.ledger import rho_from_epsilon_delta
+    from privsyn_core.privacy.conversion import rho_from_epsilon_delta
 
     rng = np.random.default_rng(0)
     records = np.stack([rng.integers(0, s, size=200) for s in AUDIT_DOMAIN.sizes])
@@ -489,6 +497,7 @@ def test_audit_catches_row_level_noise_under_person_level_neighbours():
     assert result.violates_claim
 
 
+@pytest.mark.slow
 def test_a_person_column_naming_few_people_says_why_no_column_is_left():
     """Thousands of rows but four 'people' (a column that is not a person id): K rows each
     leave too few rows for any category, and the refusal names that cause, not only the

@@ -23,7 +23,8 @@ from privsyn_core import (
 from privsyn_core.evaluation import fidelity_report
 from privsyn_core.generation.synthesis import generate
 from privsyn_core.pipeline import measure
-from privsyn_core.privacy.ledger import FailedAfterSpending, epsilon_from_rho
+from privsyn_core.privacy.conversion import epsilon_from_rho
+from privsyn_core.privacy.ledger import FailedAfterSpending
 
 FAST = PrivSynConfig(gum=GumSettings(iterations=30, patience=None, noise_floor=None))
 
@@ -75,6 +76,7 @@ def test_identical_seed_gives_identical_output_and_artifacts():
 
 
 @pytest.mark.parametrize("epsilon", [0.05, 1.0, 10.0])
+@pytest.mark.slow
 def test_ledger_spends_exactly_the_budget(epsilon, adult):
     table, domain = adult
     result = run(table.iloc[:5000], epsilon=epsilon, domain=domain)
@@ -164,6 +166,7 @@ def test_callback_false_stops_cleanly_with_the_spent_ledger(stop_at):
     assert ("marginal" in steps) == (stop_at is Stage.GUM)
 
 
+@pytest.mark.slow
 def test_artifacts_are_labelled_and_consistent(adult):
     table, domain = adult
     result = run(table.iloc[:8000], epsilon=1.0, domain=domain)
@@ -188,6 +191,7 @@ def test_artifacts_are_labelled_and_consistent(adult):
     }
 
 
+@pytest.mark.slow
 def test_adult_at_epsilon_one_beats_independent_columns(adult):
     """Statistical regression guard on the real table (the benchmarks report the full numbers)."""
     table, domain = adult
@@ -203,6 +207,7 @@ def test_adult_at_epsilon_one_beats_independent_columns(adult):
     assert report.range_query_error < baseline.range_query_error
 
 
+@pytest.mark.slow
 def test_nltcs_pairs_beat_the_papers_cliques_and_independence(nltcs):
     """16 binary, strongly dependent attributes. The paper's Algorithm 2 merges cliques into
     k-way tables under gamma cells; the default measures the selected pairs and is better
@@ -283,6 +288,7 @@ def pipeline_runs(draw):
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pipeline_runs(), st.integers(0, 2**32 - 1))
+@pytest.mark.slow
 def test_no_configuration_spends_more_than_the_budget(case, seed):
     """Composition over random pipelines: the ledger's rho stays within the budget, its
     (epsilon, delta) guarantee within the request, and no step is charged less than its
@@ -331,6 +337,7 @@ def _row_level(value: object, rows: int, seen: set[int]) -> list[str]:
     return []
 
 
+@pytest.mark.slow
 def test_generation_runs_from_the_measurements_alone():
     """The private boundary: measure() is the only step that reads the table; what it returns
     holds no row of it, and generate() needs nothing else."""
@@ -428,6 +435,7 @@ def test_privbayes_selection_finds_the_planted_pair():
     assert {m.origin for m in measured.marginals} <= {"privbayes", "one_way"}
 
 
+@pytest.mark.slow
 def test_one_measurement_many_generations_share_the_ledger():
     """Post-processing options differ between generate() calls on one Measurements: the
     spend happens once and every table comes from the same noisy marginals."""

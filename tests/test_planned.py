@@ -15,7 +15,9 @@ from privsyn_core.generation.planned import plan_synthesis
 from privsyn_core.model import PrivSyn
 from privsyn_core.pipeline import synthesize
 from privsyn_core.privacy.ledger import FailedAfterSpending
-from privsyn_core.selection.methods import WIDE_TABLE_ATTRIBUTES
+from privsyn_core.width_policy import WIDTH_POLICY
+
+WIDE_TABLE_ATTRIBUTES = WIDTH_POLICY.mrf_from
 
 ROWS = 2_000_000
 

@@ -13,16 +13,12 @@ from privsyn_core.measuring.identifiers import IDENTIFIER_RESERVE
 from privsyn_core.measuring.indif import indif_sigma
 from privsyn_core.measuring.private_domain import FIRST_CATEGORY_SHARE, category_threshold
 from privsyn_core.pipeline import measure
-from privsyn_core.privacy.ledger import (
-    ROW,
-    PrivacyUnit,
-    gaussian_sigma,
-    per_row_sensitivity,
-    rho_from_epsilon_delta,
-)
+from privsyn_core.privacy.conversion import rho_from_epsilon_delta
+from privsyn_core.privacy.ledger import ROW, PrivacyUnit, gaussian_sigma, per_row_sensitivity
 from privsyn_core.privacy.noise import SecureNoise
 from privsyn_core.privacy.planner import CountsOnce, forecast_columns, plan_budget
-from privsyn_core.selection.methods import SELECTION_METHODS, WIDE_TABLE_ATTRIBUTES
+from privsyn_core.selection.methods import SELECTION_METHODS
+from privsyn_core.width_policy import WIDTH_POLICY
 
 
 def test_plan_splits_rho_like_the_pipeline_and_reports_each_sigma():
@@ -125,6 +121,7 @@ def _owner_table(rows: int = 3000) -> pd.DataFrame:
     ).astype(str)
 
 
+@pytest.mark.slow
 def test_forecast_names_the_columns_a_run_would_lose_and_why():
     table = _owner_table()
     schema = Schema.undeclared(list(table.columns))
@@ -163,6 +160,7 @@ def test_forecast_names_the_columns_a_run_would_lose_and_why():
     assert by["town"].status == "kept" and by["town"].cover == 1.0
 
 
+@pytest.mark.slow
 def test_forecast_agrees_with_what_a_run_leaves_out():
     table = _owner_table()
     schema = Schema.undeclared(list(table.columns))
@@ -267,10 +265,10 @@ def test_the_plan_spends_what_the_run_spends_for_every_selection(config):
 
 
 def test_the_plan_spends_what_a_default_run_spends_on_a_wide_table():
-    """Selection "auto" measures a tree first from WIDE_TABLE_ATTRIBUTES attributes on: its
+    """Selection "auto" measures a tree first from WIDTH_POLICY.tree_first_from attributes on: its
     two rounds still spend the plan's rho per step."""
     rng = np.random.default_rng(0)
-    names = [f"c{i}" for i in range(WIDE_TABLE_ATTRIBUTES)]
+    names = [f"c{i}" for i in range(WIDTH_POLICY.tree_first_from)]
     table = pd.DataFrame({c: rng.integers(0, 3, 1000) for c in names})
     config = PrivSynConfig(gum=GumSettings(iterations=1))
     run = synthesize(table, 1.0, 1e-6, domain=dict.fromkeys(names, 3), config=config, rng=rng)
@@ -328,6 +326,7 @@ def run_settings(draw):
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(run_settings(), st.integers(0, 2**16))
+@pytest.mark.slow
 def test_for_any_configuration_the_plan_is_the_runs_own_arithmetic(setting, seed):
     """The plan's rho per step is what the ledger of a run records, for random selections,
     noise, shares, targets and open structure: one budget split, not two (issue 25). Per

@@ -24,7 +24,7 @@ from privsyn_core.measuring.private_domain import (
     private_categories,
     private_range,
 )
-from privsyn_core.privacy.ledger import rho_from_epsilon_delta
+from privsyn_core.privacy.conversion import rho_from_epsilon_delta
 
 
 def expected_threshold(rho: float, delta: float) -> float:
@@ -58,6 +58,7 @@ def release_rates(rho: float, delta: float, draws: int, seeds: int) -> tuple[flo
 
 
 @pytest.mark.parametrize("rho", [0.5, 0.02])
+@pytest.mark.slow
 def test_a_value_held_by_one_record_is_released_with_probability_delta(rho):
     delta = 0.05
     single, double = release_rates(rho, delta, draws=2000, seeds=10)
@@ -149,6 +150,7 @@ def test_integer_range_of_small_counts():
     assert (r.lower, r.upper) == (0.0, 5.0)
 
 
+@pytest.mark.slow
 def test_a_lone_extreme_outlier_never_sets_the_upper_bound():
     bulk = np.random.default_rng(4).normal(50.0, 10.0, 5000)
     values = np.append(bulk, 1e12)
@@ -269,6 +271,7 @@ def test_precision_weighted_evidence_has_the_noise_it_claims():
     assert stacked.std(axis=0) == pytest.approx(np.full(truth.size, 24.0), rel=0.02)
 
 
+@pytest.mark.slow
 def test_a_second_estimate_builds_on_the_first():
     """A sparse column (1,500 values over five doublings) whose first estimate finds nothing
     in 54 seeds of 60: a second estimate at the same rho that adds to the first finds it in
@@ -353,6 +356,7 @@ def test_a_second_category_estimate_sets_its_threshold_for_the_noise_of_both():
     assert "added to a first estimate" in second.measurement.mechanism
 
 
+@pytest.mark.slow
 def test_a_second_category_estimate_releases_a_lone_record_with_probability_delta():
     """The privacy of the second estimate: a value held by one record clears the combined
     threshold with probability delta (over both draws), however the first one fell."""
@@ -406,6 +410,7 @@ def _wide_table(rng: np.random.Generator, rows: int = 6000) -> pd.DataFrame:
     return pd.DataFrame(columns).astype(str).replace("nan", "")
 
 
+@pytest.mark.slow
 def test_a_wide_raw_table_keeps_its_columns_and_its_common_categories():
     """The budget a run gives the domains of a 42-column raw table at epsilon 1 (10% of rho).
     With the old rules (ranges by single cells, rho split equally) the same budget kept at

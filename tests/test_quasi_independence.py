@@ -12,10 +12,10 @@ from privsyn_core.generation.quasi_independence import (
     quasi_pairs_message,
 )
 from privsyn_core.marginals import MarginalTable, NoisyMarginal
-from privsyn_core.selection.methods import WIDE_TABLE_ATTRIBUTES
+from privsyn_core.width_policy import WIDTH_POLICY
 
 ROWS = 200_000
-WIDE = WIDE_TABLE_ATTRIBUTES
+WIDE = WIDTH_POLICY.quasi_independence_from
 
 
 def copy_pair(a: int, b: int, keep: float, rows: int = ROWS) -> np.ndarray:
@@ -119,7 +119,7 @@ def test_what_is_never_replaced() -> None:
     assert replaced == 1 and out[1] is three
     assert out[0].attributes == ("a", "b") and not np.array_equal(out[0].values, pair.values)
     for args in (
-        (made, None, frozenset()),  # the independence rule off
+        (made, None, frozenset()),  # the rule off (no penalty)
         (made, 2.0, frozenset({("a", "b")})),  # drawn as independent already
         ([], 2.0, frozenset()),  # not measured (a combined marginal, say)
     ):
@@ -151,21 +151,64 @@ def test_every_block_gets_the_same_read_only_fit():
         again[0].values[0] = 0.0
 
 
-def test_the_remembered_fits_are_bounded_and_keyed_by_digest(monkeypatch):
-    """A long-running server samples many models: the cache keeps at most FITS_KEPT fits,
-    the oldest dropped first, and its keys are 16-byte digests, not the tables' counts."""
+def test_the_remembered_fits_are_bounded_in_bytes_and_keyed_by_digest(monkeypatch):
+    """A long-running server samples many models: the cache never holds more than its
+    bound in bytes (estimates and entries), the least recently used dropped first, an
+    estimate larger than the bound is not kept, and its keys are 16-byte digests, not the
+    tables' counts."""
     from privsyn_core.generation import quasi_independence as module
 
-    monkeypatch.setattr(module, "FITS_KEPT", 3)
-    monkeypatch.setattr(module, "_fits", module.OrderedDict())
+    entry = module.ENTRY_BYTES + 10 * 10 * 8  # one 10 x 10 estimate of floats
+    bound = 3 * entry + entry // 2  # room for three, not four
+    cache = module.FitCache(bound)
+    monkeypatch.setattr(module, "_fits", cache)
     rng = np.random.default_rng(6)
-    tables = [copy_pair(10, 10, 0.6) + rng.normal(0, 20, (10, 10)) for _ in range(5)]
+    tables = [copy_pair(10, 10, 0.6) + rng.normal(0, 20, (10, 10)) for _ in range(6)]
     for counts in tables:
-        module._remembered_fit(counts, counts, 20.0, 2.0)
-    assert len(module._fits) == 3
-    assert all(len(key[0]) == 16 for key in module._fits)
+        assert module._remembered_fit(counts, counts, 20.0, 2.0) is not None
+        assert cache.bytes <= bound
+    assert len(cache) == 3 and cache.bytes == 3 * entry
+    assert all(len(key[0]) == 16 for key in cache.held())
     first = module._remembered_fit(tables[-1], tables[-1], 20.0, 2.0)
     assert first is module._remembered_fit(tables[-1], tables[-1], 20.0, 2.0)  # cached
+    oldest = module._remembered_fit(tables[0], tables[0], 20.0, 2.0)  # dropped: fitted again
+    assert oldest is not None and cache.bytes <= bound
     # the same consistent table with another measurement is another fit
     other = tables[-1] + 1.0
     assert module._remembered_fit(tables[-1], other, 20.0, 2.0) is not first
+    assert cache.bytes <= bound
+    # an estimate larger than the whole bound is returned but not kept
+    small = module.FitCache(entry - 1)
+    monkeypatch.setattr(module, "_fits", small)
+    assert module._remembered_fit(tables[1], tables[1], 20.0, 2.0) is not None
+    assert len(small) == 0 and small.bytes == 0
+
+
+def test_fits_that_find_nothing_count_towards_the_bound_too():
+    """A fit that found nothing (None) is kept as an entry of its own bytes, so many models
+    without a quasi-independent pair cannot grow the cache without bound."""
+    from privsyn_core.generation.quasi_independence import ENTRY_BYTES, FitCache
+
+    cache = FitCache(10 * ENTRY_BYTES)
+    for k in range(100):
+        cache.put((bytes([k]) * 16, (2, 2, 2, 2), 1.0, 2.0), None)
+        assert cache.bytes <= cache.limit
+    assert len(cache) == 10
+
+
+def test_the_default_bound_is_64_mib():
+    from privsyn_core.generation import quasi_independence as module
+
+    assert module.FITS_BYTES == 64 * 2**20
+    assert module._fits.limit == module.FITS_BYTES
+
+
+def test_the_penalty_is_checked():
+    from privsyn_core.errors import InputError
+    from privsyn_core.generation.quasi_independence import check_penalty
+
+    check_penalty(None)
+    check_penalty(2.0)
+    for bad in (-1.0, float("nan"), float("inf"), True, "2"):
+        with pytest.raises(InputError, match="quasi_independence"):
+            check_penalty(bad)

@@ -9,17 +9,15 @@ import warnings
 import pandas as pd
 import pytest
 
+from privsyn_core.data.opened import OpenedTable
 from privsyn_core.privacy.budget import Budget
-from privsyn_core.privacy.ledger import (
-    BudgetExceededError,
-    Measurement,
-    PrivacyLedger,
-    rho_from_epsilon_delta,
-)
+from privsyn_core.privacy.conversion import rho_from_epsilon_delta
+from privsyn_core.privacy.ledger import BudgetExceededError, Measurement, PrivacyLedger
 from privsyn_core.progress import Stage, StageFinished
 from privsyn_core.release.registry import (
     BudgetWarning,
     Registry,
+    bytes_fingerprint,
     default_path,
     file_fingerprint,
     fingerprint,
@@ -39,10 +37,10 @@ def record(
     config: dict,
     bundle: bytes | None = None,
 ) -> int:
-    """A run as every front end keeps its books: reserve what it spends, record, give back."""
+    """A run as every front end keeps its books: reserve, record, return the rest."""
     reservation = registry.reserve(fingerprint, name, ledger.spent, "test")
     run_id = reservation.spend(ledger, config, bundle)
-    reservation.give_back()
+    reservation.return_unspent()
     return run_id
 
 
@@ -81,6 +79,7 @@ def _record_many(path: str, start: int) -> None:
             record(registry, "fp", "t.csv", spent_ledger(0.001), {"i": start + i})
 
 
+@pytest.mark.slow
 def test_concurrent_writers_lose_nothing(tmp_path):
     path = str(tmp_path / "r.sqlite3")
     Registry(path)
@@ -129,11 +128,28 @@ def test_fingerprint_and_location(tmp_path, monkeypatch):
     assert default_path() == tmp_path / "elsewhere.db"
 
 
+def test_a_file_has_one_fingerprint_by_path_opening_or_upload(tmp_path):
+    """The CLI hashes a path, the server an opened file, the Data page uploaded bytes: the
+    same file must spend from one budget whichever way it arrived."""
+    rows = "\n".join(f"{i},{i * 7 % 13},text {i}" for i in range(150_000))
+    data = f"a,b,c\n{rows}\n".encode()
+    assert len(data) > 2 * (1 << 20)  # read in more than one block by every path
+    path = tmp_path / "table.csv"
+    path.write_bytes(data)
+    with OpenedTable.open(path) as opened, OpenedTable.open(path, proc=False) as copied:
+        by_opening, by_copy = opened.fingerprint(), copied.fingerprint()
+    assert file_fingerprint(path) == by_opening == by_copy == bytes_fingerprint(data)
+    path.write_bytes(data[:-2] + b"4\n")  # one byte changed
+    assert file_fingerprint(path) != by_opening
+    assert file_fingerprint(path) != fingerprint(pd.read_csv(path))  # a file is not its values
+
+
+@pytest.mark.slow
 def test_the_cli_records_runs_and_refuses_past_a_lifetime_budget(tmp_path, capsys):
     from conftest import ROOT
 
     from privsyn_core.cli import main
-    from privsyn_core.privacy.ledger import rho_from_epsilon_delta
+    from privsyn_core.privacy.conversion import rho_from_epsilon_delta
 
     source = ROOT / "tests" / "data" / "penguins.csv"
     argv = ["synthesize", str(source), "--epsilon", "4", "--iterations", "3", "-q"]
@@ -157,6 +173,7 @@ def test_the_cli_records_runs_and_refuses_past_a_lifetime_budget(tmp_path, capsy
     assert '"ledger"' in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_every_dp_run_keeps_its_bundle_and_runs_export_writes_it_again(tmp_path, capsys):
     import hashlib
     import json
@@ -222,19 +239,21 @@ def test_a_run_that_fails_after_spending_is_recorded_with_its_spend(tmp_path, ca
     assert steps == ["structure", "domain", "domain", "identifier"]
 
 
+@pytest.mark.slow
 def test_a_cli_run_interrupted_during_gum_records_what_it_had_spent(tmp_path, capsys, monkeypatch):
     from conftest import ROOT
 
-    from privsyn_core import GumProgress, cli, commands
+    from privsyn_core import GumProgress, cli
+    from privsyn_core.command_terminal import ProgressBar
 
-    shown = commands._ProgressBar.__call__
+    shown = ProgressBar.__call__
 
     def interrupt_in_gum(bar, event):
         shown(bar, event)
         if isinstance(event, GumProgress):  # Ctrl-C once GUM's error has been shown
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(commands._ProgressBar, "__call__", interrupt_in_gum)
+    monkeypatch.setattr(ProgressBar, "__call__", interrupt_in_gum)
     target = tmp_path / "out.csv"
     coded, domain = ROOT / "assets" / "adult-coded.csv", ROOT / "assets" / "adult-coded-domain.json"
     argv = ["synthesize", str(coded), "-o", str(target), "--domain", str(domain), "--epsilon", "1"]
@@ -265,13 +284,13 @@ def test_a_reservation_holds_budget_until_its_spend_is_recorded_and_the_rest_giv
     # moved from held to spent in one transaction: the total did not dip
     assert registry.budget("fp").committed.rho == pytest.approx(0.6)
     assert registry.held("fp")[0].rho == pytest.approx(0.2)
-    reservation.give_back()
+    reservation.return_unspent()
     assert registry.held() == [] and [r.id for r in registry.runs()] == [run_id]
     assert registry.budget("fp").committed.rho == pytest.approx(0.4)
     with pytest.warns(
         BudgetWarning, match=r"spent or reserved rho 1, delta 0 of its lifetime budget \(rho 1,"
     ):
-        registry.reserve("fp", "t.csv", Budget(0.6), "now it fits").give_back()
+        registry.reserve("fp", "t.csv", Budget(0.6), "now it fits").return_unspent()
 
 
 def test_a_reservation_as_a_block_keeps_its_budget_unless_nothing_was_measured(tmp_path):
@@ -342,10 +361,11 @@ def _race_to_reserve(path: str, go, rho: float, released) -> None:
     reservation.spend(spent_ledger(rho), {})
     with released.get_lock():
         released.value += rho  # the table is written only now, after the books
-    reservation.give_back()
+    reservation.return_unspent()
     os._exit(0)
 
 
+@pytest.mark.slow
 def test_processes_racing_for_one_lifetime_budget_never_release_more_than_it(tmp_path):
     context = multiprocessing.get_context("fork")
     rho, lifetime, tries, processes = 0.1, 0.25, 25, 6
@@ -391,6 +411,7 @@ def _penguins_argv(tmp_path, output: str, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_cli_runs_started_together_never_release_more_than_the_lifetime_budget(
     tmp_path, monkeypatch
 ):
@@ -435,8 +456,8 @@ def _killed_at(point: str, argv: list[str]) -> None:
     import contextlib
     import io
 
-    from privsyn_core import commands
     from privsyn_core.cli import main
+    from privsyn_core.command_terminal import ProgressBar
     from privsyn_core.data.streamed import TableFile
     from privsyn_core.release import registry as registry_module
 
@@ -459,8 +480,8 @@ def _killed_at(point: str, argv: list[str]) -> None:
     elif point == "written":  # the synthetic table moved into place
         TableFile.commit = after(TableFile.commit)
     else:
-        commands._ProgressBar.__call__ = after(
-            commands._ProgressBar.__call__,
+        ProgressBar.__call__ = after(
+            ProgressBar.__call__,
             lambda bar, event: isinstance(event, StageFinished) and event.stage.value == point,
         )
     with contextlib.redirect_stderr(io.StringIO()):
@@ -512,7 +533,7 @@ def test_runs_record_their_thresholds_delta_and_the_lifetime_caps_it(tmp_path):
         registry.reserve("fp", "t.csv", Budget(0.1, 4e-10), "a third run")
     assert registry.held("fp") == [] and registry.budget("fp").committed == status.spent
     with pytest.warns(BudgetWarning):
-        registry.reserve("fp", "t.csv", Budget(0.1, 1e-10), "fits exactly").give_back()
+        registry.reserve("fp", "t.csv", Budget(0.1, 1e-10), "fits exactly").return_unspent()
 
 
 def test_a_reservation_holds_delta_until_its_spend_is_recorded(tmp_path):
@@ -524,7 +545,7 @@ def test_a_reservation_holds_delta_until_its_spend_is_recorded(tmp_path):
     (held,) = registry.held("fp")
     assert held.rho == pytest.approx(0.2) and held.delta == pytest.approx(3e-10)
     assert registry.budget("fp").committed.delta == pytest.approx(5e-10)  # no dip
-    reservation.give_back()
+    reservation.return_unspent()
     committed = registry.budget("fp").committed
     assert (committed.rho, committed.delta) == pytest.approx((0.3, 2e-10))
 

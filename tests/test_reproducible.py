@@ -200,6 +200,7 @@ def _pinned() -> dict[str, Digests]:
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
+@pytest.mark.slow
 def test_seeded_run_matches_its_pinned_digests(case, tmp_path):
     pinned = json.loads(PINNED.read_text())
     got = case.run(tmp_path)
@@ -209,6 +210,7 @@ def test_seeded_run_matches_its_pinned_digests(case, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_the_same_seed_twice_in_one_process_gives_the_same_bytes():
     first, second = _synthesized(0), _synthesized(0)
     assert first == second

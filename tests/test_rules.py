@@ -11,8 +11,9 @@ from privsyn_core import PrivSynConfig, synthesize
 from privsyn_core.data.rules import Determines, Never
 from privsyn_core.data.schema import ColumnSchema, Schema
 from privsyn_core.errors import InputError
-from privsyn_core.generation.fitted import FittedModel, SamplingSettings
-from privsyn_core.generation.gum import GumSettings
+from privsyn_core.generation.fitted_data import SamplingSettings
+from privsyn_core.generation.gum_settings import GumSettings
+from privsyn_core.release.bundle import load_model, save_model
 from privsyn_core.release.changes import changes
 
 FAST = PrivSynConfig(gum=GumSettings(iterations=10))
@@ -78,6 +79,7 @@ def test_rules_are_read_written_and_refused_in_one_line():
         Schema.from_json({"columns": excluded, "rules": [{"determines": ["a", "b"]}]})
 
 
+@pytest.mark.slow
 def test_declared_rules_hold_in_every_row_and_the_pair_is_measured():
     real = table()
     result = synthesize(real, 1.0, 1e-7, schema=ruled(real), rng=np.random.default_rng(1))
@@ -90,17 +92,19 @@ def test_declared_rules_hold_in_every_row_and_the_pair_is_measured():
     assert "each level goes with one years: kept in every row" in said
 
 
+@pytest.mark.slow
 def test_the_rules_travel_with_the_release_to_every_sample(tmp_path):
     real = table()
     result = synthesize(real, 1.0, 1e-7, schema=ruled(real), rng=np.random.default_rng(2))
-    result.model.save(tmp_path / "release.zip")
-    model = FittedModel.load(tmp_path / "release.zip")
+    save_model(result.model, tmp_path / "release.zip")
+    model = load_model(tmp_path / "release.zip")
     assert model.rules == result.model.rules
     settings = SamplingSettings(gum=GumSettings(iterations=3), block_rows=2000)
     kept(model.generate(7000, seed=3, settings=settings, workers=2).table)
     kept(model.sample(500, seed=4, where={"role": "child"}))
 
 
+@pytest.mark.slow
 def test_rules_hold_when_the_table_is_counted_on_duckdb(tmp_path):
     real = table(3000)
     path = tmp_path / "t.csv"

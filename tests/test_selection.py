@@ -6,7 +6,10 @@ import pandas as pd
 import pytest
 
 from privsyn_core.selection.greedy import noise_error, select_marginals
-from privsyn_core.selection.methods import WIDE_TABLE_ATTRIBUTES, is_wide, selection_account
+from privsyn_core.selection.methods import selection_account
+from privsyn_core.width_policy import WIDTH_POLICY
+
+WIDE_TABLE_ATTRIBUTES = WIDTH_POLICY.tree_first_from
 
 
 def frame(matrix, names):
@@ -158,7 +161,7 @@ def test_with_the_default_margin_a_noisy_wide_table_selects_few_independent_pair
     table's sampling noise), the default margin 0 to 2, and both always take the dependent
     pair."""
     from privsyn_core import PrivSynConfig
-    from privsyn_core.generation.gum import GumSettings
+    from privsyn_core.generation.gum_settings import GumSettings
     from privsyn_core.pipeline import measure
 
     rng = np.random.default_rng(0)
@@ -264,7 +267,7 @@ def test_tree_first_measures_the_chain_once_and_the_siblings_the_tree_cannot_exp
 
     rng = np.random.default_rng(3)
     table = _chain_and_factor(50_000, rng)
-    config = PrivSynConfig(selection="treefirst", indif_margin=1.0)
+    config = PrivSynConfig(selection="treefirst")
     run = synthesize(table, 4.0, 1e-9, domain=dict.fromkeys(table, 6), config=config, rng=rng)
     pairs = {frozenset(m.attributes): m for m in run.marginals if len(m.attributes) == 2}
     links = [frozenset(p) for p in ("ab", "bc", "cd")]
@@ -295,19 +298,18 @@ def _wide_chain(columns, rows, rng):
 @pytest.mark.parametrize(
     ("columns", "same_as"),
     [
-        (WIDE_TABLE_ATTRIBUTES, {"selection": "treefirst", "indif_margin": 1.0}),
+        (WIDE_TABLE_ATTRIBUTES, {"selection": "treefirst"}),
         (WIDE_TABLE_ATTRIBUTES - 1, {"selection": "densemarg"}),
     ],
-    ids=["wide: tree first, margin 1", "narrow: DenseMarg"],
+    ids=["wide: tree first", "narrow: DenseMarg"],
 )
-def test_the_default_selection_is_tree_first_with_margin_1_from_the_wide_table_width(
-    columns, same_as
-):
-    """Selection "auto" is, run for run (same seed, same table, same spend), tree-first with
-    its own margin 1 on a table of WIDE_TABLE_ATTRIBUTES attributes and DenseMarg with the
-    config's margin on one attribute fewer."""
+@pytest.mark.slow
+def test_auto_selection_is_the_named_method_its_width_stands_for(columns, same_as):
+    """Selection "auto" is, run for run (same seed, same table, same spend), selection
+    "treefirst" with its default settings on a table of ``tree_first_from`` attributes, and
+    "densemarg" on one attribute fewer: they agree by construction, with no setting forced."""
     from privsyn_core import PrivSynConfig, synthesize
-    from privsyn_core.generation.gum import GumSettings
+    from privsyn_core.generation.gum_settings import GumSettings
 
     table = _wide_chain(columns, 2000, np.random.default_rng(0))
     domain = dict.fromkeys(table, 3)
@@ -326,7 +328,8 @@ def test_the_default_selection_is_tree_first_with_margin_1_from_the_wide_table_w
 
 
 def test_the_line_on_which_selection_ran_says_why():
-    assert is_wide(WIDE_TABLE_ATTRIBUTES) and not is_wide(WIDE_TABLE_ATTRIBUTES - 1)
+    assert WIDTH_POLICY.selection(WIDE_TABLE_ATTRIBUTES) == "treefirst"
+    assert WIDTH_POLICY.selection(WIDE_TABLE_ATTRIBUTES - 1) == "densemarg"
     assert selection_account("auto", 55) == (
         "wide table (55 attributes >= 30): a tree first, then the pairs it does not explain"
     )
@@ -336,3 +339,14 @@ def test_the_line_on_which_selection_ran_says_why():
     )
     assert selection_account("densemarg", 55) == "DenseMarg (Algorithm 1)"
     assert selection_account("treefirst", 5).startswith("a tree first")
+
+
+def test_auto_and_treefirst_build_the_same_tree_first():
+    from privsyn_core import PrivSynConfig
+
+    auto = PrivSynConfig().selection_method()
+    named = PrivSynConfig(selection="treefirst").selection_method()
+    assert auto.resolve(WIDE_TABLE_ATTRIBUTES) == named
+    assert named.margin == WIDTH_POLICY.tree_first_margin
+    wider = PrivSynConfig(selection="treefirst", tree_first_margin=2.0)
+    assert wider.selection_method().margin == 2

@@ -32,9 +32,12 @@ from dashboard import worker
 from privsyn_core import synthesize
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.io import read_table
-from privsyn_core.generation.gum import GumSettings
-from privsyn_core.privacy.ledger import rho_from_epsilon_delta
+from privsyn_core.generation.gum_settings import GumSettings
+from privsyn_core.privacy.conversion import rho_from_epsilon_delta
 from privsyn_core.release.registry import Registry, default_path, fingerprint
+
+# slow as a whole: a hundred runs in one process: minutes
+pytestmark = pytest.mark.slow
 
 RUNS = 100
 WARM_UP = 10

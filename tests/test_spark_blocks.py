@@ -20,10 +20,11 @@ from test_generate_cli import raw_csv
 from privsyn_core.cli import main
 from privsyn_core.errors import InputError
 from privsyn_core.generation.blocks import BlockSeeds
-from privsyn_core.generation.fitted import FittedModel, SamplingSettings
-from privsyn_core.generation.spark_blocks import _BlockTask, output_schema, spark_rows
+from privsyn_core.generation.fitted import FittedModel
+from privsyn_core.generation.fitted_data import SamplingSettings
+from privsyn_core.generation.spark_blocks import _BlockTask, output_schema, sample_spark, spark_rows
 from privsyn_core.model import PrivSyn
-from privsyn_core.release.bundle import load_model, model_bytes
+from privsyn_core.release.bundle import load_model, model_bytes, save_model
 from privsyn_core.spark_session import spark_session
 
 ADULT = ROOT / "assets" / "adult-coded.csv"
@@ -63,7 +64,7 @@ def as_written(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
 @pytest.mark.parametrize("rows", [1_500, 300])  # four blocks; one block (the run's own rng)
 def test_spark_makes_the_rows_the_local_blocks_make(spark, model, tmp_path, rows):
     folder = tmp_path / "out.parquet"
-    model.sample_spark(rows, spark, seed=7).write.parquet(str(folder))
+    sample_spark(model, rows, spark, seed=7).write.parquet(str(folder))
     local = pd.concat(list(model.sample_blocks(rows, seed=7, workers=1)), ignore_index=True)
     got = read_in_file_order(folder)
     schema = output_schema(model)
@@ -77,7 +78,7 @@ def test_spark_makes_the_conditional_rows_the_local_blocks_make(spark, model, tm
     match are the local conditional sample's, row for row, and all of them match."""
     where = {"city": "north|east", "age": "30..50"}
     folder = tmp_path / "out.parquet"
-    model.sample_spark(rows, spark, seed=3, where=where).write.parquet(str(folder))
+    sample_spark(model, rows, spark, seed=3, where=where).write.parquet(str(folder))
     local = model.sample(rows, seed=3, where=where, workers=1)
     got = read_in_file_order(folder)
     schema = output_schema(model)
@@ -122,14 +123,14 @@ def test_a_model_that_is_not_dp_is_not_sent(spark, tmp_path):
     table = mixed_table(tmp_path, 500)
     fitted = PrivSyn(1.0, 1e-6, raw_domains=True).fit(table, rng=np.random.default_rng(0))
     with pytest.raises(InputError, match="raw"):
-        fitted.sample_spark(100, spark, seed=1)
+        sample_spark(fitted, 100, spark, seed=1)
 
 
 def bundle_of(folder: Path) -> Path:
     table = pd.read_csv(ADULT)
     domain = json.loads(ADULT_DOMAIN.read_text())
     path = folder / "adult.zip"
-    PrivSyn(1.0, 1e-9, domain=domain).fit(table, rng=np.random.default_rng(0)).save(path)
+    save_model(PrivSyn(1.0, 1e-9, domain=domain).fit(table, rng=np.random.default_rng(0)), path)
     return path
 
 

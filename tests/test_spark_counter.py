@@ -109,6 +109,7 @@ def test_values_that_are_not_codes_are_refused_naming_the_column(spark, rows, sc
     assert all(part in str(info.value) for part in named), str(info.value)
 
 
+@pytest.mark.slow
 def test_the_counting_function_runs_where_this_package_cannot_be_imported(tmp_path):
     """Executors need NumPy and PyArrow, not privsyn_core: the function Spark ships is
     unpickled and run in a Python where importing the package fails."""
@@ -210,9 +211,11 @@ def test_a_raw_table_gives_the_same_ledger_and_table_on_spark_as_in_memory(spark
         pd.testing.assert_frame_equal(run.synthetic, expected.synthetic, obj=name)
 
 
+@pytest.mark.slow
 def test_spark_submit_runs_the_command_line_on_its_own_master(tmp_path, capsys):
-    """The README's cluster command: spark-submit launches ``privsyn_core/__main__.py``, which
-    keeps spark-submit's ``--master`` and writes what the in-memory engine writes."""
+    """The cluster command of docs/engines-and-scale.md: spark-submit launches
+    ``privsyn_core/__main__.py``, which keeps spark-submit's ``--master`` and writes what the
+    in-memory engine writes."""
     import os
     import subprocess
     import sys

@@ -16,7 +16,7 @@ from privsyn_core import synthesize
 from privsyn_core.data.codecs import BinnedCodec, CategoryCodec
 from privsyn_core.data.io import file_columns, read_table
 from privsyn_core.data.schema import Schema
-from privsyn_core.data.table import TableError
+from privsyn_core.errors import TableError
 from privsyn_core.measuring.counters import FrameTable
 from privsyn_core.measuring.counters.sql_encoding import duckdb_table, sql_table
 from privsyn_core.measuring.private_domain import _grid_edges
@@ -71,6 +71,7 @@ def test_value_classes_and_value_counts_agree_with_pandas_on_tricky_values(trick
     assert (sql.class_counts("v") > 0).all(), sql.class_counts("v")
 
 
+@pytest.mark.slow
 def test_each_tricky_value_reads_alone_as_in_pandas(tmp_path):
     """One value per file: a disagreement names the value."""
     for i, value in enumerate(TRICKY):
@@ -80,6 +81,7 @@ def test_each_tricky_value_reads_alone_as_in_pandas(tmp_path):
         assert np.array_equal(sql.class_counts("v"), memory.class_counts("v")), repr(value)
 
 
+@pytest.mark.slow
 def test_the_documented_differences_from_pandas_csv_reading(tmp_path):
     """A quoted cell with leading spaces before a missing spelling is missing in SQL, text in
     pandas; a blank line of a one-column file is a missing value in SQL, skipped by pandas.
@@ -107,6 +109,7 @@ def test_the_documented_differences_from_pandas_csv_reading(tmp_path):
         (True, "%Y/%m/%d %H:%M:%S"),
     ],
 )
+@pytest.mark.slow
 def test_numbers_and_dates_fall_in_the_same_cells(tricky, datetime, fmt):
     sql, memory = duckdb_table(tricky), FrameTable(read_table(tricky))
     codec = BinnedCodec(
@@ -167,6 +170,7 @@ RAW_SCHEMA = Schema.from_json(
 
 
 @pytest.mark.parametrize("schema", [None, RAW_SCHEMA], ids=["undeclared", "schema"])
+@pytest.mark.slow
 def test_a_raw_file_gives_the_same_ledger_and_table_on_duckdb(raw, schema):
     results = {
         engine: synthesize(
@@ -185,6 +189,7 @@ def test_a_raw_file_gives_the_same_ledger_and_table_on_duckdb(raw, schema):
     assert any(isinstance(c, BinnedCodec) and c.datetime for c in codecs)
 
 
+@pytest.mark.slow
 def test_exact_counts_of_the_encoded_raw_table_equal_in_memory(raw):
     memory, sql = FrameTable(read_table(raw)), duckdb_table(raw)
     codecs = [
@@ -204,6 +209,7 @@ def test_exact_counts_of_the_encoded_raw_table_equal_in_memory(raw):
         assert np.array_equal(mine.values, expected.values), mine.attributes
 
 
+@pytest.mark.slow
 def test_a_value_a_declared_codec_refuses_is_named(raw):
     sql = duckdb_table(raw)
     with pytest.raises(TableError, match="'city' holds values not among"):
@@ -214,6 +220,7 @@ def test_a_value_a_declared_codec_refuses_is_named(raw):
         sql.numbers(BinnedCodec("when", (0.0, 1.0), datetime=True, missing=True))
 
 
+@pytest.mark.slow
 def test_adult_raw_and_as_parquet_counts_equal_in_memory(tmp_path):
     """The raw Adult CSV, and the same table typed (integers, text) in Parquet."""
     parquet = tmp_path / "adult.parquet"
@@ -238,6 +245,7 @@ def test_typed_floats_in_parquet_count_the_same_decimals_in_sql_and_in_memory(tm
     assert sql.class_counts("x")[:7].tolist() == [1, 1, 1, 1, 1, 1, 4]
 
 
+@pytest.mark.slow
 def test_the_cli_on_duckdb_synthesises_a_raw_file_like_numpy_and_fingerprints_it_alike(
     raw, tmp_path, capsys
 ):
@@ -290,6 +298,7 @@ def test_duckdb_reads_the_file_named_never_what_its_name_matches_as_a_pattern(
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+@pytest.mark.slow
 def test_file_columns_reads_the_header_of_the_file_named(suffix, tmp_path):
     for i, case in enumerate(GLOB_NAMES):
         folder = tmp_path / str(i)

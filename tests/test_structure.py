@@ -14,7 +14,7 @@ import pytest
 
 from privsyn_core import GumSettings, PrivSynConfig, synthesize
 from privsyn_core.data.codecs import BinnedCodec, CategoryCodec
-from privsyn_core.data.columns import schema_from_dtypes
+from privsyn_core.data.column_structure import schema_from_dtypes
 from privsyn_core.data.io import read_table
 from privsyn_core.data.schema import Kind, Provenance
 from privsyn_core.data.values import ValueClass, canonical_text, class_counts
@@ -172,6 +172,7 @@ def test_the_vote_on_decimals_errs_towards_fewer_and_almost_never_more(sigma, ex
     assert sum(v == 2 for v in votes) / 1000 > 0.99
 
 
+@pytest.mark.slow
 def test_the_measurement_adds_noise_of_the_calibrated_scale_to_each_count():
     column = canonical_text(pd.Series(["1", "2.5", "x", None] * 250))
     exact = class_counts(column)
@@ -251,6 +252,7 @@ def through_a_file(table: pd.DataFrame, path: Path) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("flip", list(FLIPS))
+@pytest.mark.slow
 def test_one_record_does_not_change_the_released_structure(flip, tmp_path):
     d = base_table(np.random.default_rng(0))
     d_prime = pd.concat([d, pd.DataFrame([FLIPS[flip]], dtype=object)], ignore_index=True)
@@ -366,6 +368,7 @@ def test_raw_domains_read_the_structure_off_the_data_and_say_so():
 # ---------------------------------------------------------------- the audit
 
 
+@pytest.mark.slow
 def test_the_audit_finds_the_structure_step_within_its_claim_and_catches_half_noise():
     neighbours = structure_neighbours(np.random.default_rng(0))
     rho = 0.05

@@ -106,6 +106,7 @@ def test_a_port_in_use_is_one_line(capsys):
     assert err.count("\n") == 1 and f"port {port} on 127.0.0.1 is in use" in err, err
 
 
+@pytest.mark.slow
 def test_the_browser_opens_once_the_server_answers_and_only_on_a_desktop(monkeypatch):
     import http.server
     import threading
@@ -297,6 +298,7 @@ def installed(tmp_path_factory) -> Iterator[dict]:
     yield {"venv": venv, "site": site, "wheel": wheel, "cwd": empty, "env": env, "times": times}
 
 
+@pytest.mark.slow
 def test_the_wheel_installs_its_own_modules(installed):
     code = (
         "import importlib.util, json, privsyn_core, privsyn_dashboard, privsyn_dashboard.state; "
@@ -347,6 +349,7 @@ def studio(installed) -> Iterator[dict]:
     process.wait(timeout=30)
 
 
+@pytest.mark.slow
 def test_studio_listens_on_loopback_only(studio):
     listening = _listening(studio["process"].pid)
     assert (("127.0.0.1", studio["port"])) in listening, listening
@@ -358,6 +361,7 @@ def test_studio_listens_on_loopback_only(studio):
     assert "Network URL" not in text and "External URL" not in text, text
 
 
+@pytest.mark.slow
 def test_studio_runs_the_sample_and_nothing_leaves_the_machine(studio):
     from playwright.sync_api import sync_playwright
 

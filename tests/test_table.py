@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from privsyn_core.data.table import TableError, decode_table, encode_table
+from privsyn_core.data.table import decode_table, encode_table
 from privsyn_core.domain import Domain
+from privsyn_core.errors import TableError
 
 
 def error_of(table: pd.DataFrame, domain: dict[str, object] | None) -> str:

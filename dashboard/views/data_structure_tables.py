@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from privsyn_core.data.columns import PreparedColumn, needs_structure
+from privsyn_core.data.column_structure import PreparedColumn, needs_structure
 from privsyn_core.data.schema import ColumnSchema, Kind, Provenance, Schema
 
 DECLARED = Provenance.DECLARED.value

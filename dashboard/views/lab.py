@@ -25,12 +25,12 @@ import pandas as pd
 import streamlit as st
 
 from privsyn_core.errors import InputError
-from privsyn_core.generation.gum import STRATEGY_NAMES
+from privsyn_core.generation.gum_settings import STRATEGY_NAMES
 from privsyn_core.generation.independence import DEFAULT_THRESHOLD
 from privsyn_core.lab import MAX_ARMS, MAX_SEEDS, LabArm, plan_lab, run_lab
-from privsyn_core.privacy.ledger import epsilon_from_rho
+from privsyn_core.privacy.conversion import epsilon_from_rho
 from privsyn_core.release.registry import Registry
-from privsyn_core.selection.methods import WIDE_TABLE_ATTRIBUTES
+from privsyn_core.width_policy import WIDTH_POLICY
 
 __package__ = f"{Path(__file__).resolve().parent.parent.name}.views"
 
@@ -102,7 +102,7 @@ CHOICES: dict[str, tuple[str, tuple[Any, ...]]] = {
     "combine": ("merge pairs (Algorithm 2)", ("off", "no_added_noise", "paper")),
     "noise": ("noise allocation", ("weighted_gaussian", "equal_gaussian", "equal_laplace")),
     "consistency": ("consistency", (True, False)),
-    "synthesis": ("synthesis", ("auto", "gum", "mcf", "mrf", "gum+mrf")),
+    "synthesis": ("synthesis", ("auto", "gum", "mcf", "mrf", "gum+mrf", "independent")),
     "independence_threshold": ("pairs within their noise", (DEFAULT_THRESHOLD, None)),
     "strategy": ("GUM update strategy", ("S1", "S2", "S3", "S4", "S5", "S6")),
     "decay_schedule": ("alpha decay", ("step", "exponential", "linear", "sqrt", "none")),
@@ -111,7 +111,7 @@ CHOICES: dict[str, tuple[str, tuple[Any, ...]]] = {
 #: what each option is, in a sentence, with the paper's section (Zhang et al. 2021)
 OPTION_HELP: dict[str, str] = {
     "selection": "Which marginals are measured (sections 4.1-4.2, compared in 6.3). "
-    f"auto (our default): treefirst on a table of {WIDE_TABLE_ATTRIBUTES} or more columns, "
+    f"auto (our default): treefirst on a table of {WIDTH_POLICY.tree_first_from} or more columns, "
     "densemarg on a narrower one. densemarg: the paper's Algorithm 1 picks pairs by their "
     "noisy InDif dependency (and Algorithm 2 may merge them, next choice). treefirst: a tree "
     "of the strongest dependencies measured first, then the pairs it does not explain (beats "
@@ -127,7 +127,7 @@ OPTION_HELP: dict[str, str] = {
     "consistency": "Make the noisy marginals agree with each other where they overlap, and "
     "be non-negative, before synthesis (section 4.3). Post-processing: no privacy cost.",
     "synthesis": "How rows are made to match the marginals (section 5). auto (our "
-    f"default): gum+mrf on a table of {WIDE_TABLE_ATTRIBUTES} or more columns, gum on a "
+    f"default): gum+mrf on a table of {WIDTH_POLICY.mrf_from} or more columns, gum on a "
     "narrower one. gum: Gradually "
     "Update Method, moving records a few at a time. mcf: the min-cost-flow strawman of "
     "section 5.1, one marginal at a time. mrf (not the paper's): a Markov random field "
@@ -135,7 +135,8 @@ OPTION_HELP: dict[str, str] = {
     "by Gibbs sampling); it helps wide tables at large budgets. gum+mrf: both from the "
     "same start, keeping for each group of connected columns the table closer to the "
     "noisy measurements (the MRF is skipped where GUM is already within the noise). "
-    "Post-processing: no privacy cost.",
+    "independent: each column drawn on its own from its noisy 1-way marginal, no pair "
+    "fitted: the baseline every method must beat. Post-processing: no privacy cost.",
     "independence_threshold": "Measured pairs whose marginal shows no more dependence than "
     "its noise would on its own are drawn as independent, from their 1-way margins (not the "
     f"paper's). {DEFAULT_THRESHOLD:g} (our default): where the dependence is at most "

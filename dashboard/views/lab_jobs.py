@@ -228,7 +228,7 @@ class _Books:
         """Give back what the comparison did not spend, once every spend is on the record."""
         if self.problem is None:
             try:
-                self.held.reservation.give_back()
+                self.held.reservation.return_unspent()
             except records.REGISTRY_ERRORS as exc:
                 self.problem = f"The run registry could not be written ({exc})."
 

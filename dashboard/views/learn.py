@@ -10,10 +10,12 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from privsyn_core.generation.gum import GumTarget, update_towards
+from privsyn_core.generation.gum_update import update_towards
+from privsyn_core.generation.target_scores import GumTarget
 from privsyn_core.measuring.indif import indif_pair
 from privsyn_core.privacy.audit import SEPARATION_ERRORS, AuditResult
-from privsyn_core.privacy.ledger import gaussian_sigma, rho_from_epsilon_delta
+from privsyn_core.privacy.conversion import rho_from_epsilon_delta
+from privsyn_core.privacy.ledger import gaussian_sigma
 
 # Streamlit runs a page as a script, without a package: it is named after its folders
 # ("dashboard" in a checkout, "privsyn_dashboard" installed) for the imports below.

@@ -16,7 +16,8 @@ from .. import records, release_downloads, state
 from ..charts import indif_heatmap, selection_summary
 from ..settings import small_number
 from ..state import session
-from .marginals_graph import default_pairs_drawn, graph_page
+from .marginals_graph import graph_page
+from .marginals_graph_pairs import default_pairs_drawn
 
 st.title("Marginals")
 finished = state.finished_or_stop(

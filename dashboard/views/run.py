@@ -28,7 +28,7 @@ import streamlit as st
 from privsyn_core import synthesize
 from privsyn_core.config import PrivSynConfig
 from privsyn_core.errors import InputError
-from privsyn_core.generation.gum import GumSettings
+from privsyn_core.generation.gum_settings import GumSettings
 from privsyn_core.generation.kept import KeptTable
 from privsyn_core.release.registry import fingerprint as registry_fingerprint
 

@@ -17,8 +17,9 @@ in a private folder (mode 0700), pointing at ``/proc/self/fd/N``. Elsewhere (no 
 file is reached from the root one folder at a time without following links (``O_NOFOLLOW``
 with ``dir_fd``), and copied into a private folder: the copy is what is hashed and read.
 
-The fingerprint is :func:`privsyn_core.release.registry.file_fingerprint`'s hash of the same
-bytes, so a file spends from one budget however it is read.
+The fingerprint is :func:`file_bytes_fingerprint` of the bytes read through that opening: the
+one rule the run registry also applies to a file it is given by path or as uploaded bytes, so a
+file spends from one budget however it is read.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import shutil
 import stat
 import tempfile
 import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -125,15 +127,15 @@ class OpenedTable:
         return self.real.name
 
     def fingerprint(self) -> str:
-        """The registry's key for the open file: the hash
-        :func:`~privsyn_core.release.registry.file_fingerprint` gives its bytes, read through
-        this opening (positioned reads, so no reader's offset moves)."""
-        digest = hashlib.sha256(b"file:")
+        """The registry's key for the open file: :func:`file_bytes_fingerprint` of its bytes,
+        read through this opening (positioned reads, so no reader's offset moves)."""
+        return file_bytes_fingerprint(self._blocks())
+
+    def _blocks(self) -> Iterable[bytes]:
         offset = 0
         while block := os.pread(self._fd, _BLOCK, offset):
-            digest.update(block)
+            yield block
             offset += len(block)
-        return digest.hexdigest()
 
     def check_unchanged(self) -> None:
         """Refuse a file written to since it was opened (its size or modification time
@@ -163,6 +165,23 @@ class OpenedTable:
         trace: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def file_bytes_fingerprint(blocks: Iterable[bytes]) -> str:
+    """The run registry's key for a table file (owner-only: it identifies the data): SHA-256
+    of ``file:`` and then the file's bytes, given in ``blocks`` of any size.
+
+    The one rule for a file, whether it is read by path
+    (:func:`~privsyn_core.release.registry.file_fingerprint`), through an opening
+    (:meth:`OpenedTable.fingerprint`) or uploaded
+    (:func:`~privsyn_core.release.registry.bytes_fingerprint`), so the same file spends from
+    one budget however it arrives. The prefix keeps it apart from the hash of a table's
+    values (:func:`~privsyn_core.release.registry.fingerprint`).
+    """
+    digest = hashlib.sha256(b"file:")
+    for block in blocks:
+        digest.update(block)
+    return digest.hexdigest()
 
 
 def _release(fd: int, folder: Path | None) -> None:

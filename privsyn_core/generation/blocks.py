@@ -2,7 +2,7 @@
 
 GUM's cost grows with the rows it updates, and one GUM over all the rows runs on one
 process and holds the whole table. The rows are instead made as blocks of at most
-:attr:`~privsyn_core.generation.fitted.SamplingSettings.block_rows` rows, each block a whole
+:attr:`~privsyn_core.generation.fitted_data.SamplingSettings.block_rows` rows, each block a whole
 draw of its own (GUM, appending, decoding) over the same fitted model. A block is a
 post-processing of the DP measurements like any other sample, so blocks cost nothing and
 may run anywhere, in any order.
@@ -15,7 +15,7 @@ whatever the number of threads, :mod:`privsyn_core.generation.gum_kernel`). A ru
 block draws from the run's generator itself, so tables no larger than a block are made
 exactly as before blocks existed.
 
-The guard (:func:`~privsyn_core.generation.fitted._guard`, GUM's table against independent
+The guard (:func:`~privsyn_core.generation.guard.guard`, GUM's table against independent
 columns) runs in every block, on that block's table: it judges the rows that will be
 written, and judging once would mean either holding all blocks (no streaming) or applying
 one block's verdict to tables it never saw. A block's table is scored from DP outputs only,

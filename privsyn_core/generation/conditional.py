@@ -24,7 +24,8 @@ anything is drawn.
 ``benchmarks/evidence/conditional-2026-11-26.txt``). The ``n`` rows are made as the blocks of
 an unconditioned sample of ``n`` rows would be (:func:`~privsyn_core.generation.blocks.block_sizes`,
 one generator per block): block ``i`` of ``m`` rows draws rounds from the unconditioned
-model exactly as :meth:`FittedModel.generate_blocks` draws them, from its own generator,
+model exactly as :func:`~privsyn_core.generation.sample_blocks.generated_blocks` draws
+them, from its own generator,
 keeps the rows that satisfy the conditions, and stops at ``m``. A block needs nothing but
 the model, the conditions, its size and its generator, so Spark's tasks make the same
 blocks (:mod:`privsyn_core.generation.spark_blocks`: ``privsyn generate --engine spark
@@ -47,8 +48,8 @@ import math
 import re
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from contextlib import closing
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -56,10 +57,16 @@ import pandas as pd
 from privsyn_core.data.codecs import BinnedCodec, CategoryCodec, CodesCodec
 from privsyn_core.data.values import canonical_text, categories_as_text
 from privsyn_core.errors import InputError
+from privsyn_core.generation.blocks import block_seeds, block_sizes
+from privsyn_core.generation.condition import Condition
+from privsyn_core.generation.fitted_data import FittedData, Sample, SamplingSettings
 from privsyn_core.generation.grouping import member_shares
-
-if TYPE_CHECKING:
-    from privsyn_core.generation.fitted import BlockPlan, FittedModel, Sample, SamplingSettings
+from privsyn_core.generation.sample_blocks import (
+    BlockPlan,
+    PlannedBlocks,
+    generated_blocks,
+    numbered,
+)
 
 #: the most rows drawn for one conditional sample: a condition the model makes so rarely
 #: that ``n`` rows need more is refused before any draw (about 100 blocks of 100,000 rows;
@@ -75,45 +82,6 @@ MARGIN = 1.1
 
 _OPERATOR = re.compile(r"(>=|<=|=|>|<)")
 _RANGE_HINT = "a range reads {c}=30..40 (both ends included), {c}=30.., {c}>=30 or {c}<40"
-
-
-@dataclass(frozen=True)
-class Condition:
-    """One column's condition, resolved against a model: the released values it keeps and,
-    per engine code, the share of that code's decoded values that satisfy it.
-
-    Exactly one of ``labels`` (canonical text of the categories kept) and a range
-    (``low``/``high`` numbers, seconds for datetimes, with open ends as ``low_open`` and
-    ``high_open``) is set."""
-
-    column: str
-    #: as the user wrote it, for messages
-    text: str
-    labels: frozenset[str] | None = None
-    low: float = -math.inf
-    high: float = math.inf
-    low_open: bool = False
-    high_open: bool = False
-    #: one weight per engine code of the column, in [0, 1]
-    weights: tuple[float, ...] = ()
-
-    @property
-    def engine_codes(self) -> tuple[int, ...]:
-        """The engine codes a row satisfying the condition can have."""
-        return tuple(k for k, w in enumerate(self.weights) if w > 0)
-
-    def contains(self, numbers: np.ndarray) -> np.ndarray:
-        """Which of ``numbers`` lie in the range (NaN, a missing value, never does)."""
-        above = numbers > self.low if self.low_open else numbers >= self.low
-        below = numbers < self.high if self.high_open else numbers <= self.high
-        return np.asarray(above & below)
-
-    def matches(self, column: pd.Series, decoder: object) -> np.ndarray:
-        """Which decoded values of ``column`` satisfy the condition."""
-        if self.labels is not None:
-            return canonical_text(column).isin(self.labels).to_numpy()
-        assert isinstance(decoder, BinnedCodec)
-        return self.contains(decoder.numbers(column))
 
 
 def parse_where(texts: Iterable[str]) -> list[tuple[str, str]]:
@@ -148,7 +116,7 @@ def split_where(text: str) -> list[str]:
     return pieces
 
 
-def resolve(model: FittedModel, where: Mapping[str, Any] | Sequence[str]) -> tuple[Condition, ...]:
+def resolve(model: FittedData, where: Mapping[str, Any] | Sequence[str]) -> tuple[Condition, ...]:
     """``where`` as one :class:`Condition` per column, checked against the model's released
     domain. ``where`` maps columns to a value (a category, a number, or a range text such as
     ``"30..40"`` or ``">=30"``) or to a list of categories (any of them); or it is a list of
@@ -180,7 +148,7 @@ def resolve(model: FittedModel, where: Mapping[str, Any] | Sequence[str]) -> tup
     return tuple(_weighted(model, condition) for condition in by_column.values())
 
 
-def _weighted(model: FittedModel, condition: Condition) -> Condition:
+def _weighted(model: FittedData, condition: Condition) -> Condition:
     """``condition`` with its weight per engine code; refused when it selects nothing the
     model makes."""
     index = model.modelled.index(condition.column)
@@ -339,7 +307,7 @@ def _overlap(condition: Condition, low: float, high: float) -> float:
     return float(np.clip(inside / (high - low), 0.0, 1.0))
 
 
-def probability(model: FittedModel, conditions: Sequence[Condition]) -> float:
+def probability(model: FittedData, conditions: Sequence[Condition]) -> float:
     """The model's own probability of all ``conditions`` at once, from its consistent
     marginals (DP and public): the largest joint marginals over the conditioned attributes
     first, 1-way marginals for the rest, independent between those factors."""
@@ -373,9 +341,7 @@ def probability(model: FittedModel, conditions: Sequence[Condition]) -> float:
     return result
 
 
-def matching(
-    table: pd.DataFrame, model: FittedModel, conditions: Sequence[Condition]
-) -> np.ndarray:
+def matching(table: pd.DataFrame, model: FittedData, conditions: Sequence[Condition]) -> np.ndarray:
     """Which rows of a decoded ``table`` satisfy every condition."""
     keep = np.ones(len(table), dtype=bool)
     for condition in conditions:
@@ -384,7 +350,7 @@ def matching(
     return keep
 
 
-def check_bound(model: FittedModel, n: int, conditions: Sequence[Condition]) -> float:
+def check_bound(model: FittedData, n: int, conditions: Sequence[Condition]) -> float:
     """The model's probability of ``conditions``; refuses (one line) when ``n`` rows would
     need more than :data:`MAX_DRAWS` draws by that estimate."""
     p = probability(model, conditions)
@@ -404,11 +370,32 @@ def check_bound(model: FittedModel, n: int, conditions: Sequence[Condition]) -> 
     return p
 
 
+def conditioned_blocks(
+    model: FittedData,
+    n: int,
+    where: Mapping[str, Any] | Sequence[str],
+    settings: SamplingSettings,
+    rng: np.random.Generator,
+    workers: int | None,
+) -> PlannedBlocks:
+    """The blocks of ``n`` rows satisfying ``where`` (see
+    :meth:`~privsyn_core.generation.fitted.FittedModel.generate_where`): the conditions
+    resolved and their bound checked now, before any draw; each block then made by
+    rejection (:func:`block_where`) when asked for."""
+    conditions = resolve(model, where)
+    check_bound(model, int(n), conditions)  # before any draw
+    # the blocks of an unconditioned sample of n rows, each made by rejection
+    sizes = block_sizes(int(n), settings.block_rows)
+    plan = BlockPlan(model, sizes, settings, block_seeds(rng, len(sizes)), where=conditions)
+    blocks = (sample for i in range(len(sizes)) for sample in block_where(plan, i, workers))
+    return PlannedBlocks(numbered(model.identifiers, blocks), plan)
+
+
 def block_where(
     plan: BlockPlan, index: int, workers: int | None = 1
 ) -> Generator[Sample, None, None]:
     """Block ``index`` of a conditional ``plan`` (made by
-    :meth:`~privsyn_core.generation.fitted.FittedModel.generate_where`, its ``where``
+    :meth:`~privsyn_core.generation.fitted.FittedData.generate_where`, its ``where``
     resolved and bounded): ``plan.sizes[index]`` rows satisfying ``plan.where``, by
     rejection from the block's own generator, in rounds of blocks made by ``workers``
     processes (the rows do not depend on their number). Its share of :data:`MAX_DRAWS`
@@ -421,7 +408,7 @@ def block_where(
 
 
 def _rejection(
-    model: FittedModel,
+    model: FittedData,
     n: int,
     conditions: Sequence[Condition],
     p: float,
@@ -445,7 +432,8 @@ def _rejection(
         rows = min(max(math.ceil(need / max(rate, 1e-12) * MARGIN), smallest), limit - drawn)
         round_seed, pick_seed = (int(s) for s in rng.integers(2**63, size=2))
         picker = np.random.default_rng(pick_seed)
-        blocks = model.generate_blocks(rows, seed=round_seed, settings=settings, workers=workers)
+        generator = np.random.default_rng(round_seed)
+        blocks = generated_blocks(model, rows, settings, generator, workers, None)
         accepted = 0
         with closing(blocks):
             for block in blocks:

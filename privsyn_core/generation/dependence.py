@@ -18,7 +18,7 @@ taken two standard errors below the estimate: on 5,822 rows at epsilon 4 (carava
 columns) ``s / n`` is 0.19 while the gaps are a few hundredths, and the bare estimate picked a
 table 30% worse than the one it replaced. Where the noise swamps the gaps the term is 0 and
 the measured marginals decide alone. GUM uses it to keep its best table
-(:class:`~privsyn_core.generation.gum.GumSettings`'s ``keep_best``).
+(:class:`~privsyn_core.generation.gum_settings.GumSettings`'s ``keep_best``).
 """
 
 from __future__ import annotations

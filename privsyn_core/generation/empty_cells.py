@@ -50,7 +50,7 @@ from privsyn_core.domain import Domain
 from privsyn_core.marginals import MarginalTable
 
 #: a cell is empty when it is at most this many noise sigmas (the default of
-#: :attr:`~privsyn_core.generation.fitted.SamplingSettings.empty_sigmas`) where independence
+#: :attr:`~privsyn_core.generation.fitted_data.SamplingSettings.empty_sigmas`) where independence
 #: of its attributes expects at least :data:`EXPECTED_SIGMAS`. By ``benchmarks/defaults.py
 #: --study empty`` (adult-coded, raw Adult, NLTCS; epsilon 0.2, 1, 2; 3 seeds; one
 #: measurement per seed for every arm): 2-way L1 within 3% of leaving the rows as drawn in

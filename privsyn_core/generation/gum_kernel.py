@@ -21,7 +21,7 @@ Generator, so a run is reproducible from its seed, and because each draw depends
 position, the result is the same whatever the number of threads or how the work is split.
 
 Parallelism: every kernel works on a range (records ``lo`` to ``hi``, or additions) and
-releases the GIL, and :func:`privsyn_core.generation.gum.compiled_update` runs the ranges on
+releases the GIL, and :func:`privsyn_core.generation.gum_update.compiled_update` runs the ranges on
 GUM's worker threads (:func:`privsyn_core.cores.threads`: the cores this process may use,
 shared out among block workers). Counting is bound by memory traffic (record-major storage puts
 each record on its own cache line and the loop gathers two or three bytes from each), which a

@@ -3,8 +3,8 @@
 GUM's error against the noisy marginals need not fall to the end: it can go down and back up
 (a step size too large for the table, duplications that disturb other marginals). The paper
 returns the last table (Algorithm 3); this engine returns the closest one it saw
-(:attr:`~privsyn_core.generation.gum.GumSettings.keep_best`), judged by
-:func:`~privsyn_core.generation.gum.table_score` against the noisy marginals and the noisy
+(:attr:`~privsyn_core.generation.gum_settings.GumSettings.keep_best`), judged by
+:func:`~privsyn_core.generation.target_scores.table_score` against the noisy marginals and the noisy
 InDif scores. Those are the run's own DP outputs, already released, so choosing among the
 tables is post-processing and costs no privacy budget. A user who watches the curve go back
 up deserves to be told which table came out; this module says so.
@@ -40,7 +40,8 @@ class KeptPart:
 class KeptTable:
     """What a run returned: each part's source and step, and the scores that chose it.
 
-    ``score`` is the returned table's :func:`~privsyn_core.generation.gum.table_score`, the
+    ``score`` is the returned table's
+    :func:`~privsyn_core.generation.target_scores.table_score`, the
     parts weighted by their number of marginals as GUM's ``table_error`` is; None when GUM
     returned its last table without judging (``keep_best`` off, or MCF).
     """

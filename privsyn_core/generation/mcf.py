@@ -35,14 +35,10 @@ from itertools import combinations
 
 import numpy as np
 
-from privsyn_core.generation.gum import (
-    GumIterationRecord,
-    GumSettings,
-    GumTarget,
-    ProgressHook,
-    run_passes,
-)
+from privsyn_core.generation.gum import GumIterationRecord, ProgressHook, run_passes
+from privsyn_core.generation.gum_settings import GumSettings
 from privsyn_core.generation.sampling import quota_counts
+from privsyn_core.generation.target_scores import GumTarget
 from privsyn_core.marginals import cell_index
 
 #: a move: ``amount`` records go from cell ``source`` to cell ``destination``

@@ -21,7 +21,7 @@ It starts from GUM's tree start exactly: the records are the tree's sample
 (:mod:`~privsyn_core.generation.initial`), the potentials the tree's, ``log p_ab / (p_a p_b)``
 on each tree edge and ``log p_a`` on each attribute, the field whose distribution that tree
 is. As GUM's kept table, the table returned is the one closest to the measurements and to
-the unmeasured pairs' noisy InDif (:func:`~privsyn_core.generation.gum.table_score`) among
+the unmeasured pairs' noisy InDif (:func:`~privsyn_core.generation.target_scores.table_score`) among
 the start and every ``judge_every`` sweeps, each candidate given exact 1-way counts first
 (:func:`_with_quotas`). All of it reads the consistent noisy marginals only:
 post-processing, free of privacy cost. The Gibbs step runs compiled where numba is
@@ -44,16 +44,11 @@ import numpy as np
 
 from privsyn_core.cores import threads
 from privsyn_core.generation.dependence import UnmeasuredPairs
-from privsyn_core.generation.gum import (
-    GumIterationRecord,
-    GumTarget,
-    ProgressHook,
-    columns_of,
-    fill_record_major,
-    table_score,
-)
+from privsyn_core.generation.gum import GumIterationRecord, ProgressHook
 from privsyn_core.generation.initial import Tree
+from privsyn_core.generation.records import columns_of, fill_record_major
 from privsyn_core.generation.sampling import quota_counts
+from privsyn_core.generation.target_scores import GumTarget, table_score
 
 #: a Gibbs step draws at most this many record-by-value cells at once (memory, not result)
 _CHUNK_CELLS = 1 << 22
@@ -494,7 +489,8 @@ def _judged(
     records: np.ndarray, field: _Field, pairs: UnmeasuredPairs | None, rng: np.random.Generator
 ) -> tuple[float, np.ndarray]:
     """The chains as a candidate table (their 1-way counts made exact, :func:`_with_quotas`)
-    and its :func:`~privsyn_core.generation.gum.table_score`; the chains go on unchanged."""
+    and its :func:`~privsyn_core.generation.target_scores.table_score`; the chains go on
+    unchanged."""
     codes = _with_quotas(field, rng)
     _write(records, codes)
     return table_score(records, field.targets, pairs), codes

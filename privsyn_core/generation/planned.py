@@ -16,13 +16,13 @@ from dataclasses import dataclass
 
 from privsyn_core.generation.blocks import block_sizes
 from privsyn_core.generation.memory import check_blocks_fit, check_fits
-from privsyn_core.selection.methods import is_wide
+from privsyn_core.width_policy import WIDTH_POLICY
 
 
 def resolve_synthesis(choice: str, n_attributes: int, iterations: int = 1) -> str:
     """The method ``choice`` stands for on a table of ``n_attributes`` modelled attributes
     with GUM's ``iterations``: "auto" is "gum+mrf" on a wide table (as selection "auto"
-    counts it, :func:`~privsyn_core.selection.methods.is_wide`) and "gum" on a narrow one or
+    counts it, :data:`~privsyn_core.width_policy.WIDTH_POLICY`) and "gum" on a narrow one or
     when GUM is asked for no iteration (``--iterations 0``: the initial table, as asked);
     other choices stand.
 
@@ -36,7 +36,7 @@ def resolve_synthesis(choice: str, n_attributes: int, iterations: int = 1) -> st
     epsilon 1 and 2 for 50 times the time (evidence M)."""
     if choice != "auto":
         return choice
-    return "gum+mrf" if is_wide(n_attributes) and iterations > 0 else "gum"
+    return WIDTH_POLICY.synthesis(n_attributes, iterations)
 
 
 @dataclass(frozen=True)

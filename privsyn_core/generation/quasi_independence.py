@@ -19,8 +19,9 @@ noisy counts, Gaussian around the real ones) and ``T`` its consistent counts:
    bound in about one table of ``ab`` cells) and at least half the largest residual, until
    none does.
 2. The fit's squared error is estimated by Mallows' Cp on ``Y``, where the noise is
-   Gaussian: ``||Y - fit||^2 - ab sigma^2 + threshold p sigma^2`` with ``p = a + b - 1 + |S|``
-   parameters and the independence rule's penalty per parameter (``threshold``, 2, Cp's own).
+   Gaussian: ``||Y - fit||^2 - ab sigma^2 + penalty p sigma^2`` with ``p = a + b - 1 + |S|``
+   parameters and ``penalty`` per parameter (:data:`DEFAULT_PENALTY`, 2: Cp's own;
+   :attr:`~privsyn_core.generation.fitted_data.SamplingSettings.quasi_independence`).
 3. ``T``'s squared error is estimated by Pythagoras: consistency projects the measurements
    onto consistent, non-negative tables, a convex set that holds the real counts, so ``T``
    is closer to them than ``Y`` by about ``||Y - T||^2``: ``ab sigma^2 - ||Y - T||^2``.
@@ -39,8 +40,9 @@ The first version (session five) judged the fit on ``T`` and only where every fi
 was 3 sigma clear of zero; that bound kept most copy pairs of the 600,000-row dense table
 as measured at epsilon 0.5 and 1, where MST was closer. Without the bound the generators'
 targets came 2-4 times closer to the real pairs, and steps 2-3 keep the real tables' as
-they were. It runs on wide tables only, as selection and synthesis "auto" count them
-(:func:`quasi_independent_marginals`).
+they were. It runs on wide tables only
+(:meth:`~privsyn_core.width_policy.WidthPolicy.quasi_independence`,
+:func:`quasi_independent_marginals`).
 
 It reads the measurements, their consistent tables and their public noise scales only:
 post-processing, no budget. Everything here is in counts.
@@ -56,8 +58,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from privsyn_core.errors import InputError
 from privsyn_core.marginals import MarginalTable, NoisyMarginal
-from privsyn_core.selection.methods import is_wide
+from privsyn_core.width_policy import WIDTH_POLICY
 
 #: the fit's estimated error must be under the consistent table's by this many standard
 #: deviations of the misfit under noise alone (``sqrt(2 (ab - parameters)) sigma^2``); 1 by
@@ -68,6 +71,21 @@ CONFIDENCE = 1.0
 #: column sums are exact after each sweep), or after ``SWEEPS`` sweeps
 TOLERANCE = 1e-9
 SWEEPS = 200
+#: the penalty per fitted parameter in Mallows' Cp (step 2 of the module docstring): 2 is
+#: Cp's own, and the value the rule ran with when it shared the independence rule's
+#: threshold (whose default is also 2), so seeded samples stay as they were
+DEFAULT_PENALTY = 2.0
+
+
+def check_penalty(penalty: object) -> None:
+    """Refuse a quasi-independence ``penalty`` that is neither None (off) nor a finite
+    number >= 0."""
+    if penalty is None:
+        return
+    if isinstance(penalty, bool) or not isinstance(penalty, int | float):
+        raise InputError(f"quasi_independence must be a number or None, got {penalty!r}")
+    if not (math.isfinite(penalty) and penalty >= 0):
+        raise InputError(f"quasi_independence must be a finite number >= 0, got {penalty}")
 
 
 def quasi_pairs_message(count: int) -> str:
@@ -97,7 +115,7 @@ def quasi_independent_fit(counts: np.ndarray, outside: np.ndarray) -> np.ndarray
 
 
 def quasi_independent(
-    counts: np.ndarray, measured: np.ndarray, sigma: float, threshold: float
+    counts: np.ndarray, measured: np.ndarray, sigma: float, penalty: float
 ) -> np.ndarray | None:
     """The quasi-independent estimate of the consistent 2-way ``counts``, whose measurement
     as made is ``measured`` (noise ``sigma`` per cell), where its estimated error is clearly
@@ -120,7 +138,7 @@ def quasi_independent(
     misfit = float(((measured - np.where(special, measured, fit)) ** 2).sum())
     parameters = a + b - 1 + int(special.sum())
     free = max(cells - parameters, 1)
-    fit_error = misfit - cells * sigma**2 + threshold * parameters * sigma**2
+    fit_error = misfit - cells * sigma**2 + penalty * parameters * sigma**2
     kept_error = cells * sigma**2 - float(((measured - counts) ** 2).sum())
     if fit_error + CONFIDENCE * math.sqrt(2 * free) * sigma**2 >= kept_error:
         return None
@@ -131,19 +149,19 @@ def quasi_independent(
 def quasi_independent_marginals(
     marginals: Sequence[MarginalTable],
     measurements: Sequence[NoisyMarginal],
-    threshold: float | None,
+    penalty: float | None,
     independent: frozenset[tuple[str, ...]],
     n_attributes: int,
 ) -> tuple[tuple[MarginalTable, ...], int]:
     """``marginals`` with every 2-way table that is not ``independent`` and has a
     measurement in ``measurements`` replaced by its :func:`quasi_independent` estimate where
-    it has one, and how many were. ``threshold`` None (the independence rule off) turns this
-    off too, and so does a narrow table (fewer than
-    :data:`~privsyn_core.selection.methods.WIDE_TABLE_ATTRIBUTES` modelled attributes, as
-    selection and synthesis "auto" count them): on adult-coded at epsilon 1 the fit took 1
+    it has one, and how many were. ``penalty`` (Cp's per parameter) None turns this off,
+    and so does a narrow table (fewer than
+    :attr:`~privsyn_core.width_policy.WidthPolicy.quasi_independence_from` modelled
+    attributes): on adult-coded at epsilon 1 the fit took 1
     or 2 of 41 pairs on 7 of 8 seeds, and the SVM error rose on 6 of them (mean 0.1488 to
     0.1506, past issue 12's 0.150) with the 2-way L1 and range the same (evidence Q)."""
-    if threshold is None or not is_wide(n_attributes):
+    if penalty is None or not WIDTH_POLICY.quasi_independence(n_attributes):
         return tuple(marginals), 0
     measured = {m.attributes: m for m in measurements}
     out, replaced = [], 0
@@ -156,7 +174,7 @@ def quasi_independent_marginals(
                 table.values.reshape(table.shape),
                 made.table.values.reshape(made.table.shape),
                 made.sigma,
-                threshold,
+                penalty,
             )
         )
         if estimate is None:
@@ -167,35 +185,94 @@ def quasi_independent_marginals(
     return tuple(out), replaced
 
 
-#: fits kept for later blocks: more than the 2-way marginals of the widest model (caravan
-#: measures about 400), and the keys are digests, so what stays is at most this many fits
-FITS_KEPT = 2048
-_fits: OrderedDict[tuple[bytes, tuple[int, ...], float, float], np.ndarray | None] = OrderedDict()
-_fits_lock = threading.Lock()
+#: the bytes of estimates kept for later blocks: the 2-way fits of the widest model measured
+#: (caravan, about 400 pairs of up to 100 cells of 8 bytes: 0.3 MB) many times over, and
+#: little next to a block (100,000 rows of 100 columns: 10 MB of codes)
+FITS_BYTES = 64 * 2**20
+#: what an entry costs besides its estimate (its key and the dictionary's slot), counted so
+#: that the fits that found nothing (None) are bounded too
+ENTRY_BYTES = 256
+
+_Key = tuple[bytes, tuple[int, ...], float, float]
+
+
+class FitCache:
+    """Estimates by key, the least recently used dropped first, holding at most ``limit``
+    bytes (each entry its estimate's bytes and :data:`ENTRY_BYTES`); an estimate larger
+    than the bound is not kept. Safe to share between threads."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._entries: OrderedDict[_Key, np.ndarray | None] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    @property
+    def bytes(self) -> int:
+        """The bytes the entries count for now (never above ``limit``)."""
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def held(self) -> list[_Key]:
+        """The keys held, least recently used first."""
+        with self._lock:
+            return list(self._entries)
+
+    def get(self, key: _Key) -> tuple[bool, np.ndarray | None]:
+        """Whether ``key`` is kept, and its estimate (marked most recently used)."""
+        with self._lock:
+            if key not in self._entries:
+                return False, None
+            self._entries.move_to_end(key)
+            return True, self._entries[key]
+
+    def put(self, key: _Key, estimate: np.ndarray | None) -> None:
+        size = _size(estimate)
+        if size > self.limit:
+            return
+        with self._lock:
+            if key in self._entries:
+                self._bytes -= _size(self._entries.pop(key))
+            self._entries[key] = estimate
+            self._bytes += size
+            while self._bytes > self.limit:
+                _, dropped = self._entries.popitem(last=False)
+                self._bytes -= _size(dropped)
+
+
+def _size(estimate: np.ndarray | None) -> int:
+    return ENTRY_BYTES + (0 if estimate is None else int(estimate.nbytes))
+
+
+#: the fits of this process, shared by every sample it draws (every session of a dashboard
+#: server): see :func:`_remembered_fit`
+_fits = FitCache(FITS_BYTES)
 
 
 def _remembered_fit(
-    counts: np.ndarray, measured: np.ndarray, sigma: float, threshold: float
+    counts: np.ndarray, measured: np.ndarray, sigma: float, penalty: float
 ) -> np.ndarray | None:
     """:func:`quasi_independent` of ``counts`` and ``measured``, remembered: every block of
     a sample (each a call of ``draw_block``, 2,000 of them for 100 million rows of
     adult-coded) asks for the same tables, and the fits cost about 50 ms a model there.
-    Keyed by a digest of both tables, so the cache of a long-running server holds no table;
-    the estimate is read-only, so no caller can change what the next one gets."""
+
+    What is kept is the estimates, at most :data:`FITS_BYTES` of them in one process,
+    shared by every session of a long-running server: post-processing of a model's released
+    DP measurements, keyed by a digest of the consistent and measured tables (never the
+    tables themselves), so only a caller that holds the same model's tables finds one. An
+    estimate is read-only, so no caller can change what the next one gets."""
     counts = np.ascontiguousarray(counts, dtype=float)
     measured = np.ascontiguousarray(measured, dtype=float)
     digest = hashlib.blake2b(counts.tobytes(), digest_size=16)
     digest.update(measured.tobytes())
-    key = (digest.digest(), counts.shape + measured.shape, float(sigma), float(threshold))
-    with _fits_lock:
-        if key in _fits:
-            _fits.move_to_end(key)
-            return _fits[key]
-    estimate = quasi_independent(counts, measured, sigma, threshold)
+    key = (digest.digest(), counts.shape + measured.shape, float(sigma), float(penalty))
+    found, estimate = _fits.get(key)
+    if found:
+        return estimate
+    estimate = quasi_independent(counts, measured, sigma, penalty)
     if estimate is not None:
         estimate.setflags(write=False)
-    with _fits_lock:
-        _fits[key] = estimate
-        while len(_fits) > FITS_KEPT:
-            _fits.popitem(last=False)
+    _fits.put(key, estimate)
     return estimate

@@ -1,6 +1,6 @@
 """The rules a schema declares (:mod:`privsyn_core.data.rules`), kept by every synthetic row.
 
-Applied to each block's decoded rows (:func:`~privsyn_core.generation.fitted.draw_block`),
+Applied to each block's decoded rows (:func:`~privsyn_core.generation.draw.draw_block`),
 so they hold in every sample of a release, on every engine, with or without conditions:
 
 * **determines** (cause, effect): the effect is rewritten from the cause, by one mapping for
@@ -18,7 +18,7 @@ Post-processing of the release's DP content and of the synthetic rows: it costs 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -26,10 +26,8 @@ import pandas as pd
 from privsyn_core.data.codecs import BinnedCodec, CategoryCodec, CodesCodec
 from privsyn_core.data.rules import Determines, Never, Rule
 from privsyn_core.data.values import canonical_text, categories_as_text
+from privsyn_core.generation.fitted_data import FittedData
 from privsyn_core.generation.grouping import member_shares
-
-if TYPE_CHECKING:
-    from privsyn_core.generation.fitted import FittedModel
 
 
 def rule_pairs(rules: Sequence[Rule]) -> tuple[tuple[str, str], ...]:
@@ -38,7 +36,7 @@ def rule_pairs(rules: Sequence[Rule]) -> tuple[tuple[str, str], ...]:
     return tuple(dict.fromkeys((r.cause, r.effect) for r in rules if isinstance(r, Determines)))
 
 
-def kept_rules(table: pd.DataFrame, model: FittedModel, rng: np.random.Generator) -> int:
+def kept_rules(table: pd.DataFrame, model: FittedData, rng: np.random.Generator) -> int:
     """``table`` (decoded rows of ``model``, changed in place) with every rule of the model
     kept; returns how many values were changed."""
     changed = 0
@@ -50,7 +48,7 @@ def kept_rules(table: pd.DataFrame, model: FittedModel, rng: np.random.Generator
     return changed
 
 
-def effect_of(model: FittedModel, rule: Determines) -> dict[int, int]:
+def effect_of(model: FittedData, rule: Determines) -> dict[int, int]:
     """For each declared code of the cause, the effect's declared code the pair's
     consistent target holds most of (the member of a combined value with the most rows)."""
     cause, effect = model.modelled.index(rule.cause), model.modelled.index(rule.effect)
@@ -73,7 +71,7 @@ def effect_of(model: FittedModel, rule: Determines) -> dict[int, int]:
     }
 
 
-def _determined(table: pd.DataFrame, model: FittedModel, rule: Determines) -> int:
+def _determined(table: pd.DataFrame, model: FittedData, rule: Determines) -> int:
     cause = model.decoders[model.modelled.index(rule.cause)]
     effect = model.decoders[model.modelled.index(rule.effect)]
     codes = _codes(cause, table[rule.cause])

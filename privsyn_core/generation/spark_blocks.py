@@ -4,7 +4,7 @@ The rows are made as independent blocks (:mod:`privsyn_core.generation.blocks`);
 needs the fitted model, its size and its seed, nothing else. So a Spark job over the block
 indices (``spark.range(blocks)``, contiguous ranges per partition) makes them where the
 cores are: each task draws its blocks (GUM, appending, decoding: the local path's own
-:func:`~privsyn_core.generation.fitted.draw_block`) and yields them as Arrow batches
+:func:`~privsyn_core.generation.draw.draw_block`) and yields them as Arrow batches
 (``DataFrame.mapInArrow``), and the DataFrame is written by Spark (Parquet, a folder of part
 files). The driver holds no row.
 
@@ -54,23 +54,50 @@ import pandas as pd
 from privsyn_core.cores import limit_threads
 from privsyn_core.errors import InputError, UsageError
 from privsyn_core.generation.blocks import BlockSeeds, BlockSizes
-from privsyn_core.generation.conditional import Condition, block_where
-from privsyn_core.generation.fitted import (
-    BlockPlan,
-    FittedModel,
-    Sample,
-    SamplingSettings,
-    draw_block,
-)
-from privsyn_core.generation.identifiers import numbered, with_identifiers
+from privsyn_core.generation.condition import Condition
+from privsyn_core.generation.conditional import block_where
+from privsyn_core.generation.draw import draw_block
+from privsyn_core.generation.fitted import FittedModel, Where
+from privsyn_core.generation.fitted_data import FittedData, Sample, SamplingSettings
+from privsyn_core.generation.gum_settings import GumSettings
+from privsyn_core.generation.identifiers import with_identifiers
+from privsyn_core.generation.sample_blocks import BlockPlan, numbered
 from privsyn_core.progress import Stage, StageReporter
+from privsyn_core.release.bundle import load_model, model_bytes
+from privsyn_core.spark_session import spark_session
 
 #: partitions per core of the session: several blocks a task amortise its start, and more
 #: tasks than cores even out blocks whose GUM takes longer
 PARTITIONS_PER_CORE = 4
 
 
-def output_schema(model: FittedModel) -> Any:
+def sample_spark(
+    model: FittedModel,
+    n: int | None = None,
+    spark: Any = None,
+    *,
+    seed: int | None = None,
+    rng: np.random.Generator | None = None,
+    gum: GumSettings | None = None,
+    settings: SamplingSettings | None = None,
+    where: Where | None = None,
+) -> Any:
+    """``model.sample``'s rows as a Spark DataFrame whose tasks make the blocks (see the
+    module docstring): only the model's DP content is sent to the cluster, and the rows are
+    the ones ``model.sample_blocks`` makes for the same seed, block size and conditions
+    (``where``, checked here), in block order. Lazy, as any DataFrame: write it where it
+    should go (``.write.parquet(...)``); each action makes the same rows again. ``spark`` is
+    a SparkSession (default: the running one, or ``local[N]``)."""
+    blocks = (
+        model.generate_where(n, where, seed=seed, rng=rng, gum=gum, settings=settings)
+        if where is not None
+        else model.generate_blocks(n, seed=seed, rng=rng, gum=gum, settings=settings)
+    )
+    blocks.close()  # nothing is drawn here: Spark's tasks make the blocks
+    return spark_rows(blocks.plan, spark).frame
+
+
+def output_schema(model: FittedData) -> Any:
     """The synthetic table's Arrow schema, from the decoders alone (their type depends on
     the codec, never on the values drawn, :func:`privsyn_core.data.codecs._typed`): every
     code of every column decoded once. A column of only missing values is text, as the
@@ -129,9 +156,6 @@ def spark_rows(plan: BlockPlan, spark: Any = None) -> SparkRows:
     """The Spark job that makes ``plan``'s blocks (see the module docstring), not yet run.
     ``spark``: a SparkSession (default: the running one, or ``local[N]``)."""
     from pyspark.sql.pandas.types import from_arrow_schema
-
-    from privsyn_core.release.bundle import model_bytes
-    from privsyn_core.spark_session import spark_session
 
     spark = spark or spark_session()
     context = spark.sparkContext
@@ -205,7 +229,7 @@ class _BlockTask:
                     yield from table.to_batches()
                 self.stats.add(stats)
 
-    def _block(self, model: FittedModel, sizes: BlockSizes, index: int) -> Iterator[Sample]:
+    def _block(self, model: FittedData, sizes: BlockSizes, index: int) -> Iterator[Sample]:
         """Block ``index``'s rows: one draw, or with conditions the draws of the rounds
         that kept its rows."""
         first_row = sizes.start(index)  # fresh ids count on from the rows before
@@ -228,8 +252,6 @@ def _model(key: str, bundle: Any) -> FittedModel:
     Python worker while Spark reuses it."""
     global _cached
     if _cached is None or _cached[0] != key:
-        from privsyn_core.release.bundle import load_model
-
         _cached = (key, load_model(bundle.value))
     return _cached[1]
 

@@ -21,13 +21,8 @@ from privsyn_core.domain import Domain
 from privsyn_core.generation.blocks import check_workers
 from privsyn_core.generation.consistency import ConsistencyReport
 from privsyn_core.generation.dependence import NoisyDependence
-from privsyn_core.generation.fitted import (
-    FittedModel,
-    SamplingSettings,
-    check_rows,
-    fit_model,
-    written,
-)
+from privsyn_core.generation.fitted import FittedModel, fit_model, written
+from privsyn_core.generation.fitted_data import SamplingSettings, check_rows
 from privsyn_core.generation.grouping import ValueGrouping
 from privsyn_core.generation.gum import GumIterationRecord
 from privsyn_core.generation.kept import KeptTable
@@ -35,7 +30,7 @@ from privsyn_core.marginals import NoisyMarginal
 from privsyn_core.privacy.ledger import PrivacyLedger, charged_on_refusal
 from privsyn_core.progress import ProgressCallback, Stage
 from privsyn_core.progress import StageReporter as _Reporter
-from privsyn_core.release.bundle import released_schema
+from privsyn_core.release.model_json import released_schema
 from privsyn_core.selection.greedy import Selection
 from privsyn_core.selection.marginal_graph import AppendPlan, marginal_pairs
 
@@ -43,7 +38,8 @@ if TYPE_CHECKING:
     import networkx as nx
 
     from privsyn_core.data.codecs import CodesCodec
-    from privsyn_core.data.columns import Preparation, PreparedColumn
+    from privsyn_core.data.column_structure import PreparedColumn
+    from privsyn_core.data.columns import Preparation
 
 #: a streamed writer: consumes the synthetic table's blocks, one DataFrame at a time
 BlockWriter = Callable[[Iterator[pd.DataFrame]], object]
@@ -98,7 +94,7 @@ class SynthesisResult:
     #: the fitted model these rows were sampled from: more samples at no privacy cost
     model: FittedModel | None = None
     #: attributes the guard drew as independent columns (see
-    #: :func:`~privsyn_core.generation.fitted.guard_message`)
+    #: :func:`~privsyn_core.generation.guard.guard_message`)
     independent: tuple[str, ...] = ()
     #: the rows went to ``write`` block by block (more than one block, see :func:`generate`)
     #: and ``synthetic`` holds none of them, only the columns
@@ -225,6 +221,7 @@ def _fitted(measurements: Measurements, config: PrivSynConfig, report: _Reporter
             config.separate_and_join,
             config.synthesis,
             independence_threshold=config.independence_threshold,
+            quasi_independence=config.quasi_independence,
             empty_sigmas=config.empty_sigmas,
         ),
         consistent=config.consistency,
@@ -278,7 +275,7 @@ def generate(
     measurements can be generated from many times with different ones (the paper lab).
 
     The rows are made as blocks of ``block_rows`` (default: the model's,
-    :attr:`~privsyn_core.generation.fitted.SamplingSettings.block_rows`) on ``workers``
+    :attr:`~privsyn_core.generation.fitted_data.SamplingSettings.block_rows`) on ``workers``
     processes (default: every core this process may use). With ``write`` they are handed to
     it block by block as they are decoded (memory bounded by the blocks in flight, not the
     rows; the check before GUM is per block) and the result's ``synthetic`` holds them only

@@ -345,13 +345,6 @@ def _block_sums(noisy: np.ndarray, blocks: list[tuple[int, int]]) -> np.ndarray:
     return np.array([cumulative[b] - cumulative[a] for a, b in blocks])
 
 
-def _noisy(
-    histogram: Histogram, edges: np.ndarray, sigma: float, noise: NoiseSource, *, clip: bool
-) -> np.ndarray:
-    """The cell counts over ``edges`` with Gaussian noise (one histogram, sensitivity 1)."""
-    return noise.add(np.asarray(histogram(edges, clip), dtype=float), sigma, integer=True)
-
-
 def _outer_blocks(
     noisy: np.ndarray,
     sigma: float,
@@ -476,19 +469,12 @@ def range_from_histogram(
         mechanism=f"{noise.mechanism(integer=True)}: fixed log grid, then up to 256 cells "
         "or the doublings",
     )
-    doublings = _grid_edges(1)
+    looks = _Looks(histogram, sigma, noise, measurement)
     if prior is not None:
-        looks = [_noisy(histogram, doublings, sigma, noise, clip=True) for _ in range(2)]
-        evidence = prior.combined(NoisyEvidence((looks[0] + looks[1]) / 2, sigma / math.sqrt(2)))
-        return _whole(_doubling_bounds(evidence, measurement), integer)
+        return _whole(_sharpened(looks, prior), integer)
     coarse = _grid_edges()
     centre = (coarse.size - 1) // 2
-    first_look = _noisy(histogram, coarse, sigma, noise, clip=True)
-    zeros: float | None = None
-    if zero_spike and first_look[centre] > 1.0 + sigma * float(upper_quantile(FALSE_CELL_RATE)):
-        zeros = float(first_look[centre])
-        first_look = first_look.copy()
-        first_look[centre] = 0.0
+    first_look, zeros = _first_look(looks, coarse, centre, zero_spike)
     found = _outer_blocks(first_look, sigma, centre)
     # as many fine cells as keep the average cell well above the threshold (from the noisy
     # mass the coarse bounds hold, a DP quantity), so refining tightens the ends instead of
@@ -496,47 +482,106 @@ def range_from_histogram(
     threshold = sigma * float(upper_quantile(FALSE_CELL_RATE / FINE_CELLS))
     cells = 0 if found is None else int(np.clip(found.mass / (4 * threshold), 1, FINE_CELLS))
     if found is None or cells < MIN_REFINE:
-        # the first look's doublings (sums of four cells: noise 2 sigma) and a look at the
-        # doublings themselves (noise sigma), weighted by precision
-        sums = _block_sums(first_look, _blocks(first_look.size, 4, centre, shifted=False))
-        second = _noisy(histogram, doublings, sigma, noise, clip=True)
-        if zeros is not None:
-            second[(doublings.size - 1) // 2] = 0.0
-        evidence = NoisyEvidence(sums, 2 * sigma).combined(NoisyEvidence(second, sigma))
-        return _with_zeros(_whole(_doubling_bounds(evidence, measurement), integer), zeros)
-    if found.last - found.first + 1 > REFINE_SPAN * _STEPS_PER_DOUBLING:
-        # a wide range: a second look at the log grid, averaged with the first
-        second = _noisy(histogram, coarse, sigma, noise, clip=True)
-        if zeros is not None:
-            second[centre] = zeros  # the first look's count: zero is left out of both
-        average = (first_look + second) / 2
-        if zeros is not None:
-            average[centre] = 0.0
-        found = _outer_blocks(average, sigma / math.sqrt(2), centre) or found
-        counts = np.clip(average, 0.0, None)[found.first : found.last + 1]
-        edges = coarse[found.first : found.last + 2]
-        return _with_zeros(
-            _whole(
-                PrivateRange(
-                    float(edges[0]),
-                    float(edges[-1]),
-                    measurement,
-                    tuple(float(e) for e in edges),
-                    tuple(float(c) for c in counts),
-                    log_cells=True,
-                ),
-                integer,
-            ),
-            zeros,
-        )
+        second = _by_doublings(looks, first_look, centre, zeros)
+    elif found.last - found.first + 1 > REFINE_SPAN * _STEPS_PER_DOUBLING:
+        second = _wide(looks, first_look, found, zeros)
+    else:
+        second = _refined(looks, coarse, found, cells, zeros)
+    return _with_zeros(_whole(second, integer), zeros)
+
+
+@dataclass(frozen=True)
+class _Looks:
+    """A range estimate's noisy looks at a column's cell counts: two histograms (sensitivity
+    1), each with noise ``sigma`` for ``rho / 2``."""
+
+    histogram: Histogram
+    sigma: float
+    noise: NoiseSource
+    measurement: Measurement
+
+    def at(self, edges: np.ndarray, *, clip: bool) -> np.ndarray:
+        """The cell counts over ``edges`` with Gaussian noise (one histogram)."""
+        counts = np.asarray(self.histogram(edges, clip), dtype=float)
+        return self.noise.add(counts, self.sigma, integer=True)
+
+
+def _sharpened(looks: _Looks, prior: NoisyEvidence) -> PrivateRange:
+    """A second estimate of a column whose first found nothing: both looks count the
+    doublings, and their average is added to the first estimate's evidence."""
+    doublings = _grid_edges(1)
+    seen = [looks.at(doublings, clip=True) for _ in range(2)]
+    evidence = prior.combined(NoisyEvidence((seen[0] + seen[1]) / 2, looks.sigma / math.sqrt(2)))
+    return _doubling_bounds(evidence, looks.measurement)
+
+
+def _first_look(
+    looks: _Looks, coarse: np.ndarray, centre: int, zero_spike: bool
+) -> tuple[np.ndarray, float | None]:
+    """The first look, at the fixed log grid, with the zero spike taken out of it when its
+    cell clears one test at :data:`FALSE_CELL_RATE` (and that noisy count, else None)."""
+    first_look = looks.at(coarse, clip=True)
+    spike = 1.0 + looks.sigma * float(upper_quantile(FALSE_CELL_RATE))
+    if not (zero_spike and first_look[centre] > spike):
+        return first_look, None
+    zeros = float(first_look[centre])
+    first_look = first_look.copy()
+    first_look[centre] = 0.0
+    return first_look, zeros
+
+
+def _by_doublings(
+    looks: _Looks, first_look: np.ndarray, centre: int, zeros: float | None
+) -> PrivateRange:
+    """Too little cleared mass to refine: the first look's doublings (sums of four cells:
+    noise 2 sigma) and a second look at the doublings themselves (noise sigma), weighted by
+    precision."""
+    doublings = _grid_edges(1)
+    sums = _block_sums(first_look, _blocks(first_look.size, 4, centre, shifted=False))
+    second = looks.at(doublings, clip=True)
+    if zeros is not None:
+        second[(doublings.size - 1) // 2] = 0.0
+    evidence = NoisyEvidence(sums, 2 * looks.sigma).combined(NoisyEvidence(second, looks.sigma))
+    return _doubling_bounds(evidence, looks.measurement)
+
+
+def _wide(looks: _Looks, first: np.ndarray, found: _Found, zeros: float | None) -> PrivateRange:
+    """A range over more than :data:`REFINE_SPAN` doublings: a second look at the log grid,
+    averaged with the ``first``, its cells the histogram."""
+    coarse = _grid_edges()
+    centre = (coarse.size - 1) // 2
+    second = looks.at(coarse, clip=True)
+    if zeros is not None:
+        second[centre] = zeros  # the first look's count: zero is left out of both
+    average = (first + second) / 2
+    if zeros is not None:
+        average[centre] = 0.0
+    found = _outer_blocks(average, looks.sigma / math.sqrt(2), centre) or found
+    counts = np.clip(average, 0.0, None)[found.first : found.last + 1]
+    edges = coarse[found.first : found.last + 2]
+    return PrivateRange(
+        float(edges[0]),
+        float(edges[-1]),
+        looks.measurement,
+        tuple(float(e) for e in edges),
+        tuple(float(c) for c in counts),
+        log_cells=True,
+    )
+
+
+def _refined(
+    looks: _Looks, coarse: np.ndarray, found: _Found, cells: int, zeros: float | None
+) -> PrivateRange:
+    """A narrow range: a second look at ``cells`` equal-width cells inside the coarse bounds,
+    which tightens each bound as far as the first look's evidence for it reaches."""
     lower, upper = float(coarse[found.first]), float(coarse[found.last + 1])
     fine = np.linspace(lower, upper, cells + 1)
-    fine_look = _noisy(histogram, fine, sigma, noise, clip=False)
+    fine_look = looks.at(fine, clip=False)
     if zeros is not None and lower <= 0.0 < upper:
         # the spread straddles zero: its cell holds the spike too, taken out by its count
         at_zero = int(np.searchsorted(fine, 0.0, side="right") - 1)
         fine_look[at_zero] = fine_look[at_zero] - zeros
-    refined = _outer_blocks(fine_look, sigma)
+    refined = _outer_blocks(fine_look, looks.sigma)
     cell_edges: tuple[float, ...] = ()
     cell_counts: tuple[float, ...] = ()
     if refined is not None:
@@ -550,8 +595,7 @@ def range_from_histogram(
         inside = (fine[:-1] >= lower) & (fine[1:] <= upper)
         cell_edges = tuple(float(e) for e in fine[np.flatnonzero(inside)[0] :][: inside.sum() + 1])
         cell_counts = tuple(float(c) for c in refined.noisy[inside])
-    found_range = PrivateRange(lower, upper, measurement, cell_edges, cell_counts)
-    return _with_zeros(_whole(found_range, integer), zeros)
+    return PrivateRange(lower, upper, looks.measurement, cell_edges, cell_counts)
 
 
 def _doubling_bounds(evidence: NoisyEvidence, measurement: Measurement) -> PrivateRange:

@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from privsyn_core.marginals import indif_of_joint
-from privsyn_core.measuring.indif import INDIF_SENSITIVITY
-from privsyn_core.privacy.ledger import Measurement, exponential_scale
+from privsyn_core.privacy.ledger import INDIF_SENSITIVITY, Measurement, exponential_scale
 from privsyn_core.privacy.noise import NoiseSource
 from privsyn_core.selection.privbayes import NetworkNode, candidates
 

@@ -219,8 +219,3 @@ def noisy_structure(
         "(missing, integer, decimals 1-4 and more, date formats, text)",
     )
     return StructureEstimate(name, noisy, decide_structure(noisy, sigma), measurement)
-
-
-def read_structure(column: pd.Series) -> StructureDecision:
-    """The same decision from the exact counts: the raw-domains demo only (NOT private)."""
-    return decide_structure(class_counts(column), 0.0)

@@ -60,7 +60,8 @@ from privsyn_core.measuring.measurement import measure_marginal
 from privsyn_core.measuring.one_way import measure_one_way
 from privsyn_core.measuring.persons import bounded_frame, kept_rows
 from privsyn_core.measuring.structure import noisy_structure
-from privsyn_core.privacy.ledger import PrivacyUnit, epsilon_from_rho, rho_from_epsilon_delta
+from privsyn_core.privacy.conversion import epsilon_from_rho, rho_from_epsilon_delta
+from privsyn_core.privacy.ledger import PrivacyUnit
 from privsyn_core.privacy.noise import NoiseSource, shuffling_rng
 
 #: confidence of every epsilon lower bound

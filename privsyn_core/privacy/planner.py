@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from statistics import NormalDist
 from typing import Any
 
@@ -30,7 +31,8 @@ from privsyn_core.config import PrivSynConfig
 from privsyn_core.data.codecs import BinnedCodec, CategoryCodec, ColumnCodec
 from privsyn_core.data.schema import Schema
 from privsyn_core.data.values import NUMBER_CLASSES
-from privsyn_core.measuring.counters import Counter, Numbers, RawTable
+from privsyn_core.errors import InputError
+from privsyn_core.measuring.counters import Counter, FrameTable, Numbers, RawTable
 from privsyn_core.measuring.identifiers import IDENTIFIER_RESERVE
 from privsyn_core.measuring.indif import indif_sigma
 from privsyn_core.measuring.persons import bounded
@@ -43,6 +45,7 @@ from privsyn_core.measuring.private_domain import (
     combined_sigma,
 )
 from privsyn_core.privacy.budget import Budget
+from privsyn_core.privacy.conversion import rho_from_epsilon_delta
 from privsyn_core.privacy.ledger import (
     IDENTIFIER_SENSITIVITY,
     ROW,
@@ -50,10 +53,8 @@ from privsyn_core.privacy.ledger import (
     Measurement,
     PrivacyUnit,
     laplace_scale,
-    rho_from_epsilon_delta,
 )
 from privsyn_core.privacy.noise import SecureNoise, SeededNoise
-from privsyn_core.selection.methods import selection_method
 
 
 @dataclass(frozen=True)
@@ -171,7 +172,6 @@ def plan_budget(
     (:meth:`PrivacyUnit.sigma`, :func:`category_threshold`).
     """
     config = config or PrivSynConfig()
-    calibrated = replace(noise or SecureNoise(), unit=unit)
     estimates = private_categories + private_ranges + private_undecided
     may_threshold = private_categories + private_undecided
     open_split = config.open_split(
@@ -182,20 +182,10 @@ def plan_budget(
     )
     reserved = open_split.reserved_delta
     rho = rho_from_epsilon_delta(epsilon, delta - reserved, config.conversion)
-    steps: list[StepPlan] = []
     rho_structure, rho_domain = open_split.rho(rho)
+    steps: list[StepPlan] = []
     if private_structure:
-        steps.append(
-            StepPlan(
-                "column kinds",
-                rho_structure,
-                unit.sigma(rho_structure / private_structure),
-                f"{private_structure} columns",
-                "sigma of the counts of numbers (by their decimals), dates and text per "
-                "column; kinds, whole numbers, decimals and date formats are decided from "
-                "their noisy shares",
-            )
-        )
+        steps.append(_structure_step(rho_structure, private_structure, unit))
     # a share of the domain budget is kept for the identifier checks of the columns the
     # estimates point to: none is known before the run, so the plan is a run's without one
     # (the reserve goes to the steps below); a check takes it from them
@@ -203,81 +193,122 @@ def plan_budget(
     domain_split = DomainSplit(rho_domain - rho_checks, private_ranges, may_threshold)
     survival = None
     if may_threshold:
-        # a first estimate without the ranges' reserve, which reaches the categories only
-        # when every range finds its bounds at first: the threshold a category can count on
-        sigma = unit.sigma(domain_split.category_least)
-        delta_each = domain_split.category_first_delta(reserved)
-        survival = CategorySurvival(
-            sigma=sigma,
-            threshold=category_threshold(sigma, delta_each, calibrated),
-            delta_each=delta_each,
-            columns=may_threshold,
-        )
+        calibrated = replace(noise or SecureNoise(), unit=unit)
+        survival = _category_survival(domain_split, may_threshold, reserved, calibrated, unit)
     if estimates:
-        sigma_domain = survival.sigma if survival is not None else None
-        if sigma_domain is None:  # ranges only: a first estimate's histograms (rho / 2 each)
-            sigma_domain = unit.sigma(domain_split.range_first / 2)
-        steps.append(
-            StepPlan(
-                "domains",
-                rho_domain - rho_checks,
-                sigma_domain,
-                f"{estimates} columns",
-                (
-                    "sigma of each category's count in a first estimate (a category weighs "
-                    f"{CATEGORY_WEIGHT:g} ranges); "
-                    if may_threshold
-                    else "sigma of a range's first histograms; "
-                )
-                + f"categories kept when their noisy count clears a threshold (delta "
-                f"{reserved:.2g} reserved), "
-                f"{1 - FIRST_CATEGORY_SHARE:.0%} of their share kept for a second estimate of "
-                "the columns that release none (of all, when each releases some); bounds "
-                "from noisy histograms of powers of two, "
-                f"{1 - FIRST_RANGE_SHARE:.0%} of the ranges' share kept for a second estimate "
-                f"of those that find nothing; {IDENTIFIER_RESERVE:.0%} kept for the identifier "
-                "checks of columns that look like row ids (text releasing no category, whole "
-                "numbers about as many as the rows; sigma "
-                f"{unit.sigma(rho_checks, IDENTIFIER_SENSITIVITY):.3g} for one); what is left "
-                "unspent goes to the steps below",
-            )
-        )
+        steps.append(_domain_step(domain_split, rho_checks, estimates, survival, reserved, unit))
     rest = rho - rho_structure - rho_domain + rho_checks
     split = config.split(rest, n_columns)
-    steps.append(
-        StepPlan(
-            "1-way marginals",
-            split.one_way,
-            unit.sigma(split.one_way / max(1, n_columns)),
-            f"{n_columns} marginals",
-            "values below 3 sigma are combined or dropped",
-        )
-    )
-    pairs = n_columns * (n_columns - 1) // 2
-    method = selection_method(config)
-    if split.selection and method.reads == "indif":
-        steps.append(
-            StepPlan(
-                "InDif scores",
-                split.selection,
-                indif_sigma(n_columns, split.selection, unit),
-                f"{pairs} pair{'' if pairs == 1 else 's'}",
-                f"sensitivity {4 * unit.rows_per_person}; noise variance "
-                f"{8 * unit.rows_per_person**2}m / rho_2",
-            )
-        )
-    elif split.selection:
-        steps.append(
-            StepPlan(
-                "parent sets",
-                split.selection,
-                None,
-                f"{n_columns} attributes",
-                "PrivBayes's exponential mechanism: no additive noise",
-            )
-        )
+    steps.append(_one_way_step(split.one_way, n_columns, unit))
+    if split.selection:
+        steps.append(_selection_step(split.selection, n_columns, config, unit))
     steps.append(_marginals_step(split.marginals, n_columns, config, unit))
     return BudgetPlan(epsilon, delta, rho, tuple(steps), survival, reserved)
+
+
+def _structure_step(rho: float, columns: int, unit: PrivacyUnit) -> StepPlan:
+    """Deciding the open columns' kinds: ``rho`` split evenly over ``columns``."""
+    return StepPlan(
+        "column kinds",
+        rho,
+        unit.sigma(rho / columns),
+        f"{columns} columns",
+        "sigma of the counts of numbers (by their decimals), dates and text per "
+        "column; kinds, whole numbers, decimals and date formats are decided from "
+        "their noisy shares",
+    )
+
+
+def _category_survival(
+    split: DomainSplit,
+    columns: int,
+    reserved: float,
+    noise: SeededNoise | SecureNoise,
+    unit: PrivacyUnit,
+) -> CategorySurvival:
+    """The threshold a category can count on: a first estimate without the ranges' reserve,
+    which reaches the categories only when every range finds its bounds at first."""
+    sigma = unit.sigma(split.category_least)
+    delta_each = split.category_first_delta(reserved)
+    return CategorySurvival(
+        sigma=sigma,
+        threshold=category_threshold(sigma, delta_each, noise),
+        delta_each=delta_each,
+        columns=columns,
+    )
+
+
+def _domain_step(
+    split: DomainSplit,
+    rho_checks: float,
+    estimates: int,
+    survival: CategorySurvival | None,
+    reserved: float,
+    unit: PrivacyUnit,
+) -> StepPlan:
+    """The private domain estimates of ``estimates`` columns: categories kept above a noisy
+    threshold, bounds from noisy histograms, and the identifier checks' reserve."""
+    if survival is not None:
+        sigma = survival.sigma
+        first = (
+            "sigma of each category's count in a first estimate (a category weighs "
+            f"{CATEGORY_WEIGHT:g} ranges); "
+        )
+    else:  # ranges only: a first estimate's histograms (rho / 2 each)
+        sigma = unit.sigma(split.range_first / 2)
+        first = "sigma of a range's first histograms; "
+    return StepPlan(
+        "domains",
+        split.total,
+        sigma,
+        f"{estimates} columns",
+        first + f"categories kept when their noisy count clears a threshold (delta "
+        f"{reserved:.2g} reserved), "
+        f"{1 - FIRST_CATEGORY_SHARE:.0%} of their share kept for a second estimate of "
+        "the columns that release none (of all, when each releases some); bounds "
+        "from noisy histograms of powers of two, "
+        f"{1 - FIRST_RANGE_SHARE:.0%} of the ranges' share kept for a second estimate "
+        f"of those that find nothing; {IDENTIFIER_RESERVE:.0%} kept for the identifier "
+        "checks of columns that look like row ids (text releasing no category, whole "
+        "numbers about as many as the rows; sigma "
+        f"{unit.sigma(rho_checks, IDENTIFIER_SENSITIVITY):.3g} for one); what is left "
+        "unspent goes to the steps below",
+    )
+
+
+def _one_way_step(rho: float, n_columns: int, unit: PrivacyUnit) -> StepPlan:
+    """The 1-way marginals (paper 5.3): ``rho`` split evenly over the columns."""
+    return StepPlan(
+        "1-way marginals",
+        rho,
+        unit.sigma(rho / max(1, n_columns)),
+        f"{n_columns} marginals",
+        "values below 3 sigma are combined or dropped",
+    )
+
+
+def _selection_step(
+    rho: float, n_columns: int, config: PrivSynConfig, unit: PrivacyUnit
+) -> StepPlan:
+    """Choosing the marginals: InDif scores of every pair (paper 4.2), or PrivBayes's
+    exponential mechanism over parent sets."""
+    if config.selection_method().reads == "indif":
+        pairs = n_columns * (n_columns - 1) // 2
+        return StepPlan(
+            "InDif scores",
+            rho,
+            indif_sigma(n_columns, rho, unit),
+            f"{pairs} pair{'' if pairs == 1 else 's'}",
+            f"sensitivity {4 * unit.rows_per_person}; noise variance "
+            f"{8 * unit.rows_per_person**2}m / rho_2",
+        )
+    return StepPlan(
+        "parent sets",
+        rho,
+        None,
+        f"{n_columns} attributes",
+        "PrivBayes's exponential mechanism: no additive noise",
+    )
 
 
 def _marginals_step(
@@ -285,7 +316,7 @@ def _marginals_step(
 ) -> StepPlan:
     """The chosen marginals' step: how many there will be (known before the run unless the
     data chooses them) and each one's noise under ``config.noise``."""
-    count, chosen = selection_method(config).planned(n_columns) or (
+    count, chosen = config.selection_method().planned(n_columns) or (
         max(1, n_columns),
         "chosen by the data",
     )
@@ -465,19 +496,9 @@ def forecast_columns(
     (:class:`CountsOnce`) must have been counted for the same unit.
     """
     from privsyn_core.data.columns import open_parts, prepare_columns
-    from privsyn_core.errors import InputError
-    from privsyn_core.measuring.counters import FrameTable
 
     config = config or PrivSynConfig()
-    if isinstance(table, CountsOnce):
-        if table.unit != unit:
-            raise ValueError(
-                f"the table was counted {table.unit.words}, but the forecast is {unit.words}"
-            )
-        counted = table
-    else:
-        raw = FrameTable(table) if isinstance(table, pd.DataFrame) else table
-        counted = CountsOnce(raw, unit)
+    counted = _counted_once(table, unit)
     parts = open_parts(schema)
     reserved = config.threshold_delta_share * delta if parts.possible_category_estimates else 0.0
     rho = rho_from_epsilon_delta(epsilon, delta - reserved, config.conversion)
@@ -486,55 +507,102 @@ def forecast_columns(
         config.domain_share if parts.domain_estimates else 0.0
     )
     one_way = config.split((1.0 - rho_open) * rho, max(1, len(names))).one_way
-    runs: list[tuple[dict[str, ColumnCodec], dict[str, str]]] = []
-    #: per run, the columns found to be row ids, and the 1-way noise's draw
-    identified: list[set[str]] = []
-    noises: list[ForecastNoise] = []
-    thresholds: list[float] = []
-    #: per column, the category threshold it had to clear in each run
-    column_thresholds: dict[str, list[float]] = {}
-    for seed in range(draws):
-        noise = ForecastNoise(np.random.default_rng(seed), unit=unit)
-        noises.append(ForecastNoise(np.random.default_rng(seed + draws), unit=unit))
-        identified.append(set())
-        try:
-            prepared = prepare_columns(
-                counted,
-                schema,
-                rho_per_structure=config.structure_share * rho / max(1, len(parts.structure)),
-                rho_per_estimate=config.domain_share * rho / max(1, parts.domain_estimates),
-                delta_for_thresholds=reserved,
-                rng=noise,
-                one_way_sigma=unit.sigma(one_way / max(1, len(names))),
-            )
-        except InputError as error:  # every column left out
-            runs.append(({}, dict.fromkeys(names, str(error))))
-            spent = error.ledger.entries if isinstance(error, FailedAfterSpending) else ()
-        else:
-            kept = {c.codec.name: c.codec for c in prepared.columns}
-            runs.append((kept, dict(prepared.excluded)))
-            identified[-1] = {i.name for i in prepared.identifiers}
-            spent = prepared.measurements
-        # each column's last category threshold, as categories_from_counts sets it: a
-        # second estimate's is set for the noise of both
-        estimates: dict[str, list[Measurement]] = {}
-        for m in spent:
-            if m.step == "domain" and m.delta > 0:
-                estimates.setdefault(m.attributes[0], []).append(m)
-        for name, found in estimates.items():
-            sigma = combined_sigma(*(m.sigma for m in found))
-            last = category_threshold(sigma, found[-1].delta, noise)
-            thresholds.append(last)
-            column_thresholds.setdefault(name, []).append(last)
+    one_way_sigma = unit.sigma(one_way / max(1, len(names)))
+    prepare = partial(
+        prepare_columns,
+        counted,
+        schema,
+        rho_per_structure=config.structure_share * rho / max(1, len(parts.structure)),
+        rho_per_estimate=config.domain_share * rho / max(1, parts.domain_estimates),
+        delta_for_thresholds=reserved,
+        one_way_sigma=one_way_sigma,
+    )
+    runs = [_simulate_run(prepare, names, seed, draws, unit) for seed in range(draws)]
+    bar = config.threshold_sigmas * one_way_sigma if config.filter_low_counts else 0.0
+    return _table_forecast(counted, names, runs, one_way_sigma, bar)
+
+
+def _counted_once(table: pd.DataFrame | RawTable | CountsOnce, unit: PrivacyUnit) -> CountsOnce:
+    """``table`` counted for ``unit``, once for every simulated run."""
+    if not isinstance(table, CountsOnce):
+        return CountsOnce(FrameTable(table) if isinstance(table, pd.DataFrame) else table, unit)
+    if table.unit != unit:
+        raise ValueError(
+            f"the table was counted {table.unit.words}, but the forecast is {unit.words}"
+        )
+    return table
+
+
+@dataclass(frozen=True)
+class _SimulatedRun:
+    """What one simulated run's preparation did (owner-only: read off the private table)."""
+
+    #: the columns it kept, with their codecs
+    kept: dict[str, ColumnCodec]
+    #: the columns it left out, and why
+    excluded: dict[str, str]
+    #: the columns it found to be row ids
+    identified: frozenset[str]
+    #: each column's last category threshold, where its categories were estimated
+    thresholds: dict[str, float]
+    #: the draw its 1-way marginals would add (:func:`_numbers_reduced`)
+    one_way_noise: ForecastNoise
+
+
+def _simulate_run(
+    prepare: Callable[..., Any], names: list[str], seed: int, draws: int, unit: PrivacyUnit
+) -> _SimulatedRun:
+    """Run the preparation ``prepare`` once with :class:`ForecastNoise` of ``seed`` (its 1-way
+    marginals' noise from ``seed + draws``); a run that leaves every column out leaves each
+    for the same reason."""
+    noise = ForecastNoise(np.random.default_rng(seed), unit=unit)
+    one_way_noise = ForecastNoise(np.random.default_rng(seed + draws), unit=unit)
+    try:
+        prepared = prepare(rng=noise)
+    except InputError as error:  # every column left out
+        spent = error.ledger.entries if isinstance(error, FailedAfterSpending) else ()
+        excluded = dict.fromkeys(names, str(error))
+        return _SimulatedRun(
+            {}, excluded, frozenset(), _last_thresholds(spent, noise), one_way_noise
+        )
+    return _SimulatedRun(
+        {c.codec.name: c.codec for c in prepared.columns},
+        dict(prepared.excluded),
+        frozenset(i.name for i in prepared.identifiers),
+        _last_thresholds(prepared.measurements, noise),
+        one_way_noise,
+    )
+
+
+def _last_thresholds(spent: Sequence[Measurement], noise: ForecastNoise) -> dict[str, float]:
+    """Each column's last category threshold, as categories_from_counts sets it: a second
+    estimate's is set for the noise of both."""
+    estimates: dict[str, list[Measurement]] = {}
+    for m in spent:
+        if m.step == "domain" and m.delta > 0:
+            estimates.setdefault(m.attributes[0], []).append(m)
+    return {
+        name: category_threshold(combined_sigma(*(m.sigma for m in found)), found[-1].delta, noise)
+        for name, found in estimates.items()
+    }
+
+
+def _table_forecast(
+    table: CountsOnce, names: list[str], simulated: list[_SimulatedRun], sigma: float, bar: float
+) -> TableForecast:
+    """Each column's line from the simulated runs; a column most runs found to be a row id is
+    written as fresh ids, and a numeric one may collapse under the 1-way marginal's noise
+    (``sigma``, filtered below ``bar``)."""
+    runs = [(run.kept, run.excluded) for run in simulated]
+    noises = [run.one_way_noise for run in simulated]
+    thresholds = [t for run in simulated for t in run.thresholds.values()]
     threshold = float(np.median(thresholds)) if thresholds else None
-    own = {name: float(np.median(found)) for name, found in column_thresholds.items()}
-    sigma = unit.sigma(one_way / max(1, len(names)))
-    bar = config.threshold_sigmas * sigma if config.filter_low_counts else 0.0
     forecasts = []
     for name in names:
-        line = _column_forecast(counted, name, runs, own.get(name, threshold))
-        ids = sum(name in found for found in identified)
-        if ids * 2 >= draws:
+        own = [run.thresholds[name] for run in simulated if name in run.thresholds]
+        line = _column_forecast(table, name, runs, float(np.median(own)) if own else threshold)
+        ids = sum(name in run.identified for run in simulated)
+        if ids * 2 >= len(simulated):
             line = replace(
                 line,
                 kind="identifier",
@@ -543,10 +611,10 @@ def forecast_columns(
                 cover=1.0,
             )
         elif line.kind == "numeric" and not line.lost:
-            reduced = _numbers_reduced(counted, name, runs, noises, sigma, bar, line.cover)
+            reduced = _numbers_reduced(table, name, runs, noises, sigma, bar, line.cover)
             line = replace(line, reduced=reduced)
         forecasts.append(line)
-    return TableForecast(tuple(forecasts), draws, threshold)
+    return TableForecast(tuple(forecasts), len(simulated), threshold)
 
 
 def _numbers_reduced(

@@ -26,7 +26,7 @@ import numpy as np
 
 from privsyn_core.data.codecs import BinnedCodec, CategoryCodec
 from privsyn_core.generation.empty_cells import emptied_targets
-from privsyn_core.generation.fitted import FittedModel
+from privsyn_core.generation.fitted_data import FittedData
 from privsyn_core.generation.grouping import declared_shares
 from privsyn_core.generation.independence import noise_pairs
 
@@ -68,7 +68,7 @@ KINDS = {
 
 
 def changes(
-    model: FittedModel,
+    model: FittedData,
     excluded: Sequence[tuple[str, str]] = (),
     dropped_rules: Sequence[tuple[str, str]] = (),
 ) -> tuple[Change, ...]:
@@ -218,7 +218,7 @@ def _categories(codec: CategoryCodec, shares: np.ndarray) -> list[Change]:
     ]
 
 
-def _combinations(model: FittedModel) -> list[Change]:
+def _combinations(model: FittedData) -> list[Change]:
     """The measured marginals with cells targeted as empty (and kept empty in the rows)."""
     sigmas = model.defaults.empty_sigmas
     if sigmas is None:
@@ -243,7 +243,7 @@ def _combinations(model: FittedModel) -> list[Change]:
     return out
 
 
-def released_exclusions(model: FittedModel) -> list[tuple[str, str]]:
+def released_exclusions(model: FittedData) -> list[tuple[str, str]]:
     """The columns a release left out, from its released schema (names only: the reason
     may quote counts read off the data, so a bundle does not carry it)."""
     return [

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from privsyn_core.data.codecs import BinnedCodec
-from privsyn_core.generation.fitted import ColumnDecoder, FittedModel
+from privsyn_core.generation.fitted_data import ColumnDecoder, FittedData
 from privsyn_core.generation.grouping import ValueGrouping
 from privsyn_core.marginals import MarginalTable
 from privsyn_core.privacy.ledger import guarantee
@@ -114,7 +114,7 @@ def _frame(
     return pd.DataFrame(columns)
 
 
-def released_marginals(model: FittedModel) -> list[ReleasedMarginal]:
+def released_marginals(model: FittedData) -> list[ReleasedMarginal]:
     """The model's noisy marginals, then the same after consistency, as tables."""
     engine = list(model.engine.attributes)
     d = len(engine)
@@ -144,7 +144,7 @@ def released_marginals(model: FittedModel) -> list[ReleasedMarginal]:
     return out
 
 
-def _readme(model: FittedModel, source: str, marginals: Sequence[ReleasedMarginal]) -> str:
+def _readme(model: FittedData, source: str, marginals: Sequence[ReleasedMarginal]) -> str:
     ledger = model.ledger
     epsilon = "-" if ledger.epsilon is None else f"{ledger.epsilon:g}"
     delta = "-" if ledger.delta is None else f"{ledger.delta:g}"
@@ -214,7 +214,7 @@ def _index(marginals: Sequence[ReleasedMarginal]) -> pd.DataFrame:
 
 
 def marginal_files(
-    model: FittedModel, source: str, escape_formulas: bool = False
+    model: FittedData, source: str, escape_formulas: bool = False
 ) -> tuple[dict[str, bytes], FormulaCells]:
     """The files of ``privsyn marginals`` (name to bytes: ``README.txt``, ``index.csv`` and
     one CSV per marginal) for the model of the bundle named ``source``, and the cells a

@@ -13,11 +13,11 @@ spends part of its delta). A lifetime budget is checked on both parts.
 transaction that checks the lifetime budget against everything spent *and* everything held by
 other runs, before the run measures anything. Its spend is then recorded against the
 reservation (:meth:`Reservation.spend`) before any output is written, and what it did not
-spend is given back (:meth:`Reservation.give_back`) only once it has ended. So two runs that
-start together cannot both pass a budget that holds one, and a process killed at any point
-leaves at least what it released on the books: a reservation that is never given back stays
-counted, with the process that held it (:class:`HeldBudget`). Every front end (the CLI, the
-dashboard's runs and its Lab) keeps its books this one way.
+spend is returned to the dataset's budget (:meth:`Reservation.return_unspent`) only once it
+has ended. So two runs that start together cannot both pass a budget that holds one, and a
+process killed at any point leaves at least what it released on the books: a reservation
+that is never returned stays counted, with the process that held it (:class:`HeldBudget`).
+Every front end (the CLI, the dashboard's runs and its Lab) keeps its books this one way.
 
 Writes are single transactions (``BEGIN IMMEDIATE``, WAL journal): a process killed midway
 leaves no half-written run, and concurrent writers queue instead of corrupting the file.
@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from privsyn_core.config import PrivSynConfig
+from privsyn_core.data.opened import file_bytes_fingerprint
 from privsyn_core.data.values import canonical_text
 from privsyn_core.errors import InputError
 from privsyn_core.privacy.budget import NOTHING, Budget
@@ -136,19 +137,17 @@ def fingerprint(table: pd.DataFrame) -> str:
 
 
 def file_fingerprint(path: str | Path) -> str:
-    """A stable hash of a table file's bytes (owner-only): the fingerprint of a file input on
-    every engine, so the same file spends from one budget whichever engine reads it. It
+    """A stable hash of a table file's bytes (owner-only,
+    :func:`~privsyn_core.data.opened.file_bytes_fingerprint`): the fingerprint of a file input
+    on every engine, so the same file spends from one budget whichever engine reads it. It
     differs from :func:`fingerprint` of the same table loaded into memory."""
-    digest = hashlib.sha256(b"file:")
     with Path(path).open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return file_bytes_fingerprint(iter(lambda: handle.read(1 << 20), b""))
 
 
 def bytes_fingerprint(data: bytes) -> str:
     """:func:`file_fingerprint` of a file holding ``data`` (an uploaded file's bytes)."""
-    return hashlib.sha256(b"file:" + data).hexdigest()
+    return file_bytes_fingerprint((data,))
 
 
 @dataclass(frozen=True)
@@ -405,13 +404,14 @@ class Registry:
 
 class Reservation:
     """Budget one run holds (:meth:`Registry.reserve`): its spends are recorded against it,
-    and what it did not spend is given back when it ends. A process that dies never gives
-    it back, so the registry's total stays at least what the run released.
+    and what it did not spend is returned to the dataset's budget when it ends
+    (:meth:`return_unspent`). A process that dies never returns it, so the registry's total
+    stays at least what the run released.
 
-    As a context manager it gives back the rest when the block ends normally or with an
+    As a context manager it returns the unspent rest when the block ends normally or with an
     input error raised before anything was measured; any other exception (a failure after
     spending, :class:`~privsyn_core.errors.FailedAfterSpending`, an interruption, a bug)
-    keeps the reservation unless the caller recorded what was spent and gave the rest back
+    keeps the reservation unless the caller recorded what was spent and returned the rest
     itself, since what the run measured and showed before it stopped is otherwise unknown.
     """
 
@@ -429,7 +429,7 @@ class Reservation:
         one transaction (the total never dips), and return the run's id. A spend larger
         than what is still held is recorded all the same: a spend is a fact."""
         if not self.open:
-            raise RuntimeError(f"reservation {self.id} was already given back")
+            raise RuntimeError(f"reservation {self.id} has ended: its unspent budget was returned")
         spent = ledger.spent
         with self.registry._transaction() as db:
             run_id = _insert_run(db, self.fingerprint, ledger, config, bundle)
@@ -451,8 +451,10 @@ class Reservation:
         bundle = bundle_bytes(result, config) if result.end_to_end_dp else None
         return self.spend(result.ledger, settings, bundle), bundle
 
-    def give_back(self) -> None:
-        """Give back what was not spent: the run has ended and will measure nothing more."""
+    def return_unspent(self) -> None:
+        """Return what the run did not spend to the dataset's budget, ending the reservation:
+        the run has ended and will measure nothing more. (It publishes nothing: a release is
+        written by the run, once its spend is recorded.)"""
         if self.open:
             with self.registry._transaction() as db:
                 db.execute("DELETE FROM reservations WHERE id = ?", (self.id,))
@@ -467,7 +469,7 @@ class Reservation:
         if kind is None or (
             isinstance(error, InputError) and not isinstance(error, FailedAfterSpending)
         ):
-            self.give_back()
+            self.return_unspent()
 
 
 def _status(db: sqlite3.Connection, fingerprint: str) -> BudgetStatus:

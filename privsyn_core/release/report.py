@@ -26,7 +26,7 @@ from itertools import combinations
 from typing import Any
 
 from privsyn_core.data.codecs import BinnedCodec
-from privsyn_core.generation.fitted import FittedModel
+from privsyn_core.generation.fitted_data import FittedData
 from privsyn_core.privacy.ledger import guarantee
 from privsyn_core.release.changes import KINDS, changes, released_exclusions
 from privsyn_core.release.marginal_files import MISSING
@@ -85,7 +85,7 @@ def _num(value: object, digits: int = 4) -> str:
 
 
 def release_report(
-    model: FittedModel,
+    model: FittedData,
     config: Mapping[str, Any] | None = None,
     convergence: Sequence[float] | None = None,
     title: str = "PrivSyn release",
@@ -133,7 +133,7 @@ def release_report(
     return "\n".join(parts) + "\n"
 
 
-def _budget(model: FittedModel) -> str:
+def _budget(model: FittedData) -> str:
     ledger = model.ledger
     spent_epsilon = ledger.spent_epsilon()
     rows = [
@@ -158,7 +158,7 @@ def _budget(model: FittedModel) -> str:
     )
 
 
-def _changes(model: FittedModel) -> str:
+def _changes(model: FittedData) -> str:
     """What the synthetic table changes of the real one, kind by kind, with the fix."""
     found = changes(model, released_exclusions(model))
     if not found:
@@ -196,7 +196,7 @@ def _bar(share: float) -> str:
     return f'<span class="bar" style="width:{max(1, round(120 * share))}px"></span>{share:.1%}'
 
 
-def _ledger(model: FittedModel) -> str:
+def _ledger(model: FittedData) -> str:
     ledger = model.ledger
     total = ledger.budget_rho or 1.0
     steps: dict[str, list[Any]] = {}
@@ -242,13 +242,13 @@ def _ledger(model: FittedModel) -> str:
     )
 
 
-def _targets(model: FittedModel) -> list[tuple[tuple[str, ...], int, float, float]]:
+def _targets(model: FittedData) -> list[tuple[tuple[str, ...], int, float, float]]:
     """The selected marginals (after the 1-way ones): columns, cells, rho, sigma."""
     d = len(model.engine)
     return [(m.attributes, m.table.cells, m.rho, m.sigma) for m in model.noisy[d:]]
 
 
-def _marginals(model: FittedModel, config: Mapping[str, Any]) -> str:
+def _marginals(model: FittedData, config: Mapping[str, Any]) -> str:
     targets = _targets(model)
     rows = "".join(
         f"<tr><td class=n>{i}</td><td>{' &times; '.join(_e(n) for n in names)}</td>"
@@ -278,7 +278,7 @@ def _marginals(model: FittedModel, config: Mapping[str, Any]) -> str:
     )
 
 
-def _graph_section(model: FittedModel) -> str:
+def _graph_section(model: FittedData) -> str:
     return (
         "<h2>Dependency graph</h2>"
         "<p>Each dot is a column; a line joins two columns measured together in a selected "
@@ -439,7 +439,7 @@ def _values(decoder: Any) -> str:
     return f"{len(labels)} values: {listed}{more}"
 
 
-def _choices(model: FittedModel) -> str:
+def _choices(model: FittedData) -> str:
     decoders = {d.name: d for d in model.decoders}
     rows = []
     for entry in model.schema:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import ClassVar, Literal
 
 import pandas as pd
 
@@ -35,9 +35,7 @@ from privsyn_core.selection.greedy import Selection, select_marginals
 from privsyn_core.selection.privbayes import NetworkNode, network_marginals
 from privsyn_core.selection.target import TargetEmphasis
 from privsyn_core.selection.tree_first import Scoring, first_round, second_round
-
-if TYPE_CHECKING:
-    from privsyn_core.config import PrivSynConfig
+from privsyn_core.width_policy import WIDTH_POLICY
 
 #: the private score a method reads before it chooses
 Reads = Literal["indif", "network"]
@@ -150,10 +148,9 @@ class TreeFirst(SelectionMethod):
     name: ClassVar[str] = "treefirst"
     reads: ClassVar[Reads | None] = "indif"
     title: ClassVar[str] = "a tree first, then the pairs it does not explain"
-    #: its own margin over the InDif noise (selection "treefirst" passes ``indif_margin``
-    #: instead): 1 won 11 of 12 wide-table cells against MST, 2 won 9
-    #: (``benchmarks/evidence/tree-first-2026-11-26.txt``, section D)
-    margin: float = 1.0
+    #: its margin over the InDif noise
+    #: (:attr:`~privsyn_core.width_policy.WidthPolicy.tree_first_margin`)
+    margin: float = WIDTH_POLICY.tree_first_margin
     emphasis: TargetEmphasis | None = None
     equal: bool = False
 
@@ -247,27 +244,11 @@ class Given(SelectionMethod):
         return Choice(chosen, (self.name,) * len(chosen), summary=f"selection {self.name!r}")
 
 
-#: the number of attributes from which selection "auto" measures a tree first. By
-#: ``benchmarks/evidence/tree-first-2026-11-26.txt``: tree-first (margin 1) beats MST in 11 of
-#: 12 cells on the wide tables (33, 40 and 55 columns) where DenseMarg beats it in 6, while
-#: the narrow ones (penguins 7, Adult 14-15, NLTCS 16 columns) do best with DenseMarg (on
-#: adult-coded tree-first misses the issue-12 range and SVM targets). Nothing was measured
-#: between 16 and 33 columns; 30 stays near the narrowest table that gained (happiness, 33,
-#: where tree-first wins 2 of 3 epsilons) and leaves the paper's rule everywhere else.
-WIDE_TABLE_ATTRIBUTES = 30
-
-
-def is_wide(n_attributes: int) -> bool:
-    """Whether selection "auto" treats a table of ``n_attributes`` modelled attributes as
-    wide (the count is public: a declared domain's, or the columns a DP preparation kept)."""
-    return n_attributes >= WIDE_TABLE_ATTRIBUTES
-
-
 @dataclass(frozen=True)
 class Auto(SelectionMethod):
-    """The default: :class:`TreeFirst` with its own margin on a wide table (at least
-    :data:`WIDE_TABLE_ATTRIBUTES` attributes), :class:`DenseMarg` otherwise. Both read the
-    same noisy InDif scores, so the budget split, and the plan, do not depend on the width."""
+    """The default: :class:`TreeFirst` on a wide table, :class:`DenseMarg` otherwise, as
+    :data:`~privsyn_core.width_policy.WIDTH_POLICY` counts widths. Both read the same noisy
+    InDif scores, so the budget split, and the plan, do not depend on the width."""
 
     name: ClassVar[str] = "auto"
     reads: ClassVar[Reads | None] = "indif"
@@ -277,7 +258,8 @@ class Auto(SelectionMethod):
 
     def resolve(self, n_attributes: int) -> SelectionMethod:
         """The method a table of ``n_attributes`` attributes runs."""
-        return self.wide if is_wide(n_attributes) else self.narrow
+        wide = WIDTH_POLICY.selection(n_attributes) == TreeFirst.name
+        return self.wide if wide else self.narrow
 
     def choose(self, scores: SelectionScores, engine: Domain, rho_marginals: float) -> Choice:
         return self.resolve(len(engine)).choose(scores, engine, rho_marginals)
@@ -295,39 +277,13 @@ _METHODS: tuple[type[SelectionMethod], ...] = (
 SELECTION_METHODS: tuple[str, ...] = tuple(m.name for m in _METHODS)
 
 
-def selection_method(config: PrivSynConfig) -> SelectionMethod:
-    """The method ``config.selection`` names, with the settings of ``config`` it uses."""
-    dense = DenseMarg(
-        config.gamma,
-        config.combine,
-        config.connect_isolated,
-        config.emphasis,
-        config.indif_margin,
-    )
-    equal = config.noise != "weighted_gaussian"
-    if config.selection == Auto.name:  # tree-first with its own margin, not indif_margin
-        return Auto(dense, TreeFirst(emphasis=config.emphasis, equal=equal))
-    if config.selection == DenseMarg.name:
-        return dense
-    if config.selection == TreeFirst.name:
-        return TreeFirst(config.indif_margin, config.emphasis, equal)
-    if config.selection == PrivBayes.name:
-        return PrivBayes(config.privbayes_degree, config.gamma)
-    if config.selection == AllPairs.name:
-        return AllPairs()
-    return Given(tuple(tuple(m) for m in config.marginals))
-
-
 def selection_account(name: str, n_attributes: int) -> str:
     """Which method a run of selection ``name`` on ``n_attributes`` attributes ran, and for
     "auto" why, in one line (read off public settings and sizes)."""
     if name != Auto.name:
         return next(m.title for m in _METHODS if m.name == name)
-    if is_wide(n_attributes):
-        return f"wide table ({n_attributes} attributes >= {WIDE_TABLE_ATTRIBUTES}): " + (
-            TreeFirst.title
-        )
-    return f"narrow table ({n_attributes} attributes < {WIDE_TABLE_ATTRIBUTES}): {DenseMarg.title}"
+    chosen = TreeFirst if WIDTH_POLICY.selection(n_attributes) == TreeFirst.name else DenseMarg
+    return f"{WIDTH_POLICY.selection_account(n_attributes)}: {chosen.title}"
 
 
 def origins(chosen: Sequence[tuple[str, ...]], selection: Selection) -> tuple[str, ...]:

@@ -250,8 +250,17 @@ def reading_query(
     value's fields are read only for the pattern it matched. Columns ``keep`` of ``source``
     pass through.
     """
-    c = ValueClass
-    layer1 = ", ".join(
+    layer1 = ", ".join(_pattern(t, dialect) for t in texts)
+    q1 = f"SELECT {''.join(f'{k}, ' for k in keep)}{layer1} FROM {source}"
+    q2 = f"SELECT *, {', '.join(_fields(t, dialect) for t in texts)} FROM ({q1}) AS l1"
+    q3 = f"SELECT *, {', '.join(_checks(t, dialect) for t in texts)} FROM ({q2}) AS l2"
+    kept = "".join(f"{k}, " for k in keep)
+    return f"SELECT {kept}{', '.join(_outputs(t) for t in texts)} FROM ({q3}) AS l3"
+
+
+def _pattern(t: str, dialect: Dialect) -> str:
+    """Layer 1: the column and which pattern its text matches (``{t}_p``)."""
+    return (
         f"{t}, CASE WHEN {t} IS NULL THEN {_MISSING} "
         f"WHEN {dialect.full_match(t, NUMBER)} THEN {_NUMBER} "
         f"WHEN {dialect.full_match(t, ISO_DATE)} THEN {_ISO} "
@@ -259,90 +268,101 @@ def reading_query(
         f"WHEN {dialect.full_match(t, YMD_SLASH_DATE)} THEN {_YMD} "
         f"WHEN {dialect.full_match(t, YMD_SLASH_DATETIME)} THEN {_YMD_TIME} "
         f"WHEN {dialect.full_match(t, SLASH_DATE)} THEN {_SLASHED} ELSE {_OTHER} END AS {t}_p"
-        for t in texts
     )
 
-    def fields(t: str) -> str:
-        dated = f"{t}_p BETWEEN {_ISO} AND {_YMD_TIME}"
-        out = [f"CASE WHEN {t}_p = {_NUMBER} THEN TRY_CAST({t} AS DOUBLE) END AS {t}_v"]
-        # a number's decimals as written (values.written_decimals): digits, exponent
-        digits = f"length({dialect.extract(t, NUMBER_DECIMALS, 1)})"
-        out.append(f"CASE WHEN {t}_p = {_NUMBER} THEN {digits} END AS {t}_dd")
-        exponent = _int(dialect.extract(t, NUMBER_DECIMALS, 2))
-        out.append(f"CASE WHEN {t}_p = {_NUMBER} THEN {exponent} END AS {t}_de")
-        out += [
-            f"CASE WHEN {dated} THEN {_int(dialect.extract(t, _FIELDS, g))} END AS {t}_f{g}"
-            for g in (1, 2, 3)
+
+def _fields(t: str, dialect: Dialect) -> str:
+    """Layer 2: the fields of the pattern matched, each extracted once: a number's value and
+    decimals as written, a date's three numbers, a time's clock and zone."""
+    dated = f"{t}_p BETWEEN {_ISO} AND {_YMD_TIME}"
+    out = [f"CASE WHEN {t}_p = {_NUMBER} THEN TRY_CAST({t} AS DOUBLE) END AS {t}_v"]
+    # a number's decimals as written (values.written_decimals): digits, exponent
+    digits = f"length({dialect.extract(t, NUMBER_DECIMALS, 1)})"
+    out.append(f"CASE WHEN {t}_p = {_NUMBER} THEN {digits} END AS {t}_dd")
+    exponent = _int(dialect.extract(t, NUMBER_DECIMALS, 2))
+    out.append(f"CASE WHEN {t}_p = {_NUMBER} THEN {exponent} END AS {t}_de")
+    out += [
+        f"CASE WHEN {dated} THEN {_int(dialect.extract(t, _FIELDS, g))} END AS {t}_f{g}"
+        for g in (1, 2, 3)
+    ]
+    timed = f"({t}_p = {_DATETIME} OR {t}_p = {_YMD_TIME})"
+    for g, name in ((1, "hh"), (2, "mi"), (3, "ss"), (6, "zh"), (7, "zm")):
+        value = _int(dialect.extract(t, _TIME_GROUPS, g))
+        out.append(f"CASE WHEN {timed} THEN {value} END AS {t}_{name}")
+    for g, name in ((4, "frac"), (5, "sign")):
+        value = dialect.extract(t, _TIME_GROUPS, g)
+        out.append(f"CASE WHEN {timed} THEN {value} END AS {t}_{name}")
+    return ", ".join(out)
+
+
+def _checks(t: str, dialect: Dialect) -> str:
+    """Layer 3: whether the fields make a valid date (read year first, day first or month
+    first) and time, and the seconds since 1970 of each reading."""
+    f1, f2, f3 = f"{t}_f1", f"{t}_f2", f"{t}_f3"
+    clock = (
+        f"{t}_hh * 3600 + {t}_mi * 60 + COALESCE({t}_ss, 0) - CASE WHEN {t}_sign = '-' "
+        f"THEN -1 WHEN {t}_sign = '+' THEN 1 ELSE 0 END "
+        f"* (COALESCE({t}_zh, 0) * 3600 + COALESCE({t}_zm, 0) * 60)"
+    )
+    fraction = f"CASE WHEN {t}_frac = '' THEN 0.0 ELSE TRY_CAST('0.' || {t}_frac AS DOUBLE) END"
+    return ", ".join(
+        [
+            f"{_valid_date(f1, f2, f3)} AS {t}_ok",
+            f"{_valid_date(f3, f2, f1)} AS {t}_okd",
+            f"{_valid_date(f3, f1, f2)} AS {t}_okm",
+            f"COALESCE({t}_hh <= 23 AND {t}_mi <= 59 AND COALESCE({t}_ss, 0) <= 59, FALSE) "
+            f"AS {t}_tok",
+            f"CAST({_days(f1, f2, f3, dialect)} AS DOUBLE) * 86400 AS {t}_s",
+            f"CAST({_days(f3, f2, f1, dialect)} AS DOUBLE) * 86400 AS {t}_sd",
+            f"CAST({_days(f3, f1, f2, dialect)} AS DOUBLE) * 86400 AS {t}_sm",
+            f"CAST({clock} AS DOUBLE) + {fraction} AS {t}_clock",
         ]
-        timed = f"({t}_p = {_DATETIME} OR {t}_p = {_YMD_TIME})"
-        for g, name in ((1, "hh"), (2, "mi"), (3, "ss"), (6, "zh"), (7, "zm")):
-            value = _int(dialect.extract(t, _TIME_GROUPS, g))
-            out.append(f"CASE WHEN {timed} THEN {value} END AS {t}_{name}")
-        for g, name in ((4, "frac"), (5, "sign")):
-            value = dialect.extract(t, _TIME_GROUPS, g)
-            out.append(f"CASE WHEN {timed} THEN {value} END AS {t}_{name}")
-        return ", ".join(out)
+    )
 
-    def checks(t: str) -> str:
-        f1, f2, f3 = f"{t}_f1", f"{t}_f2", f"{t}_f3"
-        clock = (
-            f"{t}_hh * 3600 + {t}_mi * 60 + COALESCE({t}_ss, 0) - CASE WHEN {t}_sign = '-' "
-            f"THEN -1 WHEN {t}_sign = '+' THEN 1 ELSE 0 END "
-            f"* (COALESCE({t}_zh, 0) * 3600 + COALESCE({t}_zm, 0) * 60)"
-        )
-        fraction = f"CASE WHEN {t}_frac = '' THEN 0.0 ELSE TRY_CAST('0.' || {t}_frac AS DOUBLE) END"
-        return ", ".join(
-            [
-                f"{_valid_date(f1, f2, f3)} AS {t}_ok",
-                f"{_valid_date(f3, f2, f1)} AS {t}_okd",
-                f"{_valid_date(f3, f1, f2)} AS {t}_okm",
-                f"COALESCE({t}_hh <= 23 AND {t}_mi <= 59 AND COALESCE({t}_ss, 0) <= 59, FALSE) "
-                f"AS {t}_tok",
-                f"CAST({_days(f1, f2, f3, dialect)} AS DOUBLE) * 86400 AS {t}_s",
-                f"CAST({_days(f3, f2, f1, dialect)} AS DOUBLE) * 86400 AS {t}_sd",
-                f"CAST({_days(f3, f1, f2, dialect)} AS DOUBLE) * 86400 AS {t}_sm",
-                f"CAST({clock} AS DOUBLE) + {fraction} AS {t}_clock",
-            ]
-        )
 
-    def outputs(t: str) -> str:
-        finite = f"abs({t}_v) <= {double_max()}"
-        places = f"least(greatest({t}_dd - COALESCE({t}_de, 0), 1), {MAX_COUNTED_DECIMALS + 1})"
-        klass = (
-            f"CASE {t}_p WHEN {_MISSING} THEN {c.MISSING.value} "
-            f"WHEN {_NUMBER} THEN CASE WHEN {finite} THEN CASE WHEN {t}_v % 1 = 0 "
-            f"THEN {c.INTEGER.value} ELSE {c.DECIMAL_1.value - 1} + {places} END "
-            f"ELSE {c.TEXT.value} END "
-            f"WHEN {_ISO} THEN CASE WHEN {t}_ok THEN {c.DATE_ISO.value} ELSE {c.TEXT.value} END "
-            f"WHEN {_DATETIME} THEN CASE WHEN {t}_ok AND {t}_tok THEN {c.DATETIME_ISO.value} "
-            f"ELSE {c.TEXT.value} END "
-            f"WHEN {_YMD} THEN CASE WHEN {t}_ok THEN {c.DATE_YMD_SLASH.value} "
-            f"ELSE {c.TEXT.value} END "
-            f"WHEN {_YMD_TIME} THEN CASE WHEN {t}_ok AND {t}_tok "
-            f"THEN {c.DATETIME_YMD_SLASH.value} ELSE {c.TEXT.value} END "
-            f"WHEN {_SLASHED} THEN CASE WHEN {t}_okd AND {t}_okm "
-            f"THEN {c.DATE_SLASH_AMBIGUOUS.value} WHEN {t}_okd THEN {c.DATE_DMY.value} "
-            f"WHEN {t}_okm THEN {c.DATE_MDY.value} ELSE {c.TEXT.value} END "
-            f"ELSE {c.TEXT.value} END AS {t}_class"
-        )
-        number = f"CASE WHEN {t}_p = {_NUMBER} AND {finite} THEN {t}_v END AS {t}_number"
+def _outputs(t: str) -> str:
+    """Layer 4: the column, its value class, its number and its two readings as a date."""
+    finite = f"abs({t}_v) <= {double_max()}"
+    number = f"CASE WHEN {t}_p = {_NUMBER} AND {finite} THEN {t}_v END AS {t}_number"
+    dmy, mdy = _seconds(t, "d", "m", "dmy"), _seconds(t, "m", "d", "mdy")
+    return ", ".join([t, _value_class(t, finite), number, dmy, mdy])
 
-        def seconds(first: str, second: str, name: str) -> str:
-            return (
-                f"CASE WHEN ({t}_p = {_ISO} OR {t}_p = {_YMD}) AND {t}_ok THEN {t}_s "
-                f"WHEN {t}_p IN ({_DATETIME}, {_YMD_TIME}) AND {t}_ok AND {t}_tok "
-                f"THEN {t}_s + {t}_clock "
-                f"WHEN {t}_p = {_SLASHED} THEN CASE WHEN {t}_ok{first} THEN {t}_s{first} "
-                f"WHEN {t}_ok{second} THEN {t}_s{second} END END AS {t}_{name}"
-            )
 
-        return ", ".join([t, klass, number, seconds("d", "m", "dmy"), seconds("m", "d", "mdy")])
+def _value_class(t: str, finite: str) -> str:
+    """``{t}_class``: the :class:`~privsyn_core.data.values.ValueClass` of the pattern matched,
+    text where its fields are not a valid number, date or time."""
+    c = ValueClass
+    places = f"least(greatest({t}_dd - COALESCE({t}_de, 0), 1), {MAX_COUNTED_DECIMALS + 1})"
+    return (
+        f"CASE {t}_p WHEN {_MISSING} THEN {c.MISSING.value} "
+        f"WHEN {_NUMBER} THEN CASE WHEN {finite} THEN CASE WHEN {t}_v % 1 = 0 "
+        f"THEN {c.INTEGER.value} ELSE {c.DECIMAL_1.value - 1} + {places} END "
+        f"ELSE {c.TEXT.value} END "
+        f"WHEN {_ISO} THEN CASE WHEN {t}_ok THEN {c.DATE_ISO.value} ELSE {c.TEXT.value} END "
+        f"WHEN {_DATETIME} THEN CASE WHEN {t}_ok AND {t}_tok THEN {c.DATETIME_ISO.value} "
+        f"ELSE {c.TEXT.value} END "
+        f"WHEN {_YMD} THEN CASE WHEN {t}_ok THEN {c.DATE_YMD_SLASH.value} "
+        f"ELSE {c.TEXT.value} END "
+        f"WHEN {_YMD_TIME} THEN CASE WHEN {t}_ok AND {t}_tok "
+        f"THEN {c.DATETIME_YMD_SLASH.value} ELSE {c.TEXT.value} END "
+        f"WHEN {_SLASHED} THEN CASE WHEN {t}_okd AND {t}_okm "
+        f"THEN {c.DATE_SLASH_AMBIGUOUS.value} WHEN {t}_okd THEN {c.DATE_DMY.value} "
+        f"WHEN {t}_okm THEN {c.DATE_MDY.value} ELSE {c.TEXT.value} END "
+        f"ELSE {c.TEXT.value} END AS {t}_class"
+    )
 
-    q1 = f"SELECT {''.join(f'{k}, ' for k in keep)}{layer1} FROM {source}"
-    q2 = f"SELECT *, {', '.join(fields(t) for t in texts)} FROM ({q1}) AS l1"
-    q3 = f"SELECT *, {', '.join(checks(t) for t in texts)} FROM ({q2}) AS l2"
-    kept = "".join(f"{k}, " for k in keep)
-    return f"SELECT {kept}{', '.join(outputs(t) for t in texts)} FROM ({q3}) AS l3"
+
+def _seconds(t: str, first: str, second: str, name: str) -> str:
+    """``{t}_{name}``: seconds since 1970 of a valid date or date-time; a slashed date read
+    ``first`` (``d``: day first, ``m``: month first) where that reading is valid, else
+    ``second``."""
+    return (
+        f"CASE WHEN ({t}_p = {_ISO} OR {t}_p = {_YMD}) AND {t}_ok THEN {t}_s "
+        f"WHEN {t}_p IN ({_DATETIME}, {_YMD_TIME}) AND {t}_ok AND {t}_tok "
+        f"THEN {t}_s + {t}_clock "
+        f"WHEN {t}_p = {_SLASHED} THEN CASE WHEN {t}_ok{first} THEN {t}_s{first} "
+        f"WHEN {t}_ok{second} THEN {t}_s{second} END END AS {t}_{name}"
+    )
 
 
 def cell_expr(value: str, edges: Sequence[float]) -> str:

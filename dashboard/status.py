@@ -11,7 +11,7 @@ from .state import session
 #: seconds between two looks at the run's progress (the Run page itself looks more often)
 POLL = 1.0
 #: seconds between two looks at a run waiting for a slot: its place changes only when a run
-#: ends (the Run page's WAIT_POLL; issue 24)
+#: ends (the Run page's WAIT_POLL)
 WAIT_POLL = 2.0
 
 

@@ -144,7 +144,7 @@ class _Slots:
         """Take a waiting run out of the line now, in the caller's thread (Cancel): True if it
         was waiting (it never held a slot; its thread then ends without one), False if it
         holds a slot or has ended. The page that cancels sees the run gone in the same
-        rerun, whatever the load on the server (issue 24: with ten sessions polling, a cancel
+        rerun, whatever the load on the server (with ten sessions polling, a cancel
         that waited for the run's own thread and then a poll took minutes)."""
         with self._turn:
             if progress not in self._line:

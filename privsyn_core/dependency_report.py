@@ -1,4 +1,4 @@
-"""What a run's dependency measurements say, in numbers a reader can check (issue 22, item 5).
+"""What a run's dependency measurements say, in numbers a reader can check.
 
 The noisy InDif scores (paper section 4.1) are in records, and on a wide table their noise is
 thousands of records: on a 10,000 x 55 table at epsilon 1 each score carries Gaussian noise

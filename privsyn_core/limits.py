@@ -1,4 +1,4 @@
-"""What one run may ask for, checked before anything is allocated for it (issue 24).
+"""What one run may ask for, checked before anything is allocated for it.
 
 A few bytes of declaration can describe a great deal of work: a schema's ``"bins": 1e9``, a
 domain's ``"zip": 1000000000``, a list of a million categories, ``--iterations 1000000000``.

@@ -6,7 +6,7 @@ already runs its cap of syntheses, the run waits in line for a slot and the page
 runs are ahead of it. A fragment polls the run's progress every second and redraws the stage
 and the GUM iteration, another the convergence chart every two seconds, and a run waiting in
 line is looked at every two seconds (ten sessions polling twice a second cost a shared server
-more CPU than their runs: issue 24); when the run ends the app reruns, and
+more CPU than their runs); when the run ends the app reruns, and
 ``state.collect`` moves the outcome into the session. Cancel sets a flag the engine's progress
 callback reads: the run stops at the next stage boundary or GUM iteration, and what it had
 spent is recorded (a run still waiting for a slot leaves the line and spends nothing).
@@ -48,7 +48,7 @@ POLL = 1.0
 CHART_POLL = 2.0
 #: seconds between two looks at a run waiting for a slot: its place changes only when a run
 #: ends, and ten sessions waiting on a shared server each redrawing twice a second cost the
-#: server more CPU than the runs themselves (issue 24)
+#: server more CPU than the runs themselves
 WAIT_POLL = 2.0
 
 st.title("Run PrivSyn")

@@ -1,4 +1,4 @@
-"""Input files, checked before they are read: tables, schemas and domain files (issue 24).
+"""Input files, checked before they are read: tables, schemas and domain files.
 
 One rule for every file a command reads: it is a regular file this user may read. A folder,
 a named pipe or a device (``/dev/zero``: a read that never ends) is refused from what the

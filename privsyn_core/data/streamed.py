@@ -1,4 +1,4 @@
-"""Writing a table block by block, atomically: CSV or Parquet (issue 23).
+"""Writing a table block by block, atomically: CSV or Parquet.
 
 A synthetic table of 100 million rows is never held whole: its blocks
 (:meth:`~privsyn_core.generation.fitted.FittedModel.sample_blocks`) are written as they are

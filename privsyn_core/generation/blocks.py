@@ -1,4 +1,4 @@
-"""Synthetic rows made as independent blocks, on worker processes (issue 23).
+"""Synthetic rows made as independent blocks, on worker processes.
 
 GUM's cost grows with the rows it updates, and one GUM over all the rows runs on one
 process and holds the whole table. The rows are instead made as blocks of at most

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 #: where a part's table came from: GUM's iterations, the MRF's sweeps that follow GUM on
-#: wide tables, or the guard's independent columns (issue 22)
+#: wide tables, or the guard's independent columns
 KeptSource = Literal["gum", "mrf", "independent"]
 
 

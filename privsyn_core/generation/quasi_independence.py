@@ -1,4 +1,4 @@
-"""Measured pairs that are independent but for a few cells are drawn that way (issue 22).
+"""Measured pairs that are independent but for a few cells are drawn that way.
 
 A measured 2-way marginal carries Gaussian noise of standard deviation ``sigma`` in every one
 of its ``a x b`` cells, and GUM copies all of it into the synthetic table. Many dependent pairs
@@ -160,7 +160,7 @@ def quasi_independent_marginals(
     :attr:`~privsyn_core.width_policy.WidthPolicy.quasi_independence_from` modelled
     attributes): on adult-coded at epsilon 1 the fit took 1
     or 2 of 41 pairs on 7 of 8 seeds, and the SVM error rose on 6 of them (mean 0.1488 to
-    0.1506, past issue 12's 0.150) with the 2-way L1 and range the same (evidence Q)."""
+    0.1506, past the 0.150 target set for it) with the 2-way L1 and range the same (evidence Q)."""
     if penalty is None or not WIDTH_POLICY.quasi_independence(n_attributes):
         return tuple(marginals), 0
     measured = {m.attributes: m for m in measurements}

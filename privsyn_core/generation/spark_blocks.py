@@ -1,4 +1,4 @@
-"""Synthetic rows made on Spark: every task makes its blocks, Spark writes them (issue 23).
+"""Synthetic rows made on Spark: every task makes its blocks, Spark writes them.
 
 The rows are made as independent blocks (:mod:`privsyn_core.generation.blocks`); a block
 needs the fitted model, its size and its seed, nothing else. So a Spark job over the block

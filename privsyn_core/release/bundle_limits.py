@@ -1,4 +1,4 @@
-"""What a release bundle may hold, checked before the reader allocates for it (issue 24).
+"""What a release bundle may hold, checked before the reader allocates for it.
 
 Bundles are shared, so :func:`~privsyn_core.release.bundle.load_model` reads untrusted input.
 A small zip can describe a very large amount of work: 1 GiB of zeros deflates to 1 MB, a

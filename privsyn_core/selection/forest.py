@@ -2,7 +2,7 @@
 components and breadth-first tree edges, in pure Python.
 
 They used to come from networkx, whose import (its backends scan the installed entry points)
-cost every ``privsyn synthesize`` about a tenth of a second of a 1.5 s start (issue 23), for
+cost every ``privsyn synthesize`` about a tenth of a second of a 1.5 s start, for
 graphs of a few hundred nodes at most. networkx stays a dependency (the dashboard lays out
 graphs with it; the tests compare against it), but the engine's run no longer imports it.
 

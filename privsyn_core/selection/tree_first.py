@@ -1,4 +1,4 @@
-"""Tree first, then what the tree does not explain: a two-round selection (issue 22).
+"""Tree first, then what the tree does not explain: a two-round selection.
 
 Algorithm 1 scores each pair by its own noisy InDif. On a table whose columns form a chain
 (``a`` copies ``b``, ``b`` copies ``c``) the pairs two or three hops apart score nearly as high

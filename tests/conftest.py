@@ -17,6 +17,33 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+#: fixtures that make every test using them (directly or through another fixture) slow, so such
+#: tests leave the quick tier (``pytest -m "not slow"``) without a mark of their own: each
+#: starts a program that alone takes longer than most test modules
+SLOW_FIXTURES = {
+    "chromium": "a real browser, usually with a Streamlit server behind it",
+    "spark": "a local Spark session (a JVM)",
+    "installed": "the project's wheel built and installed into a fresh virtual environment",
+}
+
+#: which collected test modules have at least one test in the quick tier, recorded before ``-m``
+#: deselects anything (tests/test_quick_tier.py reads it)
+QUICK_MODULES: pytest.StashKey[dict[str, bool]] = pytest.StashKey()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks the tests that use a :data:`SLOW_FIXTURES` fixture slow, then records for each
+    module whether any of its tests is quick. ``tryfirst``: both happen before pytest's own
+    hook applies ``-m``, so ``-m "not slow"`` sees the marks and the record sees every test."""
+    quick: dict[str, bool] = {}
+    for item in items:
+        if SLOW_FIXTURES.keys() & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+        module = item.nodeid.split("::", 1)[0]
+        quick[module] = quick.get(module, False) or item.get_closest_marker("slow") is None
+    config.stash[QUICK_MODULES] = quick
+
 
 @pytest.fixture(scope="session")
 def adult() -> tuple[pd.DataFrame, dict[str, int]]:

@@ -132,6 +132,7 @@ def test_blocks_together_keep_the_marginals_a_single_gum_keeps(model):
         assert np.abs(one_way - d / d.sum()).sum() < 0.03
 
 
+@pytest.mark.slow
 def test_progress_is_a_step_per_block_and_false_stops_the_run(model):
     events = []
     settings = blocks_of(model, 1000)
@@ -191,6 +192,7 @@ def _refuse(*_: object, **__: object) -> None:
     raise InputError("2 blocks of 1,000 rows need more memory than is free")
 
 
+@pytest.mark.slow
 def test_a_streamed_sample_needs_memory_for_the_blocks_in_flight_only(model, monkeypatch):
     import privsyn_core.generation.memory as memory
 

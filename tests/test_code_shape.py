@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,12 @@ PACKAGES = ("privsyn_core", "dashboard")
 MODULE_LINES = 800
 FUNCTION_LINES = 100
 LONG_BY_NATURE = {("privsyn_core/cli.py", "build_parser")}
+
+
+@cache
+def _parsed(path: Path) -> ast.Module:
+    """``path``'s syntax tree, parsed once for every check here."""
+    return ast.parse(path.read_text(encoding="utf-8"))
 
 
 def _modules(root: Path = ROOT) -> dict[str, Path]:
@@ -37,7 +44,7 @@ def _modules(root: Path = ROOT) -> dict[str, Path]:
 def _imported(path: Path, name: str) -> Iterator[str]:
     """Every module name ``path`` imports, wherever the import statement is."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(_parsed(path)):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -129,7 +136,7 @@ def _too_long(root: Path = ROOT) -> tuple[list[str], list[str]]:
         relative = path.relative_to(root).as_posix()
         if text.count("\n") > MODULE_LINES:
             modules.append(f"{relative} ({text.count(chr(10))} lines)")
-        for node in ast.walk(ast.parse(text)):
+        for node in ast.walk(_parsed(path)):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 length = (node.end_lineno or node.lineno) - node.lineno + 1
                 if length > FUNCTION_LINES and (relative, node.name) not in LONG_BY_NATURE:
@@ -158,7 +165,7 @@ def _definitions(path: Path) -> tuple[set[str], dict[str, tuple[str, str]]]:
     """The names ``path`` defines at top level, and those it imports (name -> module, name)."""
     defined: set[str] = set()
     imported: dict[str, tuple[str, str]] = {}
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    for node in _parsed(path).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             defined.add(node.name)
         elif isinstance(node, ast.Assign):
@@ -181,7 +188,7 @@ def borrowed_imports(root: Path = ROOT) -> list[str]:
         for path in sorted((root / folder).rglob("*.py")):
             if ".peers-venv" in path.parts:
                 continue
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            for node in ast.walk(_parsed(path)):
                 if not isinstance(node, ast.ImportFrom) or node.module not in known or node.level:
                     continue
                 if modules[node.module].name == "__init__.py":

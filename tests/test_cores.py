@@ -50,6 +50,7 @@ def test_a_limit_sets_this_process_threads_until_lifted():
         limit_threads(0)
 
 
+@pytest.mark.slow
 def test_batch_counts_are_the_same_on_any_number_of_threads():
     pytest.importorskip("numba")
     from privsyn_core.count_kernel import count_sets

@@ -750,7 +750,6 @@ def test_a_run_past_the_servers_cap_waits_in_line_and_cancel_takes_it_out(monkey
     assert len(Registry().runs()) == 1
 
 
-@pytest.mark.slow
 def test_cancel_of_a_waiting_run_shows_in_the_clicks_own_rerun(monkeypatch):
     """No poll and no worker thread between the click and the page saying so (issue 24: under
     load, Cancel of a waiting run showed no effect for minutes)."""

@@ -395,6 +395,7 @@ print(json.dumps(out, sort_keys=True))
 """
 
 
+@pytest.mark.slow
 def test_the_same_graph_draws_the_same_picture_in_every_server_process():
     """Layouts must not follow string hashing, which differs between processes: a user who
     reloads the page on another worker sees the graph they saw."""

@@ -3,14 +3,10 @@
 
 from __future__ import annotations
 
-import pytest
 from test_dashboard_app import _clear_caches, app, go, run_once  # noqa: F401 - fixture
 from test_dashboard_downloads import formula_csv
 
 from dashboard.downloads import ESCAPE_LABEL
-
-# slow as a whole: a synthesis through the dashboard first (AppTest)
-pytestmark = pytest.mark.slow
 
 
 def test_marginals_and_report_downloads_are_offered_and_labelled():

@@ -189,6 +189,7 @@ def test_ages_read_as_floats_because_of_blanks_come_back_whole(runs, declared):
     assert all(re.fullmatch(r"\d+", a) for a in present), [a for a in present if "." in a][:5]
 
 
+@pytest.mark.slow
 def test_undeclared_numbers_carry_the_decimals_of_the_input_not_noise(runs):
     """score has 2 decimals, price 3: the structure step counts them privately."""
     text = runs["numpy", False]
@@ -200,6 +201,7 @@ def test_undeclared_numbers_carry_the_decimals_of_the_input_not_noise(runs):
         assert len(set(present)) > 50  # still spread inside the bins
 
 
+@pytest.mark.slow
 def test_declared_decimals_are_the_most_decimals_written(runs):
     """Declared decimals win over the counted ones: price has 3 decimals, declared 0."""
     columns = _columns(runs["numpy", True])
@@ -210,6 +212,7 @@ def test_declared_decimals_are_the_most_decimals_written(runs):
 
 
 @pytest.mark.parametrize("declared", [False, True], ids=["undeclared", "decimals declared"])
+@pytest.mark.slow
 def test_duckdb_writes_the_same_file_as_numpy(runs, declared):
     assert runs["duckdb", declared] == runs["numpy", declared]
 

@@ -96,6 +96,7 @@ def test_the_cli_says_duckdb_reads_codes_or_a_schema_not_categories_in_a_domain(
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
 @pytest.mark.parametrize("case", GLOB_NAMES, ids=GlobName.id)
+@pytest.mark.slow
 def test_the_file_named_is_counted_never_what_its_name_matches_as_a_pattern(case, suffix, tmp_path):
     path = beside_decoys(tmp_path, case, suffix, named="0", decoy="1")
     (counts,) = DuckDBCounter.for_file(path, {"v": 2, "n": 2}).count([("v",)])

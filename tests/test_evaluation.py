@@ -341,6 +341,7 @@ def planted_rule(rng, n):
     return x, y, sizes
 
 
+@pytest.mark.slow
 def test_svm_learns_a_linearly_separable_rule():
     rng = np.random.default_rng(21)
     x, y, sizes = planted_rule(rng, 2000)

@@ -1590,6 +1590,7 @@ def test_refused_with_one_line_naming_the_problem_and_the_fix(
 
 
 @pytest.mark.parametrize("case", ACCEPTED, ids=lambda case: case.name)
+@pytest.mark.slow
 def test_accepted_with_output_that_reads_like_the_input(
     case: Accepted, tmp_path: Path, capsys: pytest.CaptureFixture[str], free_memory
 ) -> None:

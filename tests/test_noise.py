@@ -63,6 +63,7 @@ def test_a_run_without_a_generator_is_a_release_and_says_so():
 
 @pytest.mark.parametrize("mode", ["secure", "seeded"])
 @pytest.mark.parametrize("scale", [2.0, 6.0])
+@pytest.mark.slow
 def test_laplace_noise_has_the_requested_scale_and_laplace_tails(secure, mode, scale):
     source = secure if mode == "secure" else SeededNoise(np.random.default_rng(3))
     draws = source.add_laplace(np.zeros(40_000), scale, integer=True)

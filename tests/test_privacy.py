@@ -65,6 +65,7 @@ def _two_hundred_halvings(above, lo, hi):
     width=st.floats(1e-300, 2e6),
     strict=st.booleans(),
 )
+@pytest.mark.slow
 def test_bisection_stops_early_at_the_ends_of_all_200_halvings(point, lo, width, strict):
     def above(x):
         return point > x if strict else point >= x

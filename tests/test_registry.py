@@ -490,6 +490,7 @@ def _killed_at(point: str, argv: list[str]) -> None:
 
 
 @pytest.mark.parametrize("point", KILL_POINTS)
+@pytest.mark.slow
 def test_a_cli_run_killed_at_any_point_leaves_at_least_its_spend_on_the_books(
     point, tmp_path, monkeypatch
 ):

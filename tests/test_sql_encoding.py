@@ -288,6 +288,7 @@ def test_the_sql_constants_are_pandas_and_python_rules():
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
 @pytest.mark.parametrize("case", GLOB_NAMES, ids=GlobName.id)
+@pytest.mark.slow
 def test_duckdb_reads_the_file_named_never_what_its_name_matches_as_a_pattern(
     case, suffix, tmp_path
 ):

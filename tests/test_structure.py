@@ -147,6 +147,7 @@ def test_the_decimals_are_the_fewest_that_all_but_one_percent_of_the_numbers_fit
         (120.0, 0.0),  # ... at epsilon 1: 308 values are under the floor, read as whole
     ],
 )
+@pytest.mark.slow
 def test_the_vote_on_decimals_errs_towards_fewer_and_almost_never_more(sigma, exact):
     """Penguins' bill length (308 values with 1 decimal, 34 whole) under the noise of the
     structure step at decreasing epsilon: the vote says 1 decimal at moderate noise, falls

@@ -41,7 +41,7 @@ from privsyn_core.progress import GumProgress, SynthesisCancelled
 #: (including any added later) changes what is measured, so nothing is shared by mistake
 GENERATION_FIELDS: frozenset[str] = frozenset(
     {"consistency", "consistency_rounds", "synthesis", "gum", "append_attributes",
-     "separate_and_join", "independence_threshold", "empty_sigmas"}
+     "separate_and_join", "independence_threshold", "quasi_independence", "empty_sigmas"}
 )  # fmt: skip
 MIN_ARMS, MAX_ARMS = 2, 4
 MAX_SEEDS = 10

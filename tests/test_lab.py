@@ -65,7 +65,7 @@ def test_every_field_outside_the_generation_list_counts_as_measurement():
         "selection": "all_pairs", "noise": "equal_gaussian", "target": "a", "target_weight": 2.0,
         "filter_low_counts": False, "threshold_sigmas": 2.0, "domain_share": 0.2,
         "structure_share": 0.05, "threshold_delta_share": 0.3, "privbayes_degree": 3,
-        "conversion": "paper", "indif_margin": 0.5,
+        "conversion": "paper", "indif_margin": 0.5, "tree_first_margin": 2.0,
     }  # fmt: skip
     for name, value in changed.items():
         assert measurement_settings(PrivSynConfig(**{name: value})) != measurement_settings(base)
@@ -257,3 +257,14 @@ def test_a_stop_during_a_measurement_reports_its_partial_spend(table):
     assert events[-1].measuring and events[-1].gum is None
     assert len(seen) == 1 and 0 < seen[0].spent_rho < full
     assert stopped.value.ledgers == tuple(seen)
+
+
+def test_independent_columns_share_the_measurement_and_lose_the_pair(table):
+    """The Lab's baseline arm costs nothing more (synthesis is post-processing) and, on a
+    table whose one pair depends strongly, comes out farther from the real pairs than GUM."""
+    baseline = LabArm("independent columns", PrivSynConfig(gum=QUICK, synthesis="independent"))
+    plan = plan_lab([GUM, baseline], seeds=2)
+    assert plan.groups == ((0, 1),) and plan.measurements == 2
+    frame = run(table, [GUM, baseline]).frame()
+    l1 = frame.groupby("configuration")["2-way L1"].mean()
+    assert l1["independent columns"] > 1.5 * l1["GUM"]

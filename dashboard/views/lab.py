@@ -43,11 +43,17 @@ from . import lab_jobs
 #: ready-made comparisons: (name, paper section, [(configuration, top-level and GUM changes)])
 PRESETS: dict[str, tuple[str, list[tuple[str, dict[str, Any]]]]] = {
     "GUM vs MCF": (
-        "section 5 and appendix H: GUM against min-cost flow, one marginal at a time",
+        "the paper's section 5 and appendix H: GUM against min-cost flow, one marginal at a time",
         [("GUM", {}), ("MCF", {"synthesis": "mcf"})],
     ),
+    "PrivSyn vs independent columns": (
+        "the baseline every method must beat: each column drawn on its own from its noisy "
+        "1-way marginal, no pair of columns fitted (same measurements, no extra cost)",
+        [("PrivSyn", {}), ("independent columns", {"synthesis": "independent"})],
+    ),
     "How the marginal budget is split": (
-        "section 6.4: budget by cells^(2/3), equal Gaussian shares, equal Laplace shares",
+        "the paper's section 6.4: budget by cells^(2/3), equal Gaussian shares, equal Laplace "
+        "shares",
         [
             ("weighted Gaussian", {}),
             ("equal Gaussian", {"noise": "equal_gaussian"}),
@@ -55,25 +61,26 @@ PRESETS: dict[str, tuple[str, list[tuple[str, dict[str, Any]]]]] = {
         ],
     ),
     "DenseMarg vs PrivBayes": (
-        "section 6.3: Algorithm 1's marginals against a PrivBayes network on InDif scores",
+        "the paper's section 6.3: Algorithm 1's marginals against a PrivBayes network on InDif "
+        "scores",
         [
             ("DenseMarg", {"selection": "densemarg"}),
             ("PrivBayes-InDif", {"selection": "privbayes"}),
         ],
     ),
     "GUM update strategies": (
-        "appendix I: S3 half-half (our default), S5 half-half + duplicate (the paper's), "
-        "S6 half-half + replace",
+        "the paper's appendix I: S3 half-half (our default), S5 half-half + duplicate (the "
+        "paper's), S6 half-half + replace",
         [("S3", {"strategy": "S3"}), ("S5", {"strategy": "S5"}), ("S6", {"strategy": "S6"})],
     ),
     "What a GUM duplication copies": (
-        "section 5.2 duplicates whole records; our default copies only the marginal's "
+        "the paper's section 5.2 duplicates whole records; our default copies only the marginal's "
         "neighbourhood (the attributes measured with it), so that on wide tables the pairs no "
         "marginal covers do not drift towards dependence",
         [("neighbourhood", {}), ("whole record", {"copy": "row"})],
     ),
     "Alpha decay": (
-        "section 5.3 and appendix J: how fast GUM's step size shrinks",
+        "the paper's section 5.3 and appendix J: how fast GUM's step size shrinks",
         [
             ("step", {}),
             ("exponential", {"decay_schedule": "exponential"}),
@@ -81,7 +88,7 @@ PRESETS: dict[str, tuple[str, list[tuple[str, dict[str, Any]]]]] = {
         ],
     ),
     "Combining marginals (Algorithm 2)": (
-        "appendix G: measure the selected pairs as they are (our default), merge only "
+        "the paper's appendix G: measure the selected pairs as they are (our default), merge only "
         "cliques that add no noise, or merge every clique under 5,000 cells (the paper's)",
         [
             ("pairs", {"combine": "off"}),
@@ -90,7 +97,7 @@ PRESETS: dict[str, tuple[str, list[tuple[str, dict[str, Any]]]]] = {
         ],
     ),
     "Consistency on or off": (
-        "section 4.3: reconcile the noisy marginals before GUM, or not",
+        "the paper's section 4.3: reconcile the noisy marginals before GUM, or not",
         [("consistent", {}), ("not consistent", {"consistency": False})],
     ),
 }
@@ -354,7 +361,7 @@ if preset == CUSTOM:
     arms = custom_arms()
 else:
     about, members = PRESETS[preset]
-    st.caption(f"Paper, {about}.")
+    st.caption(f"{about[:1].upper()}{about[1:]}.")
     arms = [LabArm(name, configured(changes)) for name, changes in members]
 left, right = st.columns(2)
 seeds = left.number_input(
@@ -529,7 +536,8 @@ if session.lab_result is not None:
     preset_run, label_run, result, run_ids = session.lab_result
     st.subheader(f"{preset_run}: {counted(result.plan.seeds, 'seed')}")
     if preset_run in PRESETS:
-        st.caption(f"Paper, {PRESETS[preset_run][0]}.")
+        about_run = PRESETS[preset_run][0]
+        st.caption(f"{about_run[:1].upper()}{about_run[1:]}.")
     spent_epsilon, spent_delta = result.spent.stated(delta)
     st.caption(
         f"Spent epsilon {spent_epsilon:.3g} (delta {small_number(spent_delta)}; rho "
@@ -547,6 +555,12 @@ if session.lab_result is not None:
     for r in result.runs:
         errors.setdefault(r.arm, []).append(r.errors)
     st.plotly_chart(lab_convergence(errors), key="lab_convergence")
+    unfitted = [name for name, runs in errors.items() if not any(len(run) for run in runs)]
+    if unfitted:
+        st.caption(
+            f"Not drawn: {', '.join(unfitted)}, which fit no marginal of two or more columns, "
+            "so there is no iteration to show."
+        )
     st.markdown("**How close to the real table**")
     st.warning(
         "Owner-only: these scores compare with the private table. They are not differentially "

@@ -25,6 +25,7 @@ from privsyn_core.privacy.conversion import check_epsilon_delta
 from privsyn_core.privacy.ledger import BudgetExceededError
 from privsyn_core.progress import SynthesisCancelled
 from privsyn_core.terminal import printable
+from privsyn_core.width_policy import WIDTH_POLICY
 
 #: GUM's update strategies (paper 5.2), listed here so the parser needs no engine import
 _STRATEGIES = (
@@ -79,8 +80,9 @@ _SYNTHESES = ("auto", "gum", "mcf", "mrf", "gum+mrf", "independent")
 _INITIALS = ("tree", "independent")
 #: what --synthesis chooses, in one line
 _SYNTHESIS = (
-    "how rows are made to match the marginals: auto (default: gum+mrf on a table of 30 or "
-    "more columns, gum below), gum (the paper's GUM), mrf (a Markov random field fitted to "
+    "how rows are made to match the marginals: auto (default: gum+mrf on a table of "
+    f"{WIDTH_POLICY.mrf_from} or more columns, gum below), gum (the paper's GUM), mrf (a "
+    "Markov random field fitted to "
     "the same marginals), gum+mrf (both, the table closer to the measurements kept; the "
     "faster gum on a wide table), mcf (the paper's min-cost-flow strawman), independent (each "
     "column on its own from its noisy 1-way marginal: the baseline to beat)"
@@ -95,7 +97,8 @@ _INDEPENDENCE = (
 )
 #: what --quasi-independence means, in one line
 _QUASI = (
-    "on a table of 30 or more columns, draw a measured pair that is independent but for a "
+    f"on a table of {WIDTH_POLICY.quasi_independence_from} or more columns, draw a measured "
+    "pair that is independent but for a "
     "few cells from that fit, when Mallows' Cp with P per parameter prefers it (default 2), or "
     "'off' to keep every measured pair as measured"
 )

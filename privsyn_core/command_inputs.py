@@ -77,7 +77,16 @@ def file_source(args: argparse.Namespace, domain: DomainSpec | None) -> tuple[st
     return args.input, None
 
 
-def threshold_option(option: float | str) -> float | None:
-    """``--independence-threshold`` or ``--quasi-independence`` as the engine's setting:
-    ``off`` is None."""
-    return None if option == "off" else float(option)
+def pair_rule_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``--independence-threshold`` and ``--quasi-independence`` as the engine's settings
+    (a number, or None for ``off``), only those given: the same fields of a config
+    (``synthesize``) and of a release's sampling settings (``generate``)."""
+    given = {
+        "independence_threshold": args.independence_threshold,
+        "quasi_independence": args.quasi_independence,
+    }
+    return {
+        field: None if option == "off" else float(option)
+        for field, option in given.items()
+        if option is not None
+    }

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from privsyn_core import synthesize_command as steps
-from privsyn_core.command_inputs import read_input, threshold_option
+from privsyn_core.command_inputs import pair_rule_options, read_input
 from privsyn_core.command_outputs import (
     asked,
     check_new_folder,
@@ -111,12 +111,7 @@ def _generate(args: argparse.Namespace) -> int:
     sampling = replace(model.defaults, gum=gum)
     if args.synthesis is not None:
         sampling = replace(sampling, synthesis=args.synthesis)
-    if args.independence_threshold is not None:
-        threshold = threshold_option(args.independence_threshold)
-        sampling = replace(sampling, independence_threshold=threshold)
-    if args.quasi_independence is not None:
-        penalty = threshold_option(args.quasi_independence)
-        sampling = replace(sampling, quasi_independence=penalty)
+    sampling = replace(sampling, **pair_rule_options(args))
     if args.block_rows is not None:
         sampling = replace(sampling, block_rows=args.block_rows)
     rows = model.default_rows if args.rows is None else args.rows

@@ -9,7 +9,7 @@ from privsyn_core.errors import InputError
 from privsyn_core.generation.empty_cells import EMPTY_SIGMAS
 from privsyn_core.generation.gum_settings import GumSettings
 from privsyn_core.generation.independence import DEFAULT_THRESHOLD, check_threshold
-from privsyn_core.generation.quasi_independence import DEFAULT_PENALTY, check_penalty
+from privsyn_core.generation.quasi_independence import DEFAULT_PENALTY
 from privsyn_core.privacy.budget import Budget
 from privsyn_core.privacy.conversion import Conversion, rho_from_epsilon_delta
 from privsyn_core.selection.combine import COMBINE_RULES, CombineRule
@@ -232,7 +232,7 @@ class PrivSynConfig:
         _check_choice("noise", self.noise, NOISE_ALLOCATIONS)
         _check_choice("synthesis", self.synthesis, SYNTHESIS_METHODS)
         check_threshold(self.independence_threshold)
-        check_penalty(self.quasi_independence)
+        check_threshold(self.quasi_independence, "quasi_independence")
         if not isinstance(self.consistency, bool):
             raise InputError(f"consistency must be True or False, got {self.consistency!r}")
         if isinstance(self.privbayes_degree, bool) or not isinstance(self.privbayes_degree, int):

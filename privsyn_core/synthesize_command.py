@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from privsyn_core.command_inputs import file_source, read_domain, read_input, threshold_option
+from privsyn_core.command_inputs import file_source, pair_rule_options, read_domain, read_input
 from privsyn_core.command_outputs import (
     asked,
     check_outputs,
@@ -107,13 +107,7 @@ def synthesis_config(args: argparse.Namespace) -> PrivSynConfig:
     if args.initial is not None:
         gum = replace(gum, initial=args.initial)
     config = PrivSynConfig(gum=gum, target=args.target, synthesis=args.synthesis)
-    if args.independence_threshold is not None:
-        threshold = threshold_option(args.independence_threshold)
-        config = replace(config, independence_threshold=threshold)
-    if args.quasi_independence is not None:
-        penalty = threshold_option(args.quasi_independence)
-        config = replace(config, quasi_independence=penalty)
-    return config
+    return replace(config, **pair_rule_options(args))
 
 
 def recorded_settings(args: argparse.Namespace, config: PrivSynConfig) -> dict[str, Any]:

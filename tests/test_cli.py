@@ -731,3 +731,18 @@ def test_independence_threshold_reaches_the_release_and_generate_can_change_it(
         argv = synthesize_argv(csv, domain, tmp_path / "x.csv", "--independence-threshold", bad)
         line = assert_clean_failure(main(argv), capsys, tmp_path, before)
         assert "--independence-threshold" in line and "'off'" in line, line
+
+
+def test_the_pair_rule_options_set_only_what_was_given():
+    from argparse import Namespace
+
+    from privsyn_core.cli import build_parser
+    from privsyn_core.command_inputs import pair_rule_options
+
+    parse = build_parser().parse_args
+    base = ["synthesize", "in.csv", "-o", "out.csv", "--epsilon", "1"]
+    assert pair_rule_options(parse(base)) == {}
+    given = parse([*base, "--independence-threshold", "off", "--quasi-independence", "3"])
+    assert pair_rule_options(given) == {"independence_threshold": None, "quasi_independence": 3.0}
+    both = Namespace(independence_threshold=1.5, quasi_independence="off")
+    assert pair_rule_options(both) == {"independence_threshold": 1.5, "quasi_independence": None}

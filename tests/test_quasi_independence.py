@@ -204,11 +204,11 @@ def test_the_default_bound_is_64_mib():
 
 
 def test_the_penalty_is_checked():
+    from privsyn_core.config import PrivSynConfig
     from privsyn_core.errors import InputError
-    from privsyn_core.generation.quasi_independence import check_penalty
 
-    check_penalty(None)
-    check_penalty(2.0)
+    PrivSynConfig(quasi_independence=None)
+    PrivSynConfig(quasi_independence=2.0)
     for bad in (-1.0, float("nan"), float("inf"), True, "2"):
         with pytest.raises(InputError, match="quasi_independence"):
-            check_penalty(bad)
+            PrivSynConfig(quasi_independence=bad)

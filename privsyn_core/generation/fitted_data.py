@@ -55,7 +55,7 @@ from privsyn_core.generation.identifiers import Identifier
 from privsyn_core.generation.independence import DEFAULT_THRESHOLD, check_threshold
 from privsyn_core.generation.kept import KeptTable
 from privsyn_core.generation.planned import PlannedSynthesis, plan_synthesis
-from privsyn_core.generation.quasi_independence import DEFAULT_PENALTY, check_penalty
+from privsyn_core.generation.quasi_independence import DEFAULT_PENALTY
 from privsyn_core.marginals import MarginalTable, NoisyMarginal
 from privsyn_core.privacy.ledger import PrivacyLedger
 from privsyn_core.selection.marginal_graph import AppendPlan
@@ -127,7 +127,7 @@ class SamplingSettings:
                 f"synthesis must be one of {', '.join(SYNTHESIS_METHODS)}, got {self.synthesis!r}"
             )
         check_threshold(self.independence_threshold)
-        check_penalty(self.quasi_independence)
+        check_threshold(self.quasi_independence, "quasi_independence")
         object.__setattr__(self, "block_rows", check_block_rows(self.block_rows))
 
 

@@ -38,14 +38,16 @@ from privsyn_core.marginals import MarginalTable
 DEFAULT_THRESHOLD = 2.0
 
 
-def check_threshold(threshold: object) -> None:
-    """Refuse a ``threshold`` that is neither None nor a finite number >= 0."""
+def check_threshold(threshold: object, name: str = "independence_threshold") -> None:
+    """Refuse a ``threshold`` that is neither None (the rule off) nor a finite number >= 0;
+    ``name`` is the setting's, for the message (the quasi-independence penalty is checked by
+    the same rule)."""
     if threshold is None:
         return
     if isinstance(threshold, bool) or not isinstance(threshold, int | float):
-        raise InputError(f"independence_threshold must be a number or None, got {threshold!r}")
+        raise InputError(f"{name} must be a number or None, got {threshold!r}")
     if not (math.isfinite(threshold) and threshold >= 0):
-        raise InputError(f"independence_threshold must be a finite number >= 0, got {threshold}")
+        raise InputError(f"{name} must be a finite number >= 0, got {threshold}")
 
 
 def noise_pairs_message(count: int) -> str:

@@ -58,7 +58,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from privsyn_core.errors import InputError
 from privsyn_core.marginals import MarginalTable, NoisyMarginal
 from privsyn_core.width_policy import WIDTH_POLICY
 
@@ -75,17 +74,6 @@ SWEEPS = 200
 #: Cp's own, and the value the rule ran with when it shared the independence rule's
 #: threshold (whose default is also 2), so seeded samples stay as they were
 DEFAULT_PENALTY = 2.0
-
-
-def check_penalty(penalty: object) -> None:
-    """Refuse a quasi-independence ``penalty`` that is neither None (off) nor a finite
-    number >= 0."""
-    if penalty is None:
-        return
-    if isinstance(penalty, bool) or not isinstance(penalty, int | float):
-        raise InputError(f"quasi_independence must be a number or None, got {penalty!r}")
-    if not (math.isfinite(penalty) and penalty >= 0):
-        raise InputError(f"quasi_independence must be a finite number >= 0, got {penalty}")
 
 
 def quasi_pairs_message(count: int) -> str:

@@ -57,6 +57,10 @@ SERVER_SETTINGS: Mapping[str, str | int | bool] = MappingProxyType(
         # no tracebacks (they can quote the private table) in the browser
         "client.showErrorDetails": "none",
         "runner.fastReruns": True,
+        # no full garbage collection after every script and fragment run: a full pass over
+        # every session's objects, many times a second while sessions poll their runs, took
+        # over half of a ten-session server's time (Python's own collector still runs)
+        "runner.postScriptGC": False,
         "theme.base": "light",
     }
 )

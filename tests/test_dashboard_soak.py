@@ -1,7 +1,8 @@
 """Load on one dashboard server: ten browser sessions run a synthesis each at the same moment.
 
 One server on loopback, started as the other browser tests start theirs, with the default cap
-of two runs at once (``PRIVSYN_DASHBOARD_RUNS=2``): eight of the ten runs wait in line. Each
+of two runs at once (``PRIVSYN_DASHBOARD_RUNS=2``). Two sessions start long runs that hold both
+slots; the eight others are then started together and must each be seen waiting in line. Each
 session is told apart by its own epsilon and seed (debug mode, so its result can be computed
 again here, bit for bit), and must end with its own settings and result on its pages and in
 the registry, which must hold exactly the ten runs. Then three sessions: two long runs hold
@@ -9,8 +10,12 @@ both slots, and the third, in line, is cancelled: it never runs and nothing is r
 
 The server's resident memory is read from ``/proc`` during the test (and its high-water mark,
 ``VmHWM``, at the end) and must stay within a bound computed from what the sessions keep and
-what the capped runs use at once (see :func:`memory_bound`). On a loaded 2-core machine the
-ten runs take minutes (175 s once): the limits are generous, nothing is timed.
+what the capped runs use at once (see :func:`memory_bound`).
+
+Nothing is timed against the machine's speed: the test fails when no session's run has moved
+(a stage, a GUM iteration, an outcome) for :data:`STALL_LIMIT` seconds, a hang, and says what
+each page still waiting shows; :data:`FINISH_LIMIT` is only a backstop. The ten runs took
+60 s on the 2-core machine (450 s while Streamlit collected garbage after every poll).
 """
 
 from __future__ import annotations
@@ -41,12 +46,15 @@ from privsyn_core.release.registry import Registry
 
 SESSIONS = 10
 CAP = 2
-#: GUM iterations per run (the plateau stop off, so every run does the same work)
+#: GUM iterations per run (the plateau stop off, so every run does the same work), and of the
+#: two runs that hold both slots while the others are started (15 s each, alone)
 ITERATIONS = 10
+HOLD_ITERATIONS = 300
 DELTA = 1e-9
-#: hard limits, in seconds
+#: limits, in seconds: the server's start; no run of any session moving (a hang); everything
 START_LIMIT = 60
-FINISH_LIMIT = 1200
+STALL_LIMIT = 300
+FINISH_LIMIT = 2400
 MB = 2**20
 
 
@@ -58,8 +66,8 @@ def seed_of(i: int) -> int:
     return 1000 + i
 
 
-def config() -> PrivSynConfig:
-    return PrivSynConfig(gum=GumSettings(iterations=ITERATIONS, patience=None, noise_floor=None))
+def config(iterations: int = ITERATIONS) -> PrivSynConfig:
+    return PrivSynConfig(gum=GumSettings(iterations=iterations, patience=None, noise_floor=None))
 
 
 def rss_bytes(pid: int, field: str = "VmRSS") -> int:
@@ -108,21 +116,23 @@ def server(tmp_path_factory) -> Iterator[Server]:
 class User(Session):
     """One browser context (one person) with its own settings, every request recorded."""
 
-    def __init__(self, browser: Browser, url: str, epsilon: float, seed: int) -> None:
+    def __init__(
+        self, browser: Browser, url: str, epsilon: float, seed: int, iterations: int = ITERATIONS
+    ) -> None:
         super().__init__(browser, url, open_now=False)
-        self.epsilon, self.seed = epsilon, seed
+        self.epsilon, self.seed, self.iterations = epsilon, seed, iterations
         self.saw_line = False
         self.run_id: int | None = None
 
     def prepare(self) -> None:
-        """The sample table, this user's epsilon and seed, ITERATIONS without the plateau stop."""
+        """The sample table, this user's epsilon, seed and iterations, no plateau stop."""
         self.page.goto(self.url)
         self.idle()
         self.page.get_by_role("heading", name="UCI Adult sample").wait_for(timeout=60_000)
         self.open("Privacy")
         self.fill("epsilon", f"{self.epsilon:g}")
         self.open("Run")
-        self.fill("GUM iterations (at most)", str(ITERATIONS))
+        self.fill("GUM iterations (at most)", str(self.iterations))
         self.page.get_by_text("stop early (at the noise level").click()
         self.idle()
         self.fill("seed (debug mode", str(self.seed))
@@ -133,10 +143,63 @@ class User(Session):
             self.saw_line = True
         return self.page.get_by_text("Synthesised").count() > 0
 
+    def progress(self) -> tuple[str, ...]:
+        """What the Run page says of the run's progress now: its progress bars' texts (the
+        stage, the GUM iteration) and its error and warning boxes. Not the seconds it has
+        run or waited, which change while it is stuck."""
+        shown = self.page.locator(
+            "[data-testid='stProgress'], [data-testid='stAlertContentError'], "
+            "[data-testid='stAlertContentWarning'], [data-testid='stException']"
+        )
+        return tuple(shown.all_inner_texts())
 
-def expected_csv(table, epsilon: float, seed: int) -> bytes:
-    """The synthetic CSV a run at these settings must give (debug mode: replayable)."""
-    result = synthesize(table, epsilon, DELTA, config=config(), rng=np.random.default_rng(seed))
+    def failed(self) -> str | None:
+        """The text of an error on the page (a failed or refused run, an exception)."""
+        shown = self.page.locator(
+            "[data-testid='stAlertContentError'], [data-testid='stException']"
+        )
+        return " | ".join(shown.all_inner_texts()) or None
+
+    def describe(self) -> str:
+        main = self.page.locator("[data-testid='stMain']").first.inner_text()[:400]
+        return f"session at epsilon {self.epsilon:g} ({self.page.url}): {main!r}"
+
+
+def wait_for_every_run(users: list[User], server: Server) -> None:
+    """Until every session's page shows its result: fails at once on an error on a page, and
+    when no run moved for STALL_LIMIT seconds (or, as a backstop, after FINISH_LIMIT), with
+    what each page still waiting shows and the end of the server's log."""
+    started = moved = time.monotonic()
+    seen: dict[int, tuple[str, ...]] = {}
+    pending = list(users)
+    while pending:
+        now = time.monotonic()
+        for user in pending:
+            assert (error := user.failed()) is None, f"{user.describe()}: {error}"
+            if (shown := user.progress()) != seen.get(id(user)):
+                seen[id(user)], moved = shown, now
+        still = [user for user in pending if not user.finished()]
+        if len(still) < len(pending):
+            moved = now
+        pending = still
+        stalled, over = now - moved > STALL_LIMIT, now - started > FINISH_LIMIT
+        if pending and (stalled or over):
+            why = f"no run moved for {STALL_LIMIT} s" if stalled else f"over {FINISH_LIMIT} s"
+            pages = "\n".join(user.describe() for user in pending)
+            log = server.log.read_text(errors="replace")[-2000:]
+            raise AssertionError(f"{len(pending)} runs not done, {why}:\n{pages}\n{log}")
+        time.sleep(0.5)
+
+
+def expected_csv(table, user: User) -> bytes:
+    """The synthetic CSV a session's run must give (debug mode: replayable)."""
+    result = synthesize(
+        table,
+        user.epsilon,
+        DELTA,
+        config=config(user.iterations),
+        rng=np.random.default_rng(user.seed),
+    )
     return result.synthetic.to_csv(index=False).encode()
 
 
@@ -183,22 +246,31 @@ def memory_bound(base: int, print_: Footprint) -> int:
 
 def test_ten_sessions_at_once_each_get_their_own_run(server, chromium, capsys):
     table = read_table(ROOT / "privsyn_core" / "samples" / "adult.csv")
-    users = [User(chromium, server.url, epsilon_of(i), seed_of(i)) for i in range(SESSIONS)]
+    users = [
+        User(
+            chromium,
+            server.url,
+            epsilon_of(i),
+            seed_of(i),
+            HOLD_ITERATIONS if i < CAP else ITERATIONS,
+        )
+        for i in range(SESSIONS)
+    ]
+    holders, others = users[:CAP], users[CAP:]
     for user in users:
         user.prepare()
     base = rss_bytes(server.process.pid)
 
     with Sampler(server.process.pid) as sampler:
         started = time.monotonic()
-        for user in users:
+        for user in holders:
             user.page.get_by_role("button", name="Run synthesis").click()
-        pending = list(users)
-        while pending:
-            assert time.monotonic() - started < FINISH_LIMIT, (
-                f"{len(pending)} runs still going after {FINISH_LIMIT} s"
-            )
-            pending = [user for user in pending if not user.finished()]
-            time.sleep(0.2)
+        for user in holders:  # both slots taken: the runs are in GUM
+            gum = user.page.get_by_text(re.compile(r"GUM iteration \d+ of at most"))
+            gum.first.wait_for(timeout=STALL_LIMIT * 1000)
+        for user in others:
+            user.page.get_by_role("button", name="Run synthesis").click()
+        wait_for_every_run(users, server)
         all_done = time.monotonic() - started
     peak = max(sampler.peak, rss_bytes(server.process.pid, "VmHWM"))
 
@@ -220,7 +292,7 @@ def test_ten_sessions_at_once_each_get_their_own_run(server, chromium, capsys):
         run = runs[user.run_id]
         assert run.epsilon == pytest.approx(user.epsilon) and run.delta == DELTA
         assert run.config["epsilon"] == user.epsilon and run.config["seed_given"] is True
-        assert run.config["iterations"] == ITERATIONS and "outcome" not in run.config
+        assert run.config["iterations"] == user.iterations and "outcome" not in run.config
         assert 0 < run.rho <= rho_from_epsilon_delta(user.epsilon, DELTA) * (1 + 1e-9)
         assert run.has_bundle and run.randomness != "release"
 
@@ -236,7 +308,7 @@ def test_ten_sessions_at_once_each_get_their_own_run(server, chromium, capsys):
         with user.page.expect_download() as download:
             user.page.get_by_role("button", name="Download the synthetic CSV").click()
         downloaded = Path(download.value.path()).read_bytes()
-        assert downloaded == expected_csv(table, user.epsilon, user.seed), (
+        assert downloaded == expected_csv(table, user), (
             f"session at epsilon {user.epsilon} got another session's table"
         )
         user.assert_offline()
@@ -247,13 +319,16 @@ def test_ten_sessions_at_once_each_get_their_own_run(server, chromium, capsys):
         user.context.close()
     with capsys.disabled():
         print(
-            f"\n[soak] {SESSIONS} sessions, cap {CAP}, {ITERATIONS} GUM iterations each: all "
+            f"\n[soak] {SESSIONS} sessions, cap {CAP}, {ITERATIONS} GUM iterations each "
+            f"({HOLD_ITERATIONS} for the {CAP} that hold the slots): all "
             f"finished in {all_done:.1f} s; server RSS before the runs {base / MB:.0f} MB, peak "
             f"{peak / MB:.0f} MB (bound {bound / MB:.0f} MB; one run's peak "
             f"{print_.run_peak / MB:.0f} MB, a finished session keeps {print_.kept / MB:.0f} MB); "
             f"{sum(user.saw_line for user in users)} of them seen waiting in line"
         )
     assert peak <= bound, (peak / MB, bound / MB)
+    waited = [user.saw_line for user in others]
+    assert all(waited), f"only {sum(waited)} of the {len(others)} runs started past the cap waited"
 
 
 def test_cancel_takes_a_waiting_run_out_of_line(server, chromium):
@@ -293,3 +368,34 @@ def test_cancel_takes_a_waiting_run_out_of_line(server, chromium):
         assert user.page.locator("[data-testid='stException']").count() == 0
         user.assert_offline()
         user.context.close()
+
+
+class _StuckPage:
+    """A session whose run never moves (the hang the soak test must report), or one that
+    shows an error."""
+
+    def __init__(self, error: str | None = None) -> None:
+        self.epsilon, self.saw_line, self.error = 1.0, False, error
+
+    def finished(self) -> bool:
+        return False
+
+    def progress(self) -> tuple[str, ...]:
+        return ("Stage 8 of 10: GUM synthesis",)
+
+    def failed(self) -> str | None:
+        return self.error
+
+    def describe(self) -> str:
+        return "session at epsilon 1 (stuck)"
+
+
+def test_the_wait_fails_on_a_run_that_stops_moving_and_on_an_error(monkeypatch, tmp_path):
+    log = tmp_path / "streamlit.log"
+    log.write_text("the server's last words")
+    server = Server("http://127.0.0.1:1", None, tmp_path / "registry.sqlite3", log)
+    monkeypatch.setattr(f"{__name__}.STALL_LIMIT", 1)
+    with pytest.raises(AssertionError, match=r"(?s)no run moved for 1 s.*stuck.*last words"):
+        wait_for_every_run([_StuckPage()], server)
+    with pytest.raises(AssertionError, match="internal error"):
+        wait_for_every_run([_StuckPage("The run stopped with an internal error")], server)

@@ -63,6 +63,9 @@ def test_the_defaults_serve_loopback_without_statistics():
     assert pairs["--server.headless"] == "true"
     assert pairs["--server.enableXsrfProtection"] == "true"
     assert pairs["--server.fileWatcherType"] == "none"
+    # a full garbage collection after every script and fragment run took over half of a
+    # ten-session server's time (tests/test_dashboard_soak.py: 450 s against 60 s)
+    assert pairs["--runner.postScriptGC"] == "false"
     assert pairs["--server.port"] == "8501"
     assert "--browser.serverAddress" not in pairs
 

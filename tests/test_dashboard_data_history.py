@@ -63,6 +63,12 @@ def upload(at: AppTest, name: str, data: bytes) -> AppTest:
 # --- the Data page -------------------------------------------------------------------------
 
 
+def test_the_sample_is_named_in_the_example_without_an_open_bracket():
+    at = app()
+    (field,) = [box for box in at.text_input if box.key.startswith("table_label_")]
+    assert field.placeholder == "e.g. UCI Adult sample 2024, second extract"
+
+
 def test_the_schema_editors_have_their_own_heading_before_whose_privacy():
     """Under "Columns" come the two schema editors and nothing else with a heading; "Whose
     privacy" follows them, then where each choice comes from."""
@@ -157,6 +163,8 @@ def test_a_name_given_on_the_data_page_is_kept_with_the_table_and_shown_again():
     upload(at, "raw.csv", small_csv(300, 3, seed=1))  # the same file again: its name is back
     token = at.session_state["table_token"]
     assert at.text_input(key=f"table_label_{token}").value == "first extract"
+    # the example names the table as a person would, without its file's suffix
+    assert at.text_input(key=f"table_label_{token}").placeholder == "e.g. raw 2024, second extract"
 
 
 # --- History --------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 
@@ -22,6 +23,9 @@ from .. import records, review, sources, state
 from ..state import session
 from .data_structure_tables import structure_frame, structure_plan_frame, table_height
 
+#: the suffixes of the files the Data page reads (also left out of a table's name in an example)
+TABLE_SUFFIXES = (".csv", ".txt", ".parquet", ".pq")
+
 st.title("Data")
 st.write(
     "Load the private table. Nothing leaves this machine; only the synthetic table and the DP "
@@ -37,7 +41,7 @@ if busy:
 LIMIT_MB = st.get_option("server.maxUploadSize")
 upload = st.file_uploader(
     "Upload a CSV or Parquet file",
-    type=["csv", "txt", "parquet", "pq"],
+    type=[suffix[1:] for suffix in TABLE_SUFFIXES],
     key="upload",
     disabled=busy,
 )
@@ -131,6 +135,14 @@ with st.expander(
             state.set_disk(described)
 
 
+def short_name(table_name: str) -> str:
+    """A table's name without its file's suffix or a closing remark in brackets, for an
+    example: "UCI Adult sample (bundled adult.csv)" reads "UCI Adult sample", "raw.csv" "raw"."""
+    bare = re.sub(r"\s*\([^()]*\)$", "", table_name).strip() or table_name
+    path = Path(bare)
+    return path.stem if path.suffix.lower() in TABLE_SUFFIXES and path.stem else bare
+
+
 def name_field(columns: int, rows: int | None) -> None:
     """The owner's own name for the table, kept with its dataset in the run registry, and its
     size (``rows`` None: a file on disk, never counted outside a run): History names the
@@ -148,7 +160,7 @@ def name_field(columns: int, rows: int | None) -> None:
         "Your name for this table (optional)",
         value=stored or "",
         max_chars=60,
-        placeholder=f"e.g. {Path(session.table_name).stem} 2024, second extract",
+        placeholder=f"e.g. {short_name(session.table_name)} 2024, second extract",
         # a field per table: the next table starts from its own stored name
         key=f"table_label_{session.table_token}",
         help="Shown in History with the runs on this table, so that two files with the same "

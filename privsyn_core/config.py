@@ -157,7 +157,7 @@ class PrivSynConfig:
     gum: GumSettings = field(default_factory=GumSettings)
     #: share of rho spent estimating domains the schema leaves open (0 when none are; what
     #: the estimates leave unspent goes to PrivSyn's steps, see
-    #: :class:`~privsyn_core.measuring.private_domain.DomainSplit`). 0.1 by
+    #: :class:`~privsyn_core.measuring.domain_split.DomainSplit`). 0.1 by
     #: ``benchmarks/domains.py`` (raw tables, no schema, epsilon 1, 10 seeds;
     #: ``benchmarks/evidence/domains-2026-11-26.txt``): at 0.05 the 10,000 x 55 loans table
     #: still loses its 32-value sub_grade in 9 seeds of 10, at 0.1 in 1; the bounds of

@@ -5,11 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privsyn_core.measuring.private_domain import (
-    FIRST_CATEGORY_SHARE,
-    DomainSplit,
-    categories_from_counts,
-)
+from privsyn_core.measuring.domain_split import FIRST_CATEGORY_SHARE, DomainSplit
+from privsyn_core.measuring.private_domain import categories_from_counts
 from privsyn_core.privacy.noise import SecureNoise, SeededNoise
 from privsyn_core.privacy.planner import plan_budget
 

@@ -21,8 +21,8 @@ from privsyn_core.data.columns import (
 )
 from privsyn_core.data.schema import ColumnSchema, Kind, Provenance, Schema, infer_schema
 from privsyn_core.errors import InputError
+from privsyn_core.measuring.domain_split import FIRST_RANGE_SHARE, DomainSplit
 from privsyn_core.measuring.identifiers import IDENTIFIER_RESERVE
-from privsyn_core.measuring.private_domain import FIRST_RANGE_SHARE, DomainSplit
 
 DATA = Path(__file__).resolve().parent / "data"
 FAST = PrivSynConfig(gum=GumSettings(iterations=20))

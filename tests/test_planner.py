@@ -9,9 +9,10 @@ from hypothesis import strategies as st
 from privsyn_core import GumSettings, PrivSynConfig, synthesize
 from privsyn_core.data.schema import ColumnSchema, Kind, Schema
 from privsyn_core.measuring.counters import FrameTable
+from privsyn_core.measuring.domain_split import FIRST_CATEGORY_SHARE
 from privsyn_core.measuring.identifiers import IDENTIFIER_RESERVE
 from privsyn_core.measuring.indif import indif_sigma
-from privsyn_core.measuring.private_domain import FIRST_CATEGORY_SHARE, category_threshold
+from privsyn_core.measuring.private_domain import category_threshold
 from privsyn_core.pipeline import measure
 from privsyn_core.privacy.conversion import rho_from_epsilon_delta
 from privsyn_core.privacy.ledger import ROW, PrivacyUnit, gaussian_sigma, per_row_sensitivity

@@ -13,12 +13,14 @@ from scipy.stats import norm
 from privsyn_core.data.codecs import BinnedCodec
 from privsyn_core.data.columns import prepare_columns
 from privsyn_core.data.schema import Schema
-from privsyn_core.measuring.identifiers import IDENTIFIER_RESERVE
-from privsyn_core.measuring.private_domain import (
+from privsyn_core.measuring.domain_split import (
     CATEGORY_WEIGHT,
     FIRST_CATEGORY_SHARE,
     FIRST_RANGE_SHARE,
     DomainSplit,
+)
+from privsyn_core.measuring.identifiers import IDENTIFIER_RESERVE
+from privsyn_core.measuring.private_domain import (
     NoisyEvidence,
     PrivateRange,
     private_categories,

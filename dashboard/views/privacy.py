@@ -26,7 +26,7 @@ from privsyn_core.data.columns import open_parts
 from privsyn_core.data.schema import Schema
 from privsyn_core.errors import InputError
 from privsyn_core.measuring.counters import FrameTable
-from privsyn_core.measuring.private_domain import FIRST_CATEGORY_SHARE
+from privsyn_core.measuring.domain_split import FIRST_CATEGORY_SHARE
 from privsyn_core.privacy.budget import Budget
 from privsyn_core.privacy.planner import (
     BudgetPlan,

@@ -56,8 +56,8 @@ from privsyn_core.domain import code_dtype
 from privsyn_core.errors import InputError
 from privsyn_core.generation.identifiers import Identifier
 from privsyn_core.measuring.counters import FrameTable, RawTable
+from privsyn_core.measuring.domain_split import CATEGORY_WEIGHT, DomainSplit
 from privsyn_core.measuring.identifiers import IDENTIFIER_RESERVE, laid_out_as_ids, noisy_distinct
-from privsyn_core.measuring.private_domain import CATEGORY_WEIGHT, DomainSplit
 from privsyn_core.measuring.structure import decide_structure, noisy_structure
 from privsyn_core.privacy.ledger import FailedAfterSpending, Measurement
 from privsyn_core.privacy.noise import NoiseSource
@@ -155,7 +155,7 @@ def prepare_columns(
 
     First the structure step settles every open kind, whole-number flag and date format;
     then each open domain is estimated, from a budget of ``rho_per_estimate`` times the
-    number of estimates, spread by :class:`~privsyn_core.measuring.private_domain.DomainSplit`
+    number of estimates, spread by :class:`~privsyn_core.measuring.domain_split.DomainSplit`
     (a category weighs ``category_weight`` against 1 for a range; ranges that find nothing
     and category estimates that release nothing get a second estimate). The order is fixed:
     declared domains (which cost nothing, so a declared column the data contradicts is
@@ -165,7 +165,7 @@ def prepare_columns(
     ``delta_for_thresholds`` is split over the category estimates, whose number is known only
     once the kinds are (a DP output): part of it equally over the first estimates, the rest
     equally over the second ones: of the columns that released nothing, or of every column
-    when each released a value (:class:`~privsyn_core.measuring.private_domain.DomainSplit`).
+    when each released a value (:class:`~privsyn_core.measuring.domain_split.DomainSplit`).
 
     ``one_way_sigma``, the noise PrivSyn's 1-way marginals will have (public: it follows from
     the budget), sets how many bins a numeric column with many values gets

@@ -33,17 +33,16 @@ from privsyn_core.data.schema import Schema
 from privsyn_core.data.values import NUMBER_CLASSES
 from privsyn_core.errors import InputError
 from privsyn_core.measuring.counters import Counter, FrameTable, Numbers, RawTable
-from privsyn_core.measuring.identifiers import IDENTIFIER_RESERVE
-from privsyn_core.measuring.indif import indif_sigma
-from privsyn_core.measuring.persons import bounded
-from privsyn_core.measuring.private_domain import (
+from privsyn_core.measuring.domain_split import (
     CATEGORY_WEIGHT,
     FIRST_CATEGORY_SHARE,
     FIRST_RANGE_SHARE,
     DomainSplit,
-    category_threshold,
-    combined_sigma,
 )
+from privsyn_core.measuring.identifiers import IDENTIFIER_RESERVE
+from privsyn_core.measuring.indif import indif_sigma
+from privsyn_core.measuring.persons import bounded
+from privsyn_core.measuring.private_domain import category_threshold, combined_sigma
 from privsyn_core.privacy.budget import Budget
 from privsyn_core.privacy.conversion import rho_from_epsilon_delta
 from privsyn_core.privacy.ledger import (
@@ -77,7 +76,7 @@ class CategorySurvival:
     with probability about ``P(c + N(0, sigma^2) >= threshold)``. Public inputs only: the
     threshold is the first estimate's and assumes every column that may release categories is
     thresholded (each first estimate gets an equal part of the first estimates' delta and
-    budget, :class:`~privsyn_core.measuring.private_domain.DomainSplit`); if the structure
+    budget, :class:`~privsyn_core.measuring.domain_split.DomainSplit`); if the structure
     step settles fewer as categorical, each gets more of both and the real threshold is lower
     (the owner's :func:`forecast_columns` uses the kinds the table's values have), and a
     column that releases nothing gets a second, lower threshold.

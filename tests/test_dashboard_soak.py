@@ -236,7 +236,8 @@ def memory_bound(base: int, print_: Footprint) -> int:
     by design until the session ends or runs again), ``CAP`` runs at their peak at once, each
     doubled for what Streamlit and pandas copy on the way (the Arrow tables of the pages'
     previews, the allocator's freed but unreturned pages), and 150 MB for the pages drawn for
-    ten sessions. Measured: base 274 MB, peak 373 MB, bound 573 MB. With these small runs
+    ten sessions. Measured: base 485 MB, peak 613 MB, bound 783 MB (peak 597 MB while
+    Streamlit still collected garbage after every script run). With these small runs
     (13 MB each) the bound would not by itself catch more than ``CAP`` runs at once (the
     worker tests check the cap exactly); it catches what grows with the polling and the
     sessions, e.g. a copy of the table or of a result kept per page run or per poll.

@@ -25,7 +25,6 @@ WHOLLY_SLOW = {
     "tests/test_dashboard_pages_browser.py": "Chromium against a Streamlit server",
     "tests/test_dashboard_privacy_browser.py": "Chromium against a Streamlit server",
     "tests/test_dashboard_upload_browser.py": "Chromium against a Streamlit server",
-    "tests/test_dashboard_soak.py": "ten browser sessions on one server",
     "tests/test_soak_runs.py": "a hundred runs in one process",
     "tests/test_spark_counter.py": "a Spark session (a JVM), or spark-submit",
     "tests/test_dashboard_resample.py": "a synthesis through the dashboard before each test",

@@ -59,7 +59,8 @@ SERVER_SETTINGS: Mapping[str, str | int | bool] = MappingProxyType(
         "runner.fastReruns": True,
         # no full garbage collection after every script and fragment run: a full pass over
         # every session's objects, many times a second while sessions poll their runs, took
-        # over half of a ten-session server's time (Python's own collector still runs)
+        # over half of a ten-session server's time (dashboard/worker.py collects once per
+        # run instead)
         "runner.postScriptGC": False,
         "theme.base": "light",
     }

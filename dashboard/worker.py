@@ -29,6 +29,7 @@ so, rather than parking threads without bound.
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 import time
@@ -136,9 +137,13 @@ class _Slots:
                 self._turn.wait(WAIT_POLL)
 
     def give_back(self) -> None:
+        """A run (or a Lab comparison) has ended: its slot frees, and its cyclic garbage is
+        collected, once, here. The server runs without Streamlit's collection after every
+        script run, which every poll of every session paid for."""
         with self._turn:
             self._busy -= 1
             self._turn.notify_all()
+        gc.collect()
 
     def leave(self, progress: RunProgress) -> bool:
         """Take a waiting run out of the line now, in the caller's thread (Cancel): True if it

@@ -64,7 +64,8 @@ def test_the_defaults_serve_loopback_without_statistics():
     assert pairs["--server.enableXsrfProtection"] == "true"
     assert pairs["--server.fileWatcherType"] == "none"
     # a full garbage collection after every script and fragment run took over half of a
-    # ten-session server's time (tests/test_dashboard_soak.py: 450 s against 60 s)
+    # ten-session server's time (tests/test_dashboard_soak.py: 450 s against 60 s); the
+    # worker collects once per run instead
     assert pairs["--runner.postScriptGC"] == "false"
     assert pairs["--server.port"] == "8501"
     assert "--browser.serverAddress" not in pairs
